@@ -1,0 +1,5 @@
+import sys
+
+from curate.cli import main
+
+sys.exit(main())

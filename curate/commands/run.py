@@ -1,0 +1,67 @@
+"""curate run PIPELINE.py --input GLOB --output DIR: run a pipeline file."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+from curate.pipeline import Pipeline, UsageError
+from curate.stats import StepStats, format_table
+
+
+def add_parser(sub):
+    p = sub.add_parser("run", help="run a pipeline file over input files")
+    p.add_argument("pipeline", help="a Python file that defines `pipeline = Pipeline(...)`")
+    p.add_argument("--input", action="append", help="input glob (repeatable; ** recurses)")
+    p.add_argument("--output", help="output directory")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+    p.add_argument("--rejected", action="store_true", help="also write dropped documents with drop_reason")
+    p.add_argument("--limit", type=int, default=None, help="stop after N documents per task")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def load_pipeline(path: str) -> Pipeline:
+    if not os.path.isfile(path):
+        raise UsageError(f"pipeline file {path!r} does not exist")
+    namespace = runpy.run_path(path, run_name="__pipeline__")
+    pipeline = namespace.get("pipeline")
+    if not isinstance(pipeline, Pipeline):
+        raise UsageError(f"{path} defines no `pipeline = Pipeline(...)`")
+    return pipeline
+
+
+def main(args) -> int:
+    from curate.executor import TaskFailures, make_executor
+    from curate.pipeline import StepFailed
+
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    pipeline = load_pipeline(args.pipeline)
+    kw = {"address": args.address} if args.executor == "ray" else {}
+    executor = make_executor(args.executor, args.workers, progress=not args.no_progress, **kw)
+    try:
+        manifest = pipeline.run(
+            inputs=args.input, output=args.output, executor=executor, rejected=args.rejected, limit=args.limit
+        )
+    except (TaskFailures, StepFailed) as e:
+        sys.stderr.write(f"curate run: {e}\nfinished tasks are kept; fix the cause and rerun to resume\n")
+        return 1
+    out = args.output or pipeline.output
+    print_summary(out, manifest)
+    return 0
+
+
+def print_summary(out: str, manifest: dict) -> None:
+    import json
+
+    with open(os.path.join(out, "stats.json")) as f:
+        stats = [StepStats.from_dict(d) for d in json.load(f)["steps"]]
+    print(format_table(stats))
+    print(
+        f"\n{manifest['docs_read']:,} documents read, {manifest['docs_written']:,} kept "
+        f"in {len(manifest['outputs'])} shard(s) under {out}/data ({manifest['seconds']:.1f}s)"
+    )

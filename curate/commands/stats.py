@@ -1,0 +1,33 @@
+"""curate stats OUT: the per-step table of a finished run."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from curate.pipeline import UsageError
+from curate.stats import StepStats, format_table
+
+
+def add_parser(sub):
+    p = sub.add_parser("stats", help="per-step table: documents and characters in, out, dropped by reason")
+    p.add_argument("output", help="a run's output directory")
+    p.add_argument("--json", action="store_true", help="print stats.json as is")
+    return p
+
+
+def load_stats(out: str) -> list[StepStats]:
+    path = os.path.join(out, "stats.json")
+    if not os.path.exists(path):
+        raise UsageError(f"{out} has no stats.json (not a finished run?)")
+    with open(path) as f:
+        return [StepStats.from_dict(d) for d in json.load(f)["steps"]]
+
+
+def main(args) -> int:
+    stats = load_stats(args.output)
+    if args.json:
+        print(json.dumps([s.to_dict() for s in stats], indent=1))
+    else:
+        print(format_table(stats))
+    return 0

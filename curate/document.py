@@ -1,0 +1,95 @@
+"""The document record that flows through every step, and the text-shard contract it is written as."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+# The text-shard contract (docs/data-contract.md). Steps may add flat columns (Step.columns) after these.
+TEXT_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("url", pa.string()),
+        pa.field("date", pa.timestamp("us", tz="UTC")),
+        pa.field("lang", pa.string()),
+        pa.field("lang_score", pa.float32()),
+        pa.field("quality_score", pa.float32()),
+        pa.field("metadata", pa.string()),
+    ]
+)
+CORE_COLUMNS = tuple(TEXT_SCHEMA.names)
+
+
+def make_id(source: str, key: str) -> str:
+    """A stable id from the source name and a record key (WARC-Record-ID, or URL + offset).
+
+    Hashing keeps ids short and uniform whatever the key looks like; including the source keeps two
+    sources that reuse record ids apart.
+    """
+    return hashlib.blake2b(f"{source}\x00{key}".encode(), digest_size=12).hexdigest()
+
+
+@dataclass(slots=True)
+class Document:
+    """One document. `html` holds markup between reading and extraction and is never written."""
+
+    id: str
+    text: str
+    source: str
+    url: str | None = None
+    date: datetime | None = None
+    lang: str | None = None
+    lang_score: float | None = None
+    quality_score: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # flat columns declared by steps
+    html: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        rec = {
+            "id": self.id,
+            "text": self.text,
+            "source": self.source,
+            "url": self.url,
+            "date": self.date,
+            "lang": self.lang,
+            "lang_score": self.lang_score,
+            "quality_score": self.quality_score,
+            "metadata": json.dumps(self.metadata, ensure_ascii=False, default=str) if self.metadata else None,
+        }
+        rec.update(self.extra)
+        return rec
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Document:
+        meta = rec.get("metadata")
+        extra = {k: v for k, v in rec.items() if k not in CORE_COLUMNS and k != "drop_reason"}
+        return cls(
+            id=rec["id"],
+            text=rec["text"],
+            source=rec["source"],
+            url=rec.get("url"),
+            date=rec.get("date"),
+            lang=rec.get("lang"),
+            lang_score=rec.get("lang_score"),
+            quality_score=rec.get("quality_score"),
+            metadata=json.loads(meta) if meta else {},
+            extra=extra,
+        )
+
+
+def shard_schema(extra_columns: dict[str, pa.DataType], rejected: bool = False) -> pa.Schema:
+    """The contract schema plus the flat columns that the pipeline's steps declare."""
+    schema = TEXT_SCHEMA
+    for name, typ in extra_columns.items():
+        schema = schema.append(pa.field(name, typ))
+    if rejected:
+        schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    return schema

@@ -1,0 +1,232 @@
+"""Readers turn one input file into a stream of documents, counting every record they skip and why."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, ClassVar
+
+import pyarrow.parquet as pq
+
+from curate.document import CORE_COLUMNS, Document, make_id
+from curate.stats import StepStats
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+class Reader:
+    """Base reader. `read` yields documents and records skips in `stats` (reasons `read:<rule>`)."""
+
+    name: ClassVar[str] = "read"
+
+    def __init__(self, source: str = "web"):
+        self.source = source
+
+    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+        raise NotImplementedError
+
+    def skip(self, stats: StepStats, rule: str, chars: int = 0) -> None:
+        stats.docs_in += 1
+        stats.drop(f"read:{rule}", chars)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+def parse_date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def decode_html(body: bytes, content_type: str | None) -> tuple[str, str]:
+    """Decode HTML bytes: charset from the HTTP header, then from <meta>, then by detection.
+
+    Undecodable bytes become U+FFFD rather than failing the page; the chosen charset is returned so
+    that it can be recorded in the document's metadata.
+    """
+    candidates = []
+    if content_type and "charset=" in content_type.lower():
+        candidates.append(content_type.lower().split("charset=")[-1].split(";")[0].strip(" \"'"))
+    m = _META_CHARSET.search(body[:4096])
+    if m:
+        candidates.append(m.group(1).decode("ascii", "ignore").lower())
+    for enc in candidates:
+        try:
+            return body.decode(enc, errors="replace"), enc
+        except LookupError:
+            continue
+    try:
+        return body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(body[:65536]).best()
+    enc = best.encoding if best else "utf-8"
+    return body.decode(enc, errors="replace"), enc
+
+
+class Warc(Reader):
+    """WARC/WET reader (warcio): HTML `response` records and WET `conversion` records.
+
+    Request, metadata, revisit and warcinfo records and non-HTML responses are skipped with a count.
+    A broken stream (truncated gzip, not a WARC) ends the file with a counted `read:corrupt_stream`
+    instead of failing the task: the records before the break are kept.
+    """
+
+    def __init__(self, source: str = "web", max_html_bytes: int = 5_000_000):
+        super().__init__(source)
+        self.max_html_bytes = max_html_bytes
+
+    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+        from warcio.archiveiterator import ArchiveIterator
+
+        with open(path, "rb") as f:
+            try:
+                records = ArchiveIterator(f)
+                for rec in records:
+                    doc = self._record(rec, records, stats)
+                    if doc is not None:
+                        yield doc
+            except (EOFError, OSError, zlib.error, ValueError, KeyError, IndexError) as e:
+                self.skip(stats, "corrupt_stream")
+                stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
+            except Exception as e:  # warcio's ArchiveLoadFailed and friends
+                if type(e).__name__ not in ("ArchiveLoadFailed", "StatusAndHeadersParserException"):
+                    raise
+                self.skip(stats, "not_warc" if stats.docs_in == 0 else "corrupt_stream")
+                stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
+
+    def _record(self, rec: Any, records: Any, stats: StepStats) -> Document | None:
+        kind = rec.rec_type
+        if kind not in ("response", "conversion"):
+            self.skip(stats, kind or "unknown_record")
+            return None
+        if kind == "conversion":
+            text = rec.content_stream().read().decode("utf-8", errors="replace")
+            stats.docs_in += 1
+            return self._doc(rec, records, text=text)
+        if rec.http_headers is None:
+            self.skip(stats, "no_http_headers")
+            return None
+        ctype = rec.http_headers.get_header("Content-Type") or ""
+        if not any(t in ctype.lower() for t in _HTML_TYPES):
+            self.skip(stats, "not_html")
+            return None
+        body = rec.content_stream().read(self.max_html_bytes + 1)
+        if len(body) > self.max_html_bytes:
+            self.skip(stats, "too_large")
+            return None
+        html, charset = decode_html(body, ctype)
+        stats.docs_in += 1
+        doc = self._doc(rec, records, text="")
+        doc.html = html
+        doc.metadata = {"http_status": rec.http_headers.get_statuscode(), "charset": charset}
+        return doc
+
+    def _doc(self, rec: Any, records: Any, text: str) -> Document:
+        """Build the document after its content is read (warcio's offset call consumes the record)."""
+        h = rec.rec_headers
+        url = h.get_header("WARC-Target-URI")
+        rid = h.get_header("WARC-Record-ID") or f"{url}@{records.get_record_offset()}"
+        date = parse_date(h.get_header("WARC-Date"))
+        return Document(id=make_id(self.source, rid), text=text, source=self.source, url=url, date=date)
+
+
+def _open_text(path: str) -> io.TextIOBase:
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    if path.endswith(".zst"):
+        import zstandard
+
+        return io.TextIOWrapper(zstandard.open(path, "rb"), encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+class Jsonl(Reader):
+    """JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst). An existing id field is kept as the document id."""
+
+    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", url_key: str = "url"):
+        super().__init__(source)
+        self.text_key, self.id_key, self.url_key = text_key, id_key, url_key
+
+    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+        with _open_text(path) as f:
+            try:
+                for lineno, line in enumerate(f):
+                    if not line.strip():
+                        continue
+                    doc = self._parse(line, path, lineno, stats)
+                    if doc is not None:
+                        yield doc
+            except (EOFError, OSError, zlib.error) as e:
+                self.skip(stats, "corrupt_stream")
+                stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
+
+    def _parse(self, line: str, path: str, lineno: int, stats: StepStats) -> Document | None:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            self.skip(stats, "bad_json")
+            return None
+        text = rec.pop(self.text_key, None) if isinstance(rec, dict) else None
+        if not isinstance(text, str):
+            self.skip(stats, "no_text")
+            return None
+        rid = rec.pop(self.id_key, None)
+        doc_id = str(rid) if rid is not None else make_id(self.source, f"{path}:{lineno}")
+        meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+        url = rec.pop(self.url_key, None) or meta.get("url")
+        stats.docs_in += 1
+        return Document(id=doc_id, text=text, source=self.source, url=url, metadata=rec)
+
+
+class Parquet(Reader):
+    """Parquet files. Shards in the text contract come back whole; other files need `text_key`."""
+
+    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024):
+        super().__init__(source)
+        self.text_key, self.id_key, self.batch_size = text_key, id_key, batch_size
+
+    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as e:
+            self.skip(stats, "not_parquet")
+            stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
+            return
+        names = pf.schema_arrow.names
+        if self.text_key not in names:
+            self.skip(stats, "bad_schema")
+            stats.error_sample = stats.error_sample or f"{path}: no column {self.text_key!r} (columns: {names})"
+            return
+        contract = all(c in names for c in ("id", "text", "source"))
+        for batch in pf.iter_batches(batch_size=self.batch_size):
+            for i, rec in enumerate(batch.to_pylist()):
+                text = rec.get(self.text_key)
+                if not isinstance(text, str):
+                    self.skip(stats, "no_text")
+                    continue
+                stats.docs_in += 1
+                if contract:
+                    yield Document.from_record(rec)
+                    continue
+                rid = rec.pop(self.id_key, None)
+                rec.pop(self.text_key)
+                yield Document(
+                    id=str(rid) if rid is not None else make_id(self.source, f"{path}:{stats.docs_in}"),
+                    text=text,
+                    source=self.source,
+                    url=rec.pop("url", None),
+                    metadata={k: v for k, v in rec.items() if k not in CORE_COLUMNS},
+                )

@@ -1,0 +1,100 @@
+"""Per-step counters: documents and characters in, out, and dropped by reason."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class StepStats:
+    name: str
+    docs_in: int = 0
+    docs_out: int = 0
+    chars_in: int = 0
+    chars_out: int = 0
+    seconds: float = 0.0
+    dropped: Counter = field(default_factory=Counter)  # reason -> documents
+    dropped_chars: Counter = field(default_factory=Counter)  # reason -> characters
+    errors: int = 0
+    error_sample: str | None = None  # the first exception seen, for the summary
+    extra: dict[str, Any] = field(default_factory=dict)  # step-specific figures (e.g. a quality cut)
+
+    def drop(self, reason: str, chars: int = 0) -> None:
+        self.dropped[reason] += 1
+        self.dropped_chars[reason] += chars
+
+    def merge(self, other: StepStats) -> None:
+        self.docs_in += other.docs_in
+        self.docs_out += other.docs_out
+        self.chars_in += other.chars_in
+        self.chars_out += other.chars_out
+        self.seconds += other.seconds
+        self.dropped.update(other.dropped)
+        self.dropped_chars.update(other.dropped_chars)
+        self.errors += other.errors
+        self.error_sample = self.error_sample or other.error_sample
+        for k, v in other.extra.items():
+            if isinstance(v, (int, float)) and isinstance(self.extra.get(k), (int, float)):
+                self.extra[k] += v
+            else:
+                self.extra.setdefault(k, v)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "docs_in": self.docs_in,
+            "docs_out": self.docs_out,
+            "chars_in": self.chars_in,
+            "chars_out": self.chars_out,
+            "seconds": round(self.seconds, 4),
+            "dropped": dict(sorted(self.dropped.items())),
+            "dropped_chars": dict(sorted(self.dropped_chars.items())),
+            "errors": self.errors,
+            "error_sample": self.error_sample,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepStats:
+        return cls(
+            name=d["name"],
+            docs_in=d["docs_in"],
+            docs_out=d["docs_out"],
+            chars_in=d["chars_in"],
+            chars_out=d["chars_out"],
+            seconds=d["seconds"],
+            dropped=Counter(d["dropped"]),
+            dropped_chars=Counter(d.get("dropped_chars", {})),
+            errors=d.get("errors", 0),
+            error_sample=d.get("error_sample"),
+            extra=dict(d.get("extra", {})),
+        )
+
+
+def merge_step_lists(lists: list[list[StepStats]]) -> list[StepStats]:
+    """Merge per-task stats lists step by step (by position and name, keeping pipeline order)."""
+    merged: dict[str, StepStats] = {}
+    for stats in lists:
+        for s in stats:
+            if s.name not in merged:
+                merged[s.name] = StepStats(s.name)
+            merged[s.name].merge(s)
+    return list(merged.values())
+
+
+def format_table(stats: list[StepStats]) -> str:
+    """A plain-text table for the terminal: one row per step, then drop reasons indented below it."""
+    head = f"{'step':<28}{'docs in':>10}{'docs out':>10}{'dropped':>10}{'chars in':>14}{'chars out':>14}{'sec':>9}"
+    lines = [head, "-" * len(head)]
+    for s in stats:
+        lines.append(
+            f"{s.name:<28}{s.docs_in:>10,}{s.docs_out:>10,}{sum(s.dropped.values()):>10,}"
+            f"{s.chars_in:>14,}{s.chars_out:>14,}{s.seconds:>9.2f}"
+        )
+        for reason, n in s.dropped.most_common():
+            lines.append(f"    {reason:<40}{n:>10,}")
+        if s.errors:
+            lines.append(f"    errors: {s.errors:,} (first: {s.error_sample})")
+    return "\n".join(lines)

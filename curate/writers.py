@@ -1,0 +1,101 @@
+"""Writers: Parquet shards in the text contract, written atomically (temp file, then rename)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.document import Document
+
+
+@dataclass
+class Parquet:
+    """zstd Parquet shards. A task rolls to a new shard past `max_shard_bytes` of text.
+
+    Row groups of ~`row_group_docs` documents keep reads streaming and let readers skip by row group.
+    """
+
+    compression: str = "zstd"
+    compression_level: int = 3
+    max_shard_bytes: int = 512 * 1024 * 1024
+    row_group_docs: int = 10_000
+
+    def open(self, directory: str, stem: str, schema: pa.Schema) -> ShardWriter:
+        return ShardWriter(self, directory, stem, schema)
+
+
+class ShardWriter:
+    """Writes `<stem>-NNN.parquet` files under temporary names; `commit` renames them into place.
+
+    Nothing is visible under the final names until commit, so a task killed midway leaves only
+    temp files, which the rerun overwrites. Commit first deletes older shards of the same stem, so a
+    rerun that writes fewer shards leaves no stale one behind.
+    """
+
+    def __init__(self, cfg: Parquet, directory: str, stem: str, schema: pa.Schema):
+        self.cfg, self.dir, self.stem, self.schema = cfg, directory, stem, schema
+        self.buffer: list[dict] = []
+        self.buffer_bytes = 0
+        self.shard_bytes = 0
+        self.files: list[str] = []
+        self.writer: pq.ParquetWriter | None = None
+        self.rows = 0
+        os.makedirs(directory, exist_ok=True)
+
+    def _tmp(self, i: int) -> str:
+        return os.path.join(self.dir, f".{self.stem}-{i:03d}.parquet.tmp")
+
+    def write(self, doc: Document, **columns) -> None:
+        rec = doc.to_record()
+        rec.update(columns)
+        self.buffer.append(rec)
+        self.buffer_bytes += len(doc.text)
+        if len(self.buffer) >= self.cfg.row_group_docs:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.buffer:
+            return
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(
+                self._tmp(len(self.files)),
+                self.schema,
+                compression=self.cfg.compression,
+                compression_level=self.cfg.compression_level,
+            )
+            self.files.append(self._tmp(len(self.files)))
+        table = pa.Table.from_pylist(self.buffer, schema=self.schema)
+        self.writer.write_table(table, row_group_size=self.cfg.row_group_docs)
+        self.rows += len(self.buffer)
+        self.shard_bytes += self.buffer_bytes
+        self.buffer, self.buffer_bytes = [], 0
+        if self.shard_bytes >= self.cfg.max_shard_bytes:
+            self.writer.close()
+            self.writer, self.shard_bytes = None, 0
+
+    def commit(self) -> list[str]:
+        """Close, then move the shards into place. Returns the final paths (none if no document)."""
+        self._flush()
+        if self.writer is not None:
+            self.writer.close()
+        for name in os.listdir(self.dir):
+            if name.startswith(f"{self.stem}-") and name.endswith(".parquet"):
+                os.remove(os.path.join(self.dir, name))
+        final = []
+        for i, tmp in enumerate(self.files):
+            dst = os.path.join(self.dir, f"{self.stem}-{i:03d}.parquet")
+            os.replace(tmp, dst)
+            final.append(dst)
+        return final
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

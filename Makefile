@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` (curation on a generated sample, then a short training
+# run) and `make test` (the whole suite). Both create .venv and install the project on first use.
+
+PY := .venv/bin/python
+CURATE := .venv/bin/curate
+DEMO := demo
+
+.PHONY: demo test lint clean
+
+.venv/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	# torch first, so that pip takes the local CPU wheel instead of a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,fast,ray]'
+	touch $@
+
+demo: .venv/.installed
+	$(CURATE) demo generate --out $(DEMO)/warc
+	$(CURATE) run pipelines/demo.py --input '$(DEMO)/warc/*.warc.gz' --output $(DEMO)/curated --rejected --workers 2
+	$(CURATE) report $(DEMO)/curated
+	$(CURATE) mix --source web=$(DEMO)/curated:1.0 --tokens 400K --max-epochs 4 --seed 0 --out $(DEMO)/mix
+	$(CURATE) tokenizer train $(DEMO)/mix --vocab-size 2048 --out $(DEMO)/tokenizer.json
+	$(CURATE) tokenize $(DEMO)/mix --tokenizer $(DEMO)/tokenizer.json --val-fraction 0.05 --out $(DEMO)/tokens
+	$(PY) -m train --data $(DEMO)/tokens --config train/configs/tiny.toml --steps 150 --out $(DEMO)/run
+	@echo "demo done: report in $(DEMO)/curated/report.html, training curves in $(DEMO)/run/"
+
+test: .venv/.installed
+	.venv/bin/pytest -q
+
+lint: .venv/.installed
+	.venv/bin/ruff check .
+
+clean:
+	rm -rf $(DEMO) .pytest_cache

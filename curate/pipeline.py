@@ -24,7 +24,7 @@ from curate.executor import Executor, make_executor
 from curate.readers import Parquet as ParquetReader
 from curate.readers import Reader
 from curate.stats import StepStats, merge_step_lists
-from curate.step import GlobalContext, GlobalStep, Reject, Step, as_step, step_label
+from curate.step import GlobalContext, GlobalStep, Reject, Step, as_step
 from curate.writers import Parquet as ParquetWriter
 from curate.writers import atomic_write_text
 
@@ -99,11 +99,11 @@ class Pipeline:
         if not isinstance(self.reader, Reader):
             raise UsageError(f"pipeline {self.name!r}: reader must be a curate.readers reader, got {self.reader!r}")
         self.steps = [as_step(s) for s in self.steps]
-        labels = [step_label(s) for s in self.steps]
-        dupes = {x for x in labels if labels.count(x) > 1}
+        seen: dict[str, int] = {}
         for s in self.steps:  # two steps of one kind get numbered names so their stats stay apart
-            if step_label(s) in dupes and not isinstance(s, GlobalStep):
-                object.__setattr__(s, "name", f"{step_label(s)}_{labels.index(step_label(s))}")
+            seen[s.name] = seen.get(s.name, 0) + 1
+            if seen[s.name] > 1:
+                s.name = f"{s.name}_{seen[s.name]}"
 
     @property
     def extra_columns(self) -> dict:
@@ -291,7 +291,7 @@ def run_stream_task(task: StreamTask) -> dict:
     if task.rejected_dir:
         rej = stage.writer.open(task.rejected_dir, task.tag, shard_schema(task.extra_columns, rejected=True))
     read_stats = StepStats(stage.reader.name)
-    step_stats = [StepStats(step_label(s)) for s in stage.steps]
+    step_stats = [StepStats(s.name) for s in stage.steps]
     t_read = time.perf_counter()
     batch: list[Document] = []
     for doc in _limited(stage.reader.read(task.path, read_stats), task.limit):
@@ -301,7 +301,7 @@ def run_stream_task(task: StreamTask) -> dict:
             batch = []
     if batch:
         _run_batch(stage.steps, step_stats, batch, writer, rej)
-    for s, st in zip(stage.steps, step_stats):
+    for s, st in zip(stage.steps, step_stats, strict=True):
         if st.docs_in and st.errors == st.docs_in and st.docs_in >= 3:
             raise StepFailed(f"step {st.name!r} failed on all {st.docs_in} documents of {task.path}: {st.error_sample}")
         s.finish(st)
@@ -326,7 +326,7 @@ def _limited(docs, limit: int | None):
 
 
 def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document], writer, rej) -> None:
-    for step, st in zip(steps, stats):
+    for step, st in zip(steps, stats, strict=True):
         if not batch:
             return
         t = time.perf_counter()
@@ -334,7 +334,7 @@ def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document],
         st.chars_in += sum(len(d.text) for d in batch)
         results = _apply(step, st, batch)
         kept = []
-        for doc, res in zip(batch, results):
+        for doc, res in zip(batch, results, strict=True):
             if isinstance(res, Document):
                 kept.append(res)
                 continue

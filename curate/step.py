@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -50,8 +51,7 @@ class Step:
         """Called at the end of each task with this step's stats, to record step-specific figures."""
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
-        return f"{type(self).__name__}({params})"
+        return describe(self)
 
 
 class Filter(Step):
@@ -70,9 +70,7 @@ class FunctionStep(Step):
 
     def __init__(self, fn: Callable[[Document], Any], name: str | None = None):
         self.fn = fn
-        self.step_name = name or getattr(fn, "__name__", "function")
-        if self.step_name == "<lambda>":
-            self.step_name = "lambda"
+        self.name = name or getattr(fn, "__name__", "function").replace("<lambda>", "lambda")
 
     def apply(self, doc: Document) -> Result:
         out = self.fn(doc)
@@ -121,6 +119,21 @@ def as_step(obj: Any) -> Step:
     raise TypeError(f"pipeline step {obj!r} is neither a Step nor a callable")
 
 
-def step_label(step: Step) -> str:
-    """The name used in stats and drop reasons."""
-    return step.step_name if isinstance(step, FunctionStep) else step.name
+def _param(value: Any) -> str:
+    """A repr that is the same in every process: sets sorted, functions by name and line, no addresses."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_param(v) for v in value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_param(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_param(k)}: {_param(v)}" for k, v in sorted(value.items(), key=str)) + "}"
+    if inspect.isfunction(value):
+        return f"<{value.__module__}.{value.__qualname__}:{value.__code__.co_firstlineno}>"
+    text = repr(value)
+    return re.sub(r" at 0x[0-9a-f]+", "", text)
+
+
+def describe(obj: Any) -> str:
+    """`Class(param=value, ...)` from public attributes: the config of a reader or step, stable across runs."""
+    params = ", ".join(f"{k}={_param(v)}" for k, v in vars(obj).items() if not k.startswith("_"))
+    return f"{type(obj).__name__}({params})"

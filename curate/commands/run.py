@@ -15,9 +15,12 @@ def add_parser(sub):
     p.add_argument("pipeline", help="a Python file that defines `pipeline = Pipeline(...)`")
     p.add_argument("--input", action="append", help="input glob (repeatable; ** recurses)")
     p.add_argument("--output", help="output directory")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel tasks (default: local: all CPUs; ray: as many as the cluster runs)")
     p.add_argument("--executor", choices=["local", "ray"], default="local")
     p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+    p.add_argument("--task-cpus", type=float, default=1, help="CPUs reserved per Ray task")
+    p.add_argument("--task-memory-gb", type=float, default=None, help="memory reserved per Ray task (GB)")
     p.add_argument("--rejected", action="store_true", help="also write dropped documents with drop_reason")
     p.add_argument("--limit", type=int, default=None, help="stop after N documents per task")
     p.add_argument("--no-progress", action="store_true")
@@ -38,11 +41,15 @@ def main(args) -> int:
     from curate.executor import TaskFailures, make_executor
     from curate.pipeline import StepFailed
 
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     pipeline = load_pipeline(args.pipeline)
-    kw = {"address": args.address} if args.executor == "ray" else {}
-    executor = make_executor(args.executor, args.workers, progress=not args.no_progress, **kw)
+    if args.executor == "ray":  # workers=0: the window follows the cluster, not this machine's CPUs
+        memory = int(args.task_memory_gb * 2**30) if args.task_memory_gb else None
+        kw = {"address": args.address, "num_cpus_per_task": args.task_cpus, "memory_per_task": memory}
+        executor = make_executor("ray", args.workers or 0, progress=not args.no_progress, **kw)
+    else:
+        executor = make_executor("local", args.workers or os.cpu_count() or 1, progress=not args.no_progress)
     try:
         manifest = pipeline.run(
             inputs=args.input, output=args.output, executor=executor, rejected=args.rejected, limit=args.limit

@@ -1,0 +1,179 @@
+"""RayExecutor on a real local Ray cluster (2 CPUs): same outputs as local, retries, failure reports.
+
+Functions and steps defined here reach Ray workers by reference, so the workers get this directory
+on PYTHONPATH through the runtime environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate import Pipeline, Step, extract, readers, writers
+from curate.executor import LocalExecutor, TaskFailures
+from curate.pipeline import StepFailed
+
+ray = pytest.importorskip("ray")
+from curate.ray_executor import RayExecutor  # noqa: E402
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_cluster():
+    tests_dir = str(Path(__file__).resolve().parent)
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": tests_dir}})
+    yield
+    ray.shutdown()
+
+
+# ---------------------------------------------------------------- helpers that run on workers
+
+
+class DieOnce(Step):
+    """Kills its worker process (no cleanup, like an OOM kill) at the `after`-th document, once per marker."""
+
+    name = "die_once"
+
+    def __init__(self, marker: str, after: int):
+        self.marker, self.after = marker, after
+
+    def setup(self) -> None:
+        self.seen = 0
+
+    def apply(self, doc):
+        self.seen += 1
+        if self.seen == self.after:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                return doc
+            os._exit(1)
+        return doc
+
+
+def flaky(item: tuple[str, str, int]) -> str:
+    """Log the attempt, then fail the first `fails` attempts of this item (`fails` < 0: always)."""
+    log_dir, name, fails = item
+    with open(os.path.join(log_dir, name), "a") as f:
+        f.write("x")
+    attempts = len(Path(log_dir, name).read_text())
+    if name == "verdict":
+        raise StepFailed("step 'x' failed on all 10 documents")
+    if fails < 0 or attempts <= fails:
+        raise OSError(f"transient failure of {name}")
+    return name
+
+
+def busy_under_time_limit(seconds: float) -> str:
+    """Spin in Python under extract.time_limit; the SIGALRM limit must cut it short in a Ray worker too."""
+    t0 = time.perf_counter()
+    try:
+        with extract.time_limit(seconds):
+            while time.perf_counter() - t0 < 30:
+                pass
+    except extract.ExtractTimeout:
+        return f"timeout after {time.perf_counter() - t0:.1f}s"
+    return "not interrupted"
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def documents(out: Path) -> dict[str, list]:
+    """Shard name -> [(id, text), …] in file order."""
+    return {
+        p.name: list(zip(*pq.read_table(p, columns=["id", "text"]).to_pydict().values(), strict=True))
+        for p in sorted((out / "data").glob("*.parquet"))
+    }
+
+
+def counts(out: Path) -> list[dict]:
+    """stats.json without timings, which differ from run to run."""
+    steps = json.loads((out / "stats.json").read_text())["steps"]
+    return [{k: v for k, v in s.items() if k != "seconds"} for s in steps]
+
+
+def assert_same_run(a: Path, b: Path) -> None:
+    docs_a, docs_b = documents(a), documents(b)
+    assert docs_a and docs_a == docs_b
+    ids = [i for rows in docs_a.values() for i, _ in rows]
+    assert len(ids) == len(set(ids))
+    for name in docs_a:  # same bytes, not just the same rows
+        assert (a / "data" / name).read_bytes() == (b / "data" / name).read_bytes()
+    assert counts(a) == counts(b)
+    assert sorted(os.listdir(a / "_done")) == sorted(os.listdir(b / "_done"))
+    assert not [p for p in (b / "data").iterdir() if p.name.startswith(".")], "temp files left behind"
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_extract_pipeline_same_on_local_and_ray(shared, tmp_path):
+    warcs = sorted(str(p) for p in (shared / "warc").rglob("*.warc.gz"))
+    pipeline = Pipeline(
+        name="extract_only",
+        reader=readers.Warc(source="web"),
+        steps=[extract.Trafilatura(timeout=120)],  # a generous limit: a loaded CI box must not change the result
+        writer=writers.Parquet(),
+    )
+    pipeline.run(warcs, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
+    pipeline.run(warcs, str(tmp_path / "ray"), executor=RayExecutor(progress=True))
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
+    assert len(os.listdir(tmp_path / "ray" / "_done")) == len(warcs) == 8
+    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
+    assert manifest["docs_written"] == sum(len(v) for v in documents(tmp_path / "ray").values()) > 200
+
+
+def test_killed_worker_is_retried_without_loss_or_duplicates(shared, tmp_path):
+    warcs = sorted(str(p) for p in (shared / "warc" / "wget").glob("*.warc.gz"))
+
+    def pipeline(marker: Path) -> Pipeline:
+        return Pipeline(
+            name="die",
+            reader=readers.Warc(source="web"),
+            steps=[DieOnce(str(marker), after=10), extract.Trafilatura(timeout=120)],
+            writer=writers.Parquet(row_group_docs=4),  # so a partial temp shard is on disk when the worker dies
+        )
+
+    spent = tmp_path / "spent"
+    spent.touch()  # the local reference run never dies
+    pipeline(spent).run(warcs, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
+    marker = tmp_path / "marker"
+    pipeline(marker).run(warcs, str(tmp_path / "ray"), executor=RayExecutor(progress=False, max_retries=2))
+    assert marker.exists(), "no worker was killed: the test proves nothing"
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
+
+
+def test_raising_task_is_retried_then_reported(tmp_path):
+    items = [(str(tmp_path), "ok", 0), (str(tmp_path), "flaky", 1), (str(tmp_path), "broken", -1),
+             (str(tmp_path), "verdict", 0)]
+    ex = RayExecutor(progress=False, max_retries=2)
+    with pytest.raises(TaskFailures) as info:
+        ex.map(flaky, items, labels=[name for _, name, _ in items])
+    errors = {e.label: e for e in info.value.errors}
+    assert sorted(errors) == ["broken", "verdict"]
+    assert errors["broken"].error == "OSError: transient failure of broken (after 3 attempts)"
+    assert "Traceback" in errors["broken"].detail
+    assert errors["verdict"].error.startswith("StepFailed")
+    attempts = {name: len((tmp_path / name).read_text()) for _, name, _ in items}
+    assert attempts == {"ok": 1, "flaky": 2, "broken": 3, "verdict": 1}  # a verdict on the data is not retried
+    assert "2 of 4 task(s) failed" in str(info.value)
+
+
+def test_results_in_order_and_no_retry_of_exceptions_when_disabled(tmp_path):
+    items = [(str(tmp_path), f"i{k}", 0) for k in range(6)] + [(str(tmp_path), "once", 1)]
+    assert RayExecutor(workers=2, progress=False).map(flaky, items[:6]) == [f"i{k}" for k in range(6)]
+    with pytest.raises(TaskFailures) as info:
+        RayExecutor(progress=False, retry_exceptions=False).map(flaky, items[6:], labels=["once"])
+    assert info.value.errors[0].error == "OSError: transient failure of once"
+
+
+def test_sigalrm_time_limit_works_in_ray_workers():
+    (result,) = RayExecutor(progress=False).map(busy_under_time_limit, [0.5])
+    assert result.startswith("timeout after")

@@ -1,0 +1,55 @@
+"""FineWeb's extra quality rules (Penedo et al. 2024), which catch list-like and boilerplate pages that
+pass Gopher and C4: few lines ending in punctuation, mostly short lines, duplicated lines, and many
+newlines per word."""
+
+from __future__ import annotations
+
+from curate.document import Document
+from curate.filters._text import TERMINAL_PUNCTUATION, find_duplicates, text_stats
+from curate.step import Filter
+
+
+class FineWeb(Filter):
+    """Reasons, checked in this order: `empty`, `punct_lines`, `short_lines`, `dup_line_chars`, `newline_ratio`.
+
+    Lines are the non-blank lines, right-stripped. `dup_line_chars` is the characters in lines that repeat
+    an earlier line over all non-newline characters. `newline_ratio` is newlines per word.
+    """
+
+    name = "fineweb"
+
+    def __init__(
+        self,
+        min_punct_line_ratio: float = 0.12,
+        punct_exclude_zero: bool = False,
+        max_short_line_ratio: float = 0.67,
+        short_line_chars: int = 30,
+        max_dup_line_char_ratio: float = 0.01,
+        max_newline_word_ratio: float = 0.3,
+        end_chars: tuple[str, ...] = TERMINAL_PUNCTUATION,
+    ):
+        self.min_punct_line_ratio = min_punct_line_ratio
+        self.punct_exclude_zero = punct_exclude_zero
+        self.max_short_line_ratio = max_short_line_ratio
+        self.short_line_chars = short_line_chars
+        self.max_dup_line_char_ratio = max_dup_line_char_ratio
+        self.max_newline_word_ratio = max_newline_word_ratio
+        self.end_chars = tuple(end_chars)
+
+    def reject_rule(self, doc: Document) -> str | None:
+        st = text_stats(doc.text)
+        lines = [s.rstrip() for s in st.lines if s.strip()]
+        if not lines:
+            return "empty"
+        ratio = sum(s.endswith(self.end_chars) for s in lines) / len(lines)
+        if ratio < self.min_punct_line_ratio and not (ratio == 0 and self.punct_exclude_zero):
+            return "punct_lines"
+        if sum(len(s) <= self.short_line_chars for s in lines) / len(lines) > self.max_short_line_ratio:
+            return "short_lines"
+        text = doc.text
+        if find_duplicates(lines)[1] / (len(text) - text.count("\n")) > self.max_dup_line_char_ratio:
+            return "dup_line_chars"
+        n_tokens = len(st.words) + st.n_symbols
+        if text.count("\n") / max(n_tokens, 1) > self.max_newline_word_ratio:
+            return "newline_ratio"
+        return None

@@ -1,0 +1,210 @@
+"""Gopher quality and repetition rules (Rae et al. 2021, "Scaling Language Models", appendix A1).
+
+Defaults are the published thresholds. Each rule that fires is its own drop reason, checked in the
+order listed, so the first rule a document breaks is the one it is counted under.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from curate.document import Document
+from curate.filters._text import HAS_LETTER, find_duplicates, shipped_words, text_stats
+from curate.stats import StepStats
+from curate.step import Filter
+
+# The paper's list: a document must contain at least two of these English words.
+GOPHER_STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
+BULLETS = ("•", "‣", "·", "-", "*")
+ELLIPSES = ("...", "…")
+
+
+def _stop_word_table(stop_words: Iterable[str] | Mapping[str, Iterable[str]] | None) -> dict[str, frozenset[str]]:
+    if stop_words is None:
+        return {}
+    if isinstance(stop_words, Mapping):
+        return {lang: frozenset(w.lower() for w in ws) for lang, ws in stop_words.items()}
+    return {"*": frozenset(w.lower() for w in stop_words)}
+
+
+class GopherQuality(Filter):
+    """Drops documents that do not look like prose: too short or long, odd word lengths, symbol-heavy,
+    list-like, or without the function words every real sentence has.
+
+    Ratios "per word" divide by words plus punctuation tokens, as the tokenizer-based reference
+    implementations do. Stop words are looked up in the document's language (`doc.lang`, else
+    `default_lang`): English uses the paper's eight words, other languages the shipped NLTK (Snowball)
+    list; pass `stop_words` (a list, or a dict per language) to override. A language without a list
+    skips that one rule and is counted in `stats.extra["stop_words_unavailable"]`.
+    """
+
+    name = "gopher_quality"
+
+    def __init__(
+        self,
+        min_words: int = 50,
+        max_words: int = 100_000,
+        min_mean_word_length: float = 3,
+        max_mean_word_length: float = 10,
+        max_hash_ratio: float = 0.1,
+        max_ellipsis_ratio: float = 0.1,
+        max_bullet_lines_ratio: float = 0.9,
+        max_ellipsis_lines_ratio: float = 0.3,
+        min_alpha_words_ratio: float = 0.8,
+        min_stop_words: int = 2,
+        stop_words: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
+        default_lang: str = "en",
+    ):
+        self.min_words = min_words
+        self.max_words = max_words
+        self.min_mean_word_length = min_mean_word_length
+        self.max_mean_word_length = max_mean_word_length
+        self.max_hash_ratio = max_hash_ratio
+        self.max_ellipsis_ratio = max_ellipsis_ratio
+        self.max_bullet_lines_ratio = max_bullet_lines_ratio
+        self.max_ellipsis_lines_ratio = max_ellipsis_lines_ratio
+        self.min_alpha_words_ratio = min_alpha_words_ratio
+        self.min_stop_words = min_stop_words
+        self.stop_words = _stop_word_table(stop_words)
+        self.default_lang = default_lang
+        self._unavailable = 0
+
+    def _stop_words(self, lang: str) -> frozenset[str] | None:
+        if lang in self.stop_words or "*" in self.stop_words:
+            return self.stop_words.get(lang, self.stop_words.get("*"))
+        if lang == "en":
+            return GOPHER_STOP_WORDS
+        try:
+            return shipped_words("stopwords", lang)
+        except KeyError:
+            return None
+
+    def reject_rule(self, doc: Document) -> str | None:
+        st = text_stats(doc.text)
+        words = st.words
+        n = len(words)
+        if n < self.min_words:
+            return "too_few_words"
+        if n > self.max_words:
+            return "too_many_words"
+        mean_len = sum(map(len, words)) / n
+        if mean_len < self.min_mean_word_length:
+            return "short_mean_word_length"
+        if mean_len > self.max_mean_word_length:
+            return "long_mean_word_length"
+        text = doc.text
+        n_tokens = n + st.n_symbols
+        if text.count("#") / n_tokens > self.max_hash_ratio:
+            return "hash_ratio"
+        if (text.count("...") + text.count("…")) / n_tokens > self.max_ellipsis_ratio:
+            return "ellipsis_ratio"
+        lines = [s for s in st.lines if s.strip()]
+        if sum(s.lstrip().startswith(BULLETS) for s in lines) / len(lines) > self.max_bullet_lines_ratio:
+            return "bullet_lines"
+        if sum(s.rstrip().endswith(ELLIPSES) for s in lines) / len(lines) > self.max_ellipsis_lines_ratio:
+            return "ellipsis_lines"
+        has_letter = HAS_LETTER.search
+        if sum(1 for w in words if has_letter(w)) / n_tokens < self.min_alpha_words_ratio:
+            return "alpha_words"
+        stop = self._stop_words(doc.lang or self.default_lang)
+        if stop is None:
+            self._unavailable += 1
+        elif len(stop.intersection(st.lower_words)) < self.min_stop_words:
+            return "stop_words"
+        return None
+
+    def finish(self, stats: StepStats) -> None:
+        if self._unavailable:
+            stats.extra["stop_words_unavailable"] = self._unavailable
+        self._unavailable = 0
+
+
+_PARAGRAPH_SPLIT = re.compile(r"\n{2,}")
+_LINE_SPLIT = re.compile(r"\n+")
+_HASH_MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier for the rolling n-gram hash
+
+
+class GopherRepetition(Filter):
+    """Drops documents that repeat themselves: duplicate lines or paragraphs, one n-gram taking a large
+    share of the text, or many characters inside repeated n-grams.
+
+    Fractions of characters are of `len(text)` for lines and paragraphs and of the characters in words
+    for n-grams (both sides of the ratio then measure the same thing). The top n-gram rule only counts an
+    n-gram that occurs at least twice. Duplicate n-grams are counted without double counting overlaps:
+    a word is "in a duplicate n-gram" if any n-gram covering it repeats an earlier one.
+    """
+
+    name = "gopher_repetition"
+
+    def __init__(
+        self,
+        max_dup_line_frac: float = 0.30,
+        max_dup_para_frac: float = 0.30,
+        max_dup_line_char_frac: float = 0.20,
+        max_dup_para_char_frac: float = 0.20,
+        max_top_ngram_char_frac: Mapping[int, float] | None = None,
+        max_dup_ngram_char_frac: Mapping[int, float] | None = None,
+    ):
+        self.max_dup_line_frac = max_dup_line_frac
+        self.max_dup_para_frac = max_dup_para_frac
+        self.max_dup_line_char_frac = max_dup_line_char_frac
+        self.max_dup_para_char_frac = max_dup_para_char_frac
+        self.max_top_ngram_char_frac = dict(max_top_ngram_char_frac or {2: 0.20, 3: 0.18, 4: 0.16})
+        self.max_dup_ngram_char_frac = dict(
+            max_dup_ngram_char_frac or {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+        )
+
+    def reject_rule(self, doc: Document) -> str | None:
+        text = doc.text
+        if not text.strip():
+            return "empty"
+        paragraphs = _PARAGRAPH_SPLIT.split(text.strip())
+        dups, dup_chars = find_duplicates(paragraphs)
+        if dups / len(paragraphs) > self.max_dup_para_frac:
+            return "dup_para_frac"
+        if dup_chars / len(text) > self.max_dup_para_char_frac:
+            return "dup_para_char_frac"
+        lines = _LINE_SPLIT.split(text.strip())
+        dups, dup_chars = find_duplicates(lines)
+        if dups / len(lines) > self.max_dup_line_frac:
+            return "dup_line_frac"
+        if dup_chars / len(text) > self.max_dup_line_char_frac:
+            return "dup_line_char_frac"
+        return self._ngram_rule(text_stats(text).words)
+
+    def _ngram_rule(self, words: list[str]) -> str | None:
+        if len(words) < 2:
+            return None
+        vocab: dict[str, int] = {}
+        ids = np.fromiter((vocab.setdefault(w, len(vocab)) + 1 for w in words), dtype=np.uint64, count=len(words))
+        lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        total = int(lens.sum())
+        csum = np.concatenate(([0], np.cumsum(lens)))
+        h = ids.copy()  # h[i] = hash of the n-gram starting at word i, for the current n
+        for n in range(2, max(self.max_top_ngram_char_frac | self.max_dup_ngram_char_frac) + 1):
+            if len(words) < n:
+                break
+            with np.errstate(over="ignore"):
+                h = h[:-1] * _HASH_MULT + ids[n - 1 :]
+            if n in self.max_top_ngram_char_frac:
+                _, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
+                per_pos = counts[inverse]
+                i = int(per_pos.argmax())  # first occurrence of the most frequent n-gram
+                if per_pos[i] > 1 and per_pos[i] * (csum[i + n] - csum[i]) / total > self.max_top_ngram_char_frac[n]:
+                    return f"top_{n}_gram"
+            if n in self.max_dup_ngram_char_frac:
+                _, first = np.unique(h, return_index=True)
+                repeat = np.ones(len(h), dtype=bool)
+                repeat[first] = False
+                starts = np.flatnonzero(repeat)
+                if len(starts):
+                    edges = np.bincount(starts, minlength=len(words) + 1) - np.bincount(
+                        starts + n, minlength=len(words) + 1
+                    )
+                    covered = np.cumsum(edges[:-1]) > 0
+                    if lens[covered].sum() / total > self.max_dup_ngram_char_frac[n]:
+                        return f"dup_{n}_gram"
+        return None

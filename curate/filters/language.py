@@ -1,0 +1,85 @@
+"""Language identification with fastText's lid.176 model (Joulin et al. 2016, 176 languages)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+
+from curate import models
+from curate.document import Document
+from curate.filters._text import HAS_LETTER
+from curate.stats import StepStats
+from curate.step import Reject, Result, Step
+
+
+class Language(Step):
+    """Sets `doc.lang` and `doc.lang_score` (the top prediction) and keeps documents whose top language is
+    listed with a score of at least `threshold`. `languages=None` labels every document and drops none.
+
+    Reasons: `empty` (no letters to judge), `unlisted` (top language not in the list), `low_score`
+    (listed, but below the threshold). The model is resolved in `setup()`, once per worker: `model_path`,
+    else $PENEIRA_LID_MODEL, else the user cache (`curate models fetch lid`). Predictions run one batch per
+    call, on the text with newlines replaced by spaces (fastText reads one line) and cut to `max_chars`:
+    the first few thousand characters decide the language as well as the whole page does, at a fraction
+    of the cost. Per-language document counts go to `stats.extra` as `lang:<code>`.
+    """
+
+    name = "language"
+
+    def __init__(
+        self,
+        languages: Iterable[str] | None = ("en",),
+        threshold: float = 0.65,
+        model_path: str | os.PathLike | None = None,
+        max_chars: int = 10_000,
+    ):
+        self.languages = None if languages is None else tuple(languages)
+        self.threshold = threshold
+        self.model_path = model_path
+        self.max_chars = max_chars
+        self._model = None
+        self._seen: Counter = Counter()
+
+    def setup(self) -> None:
+        import fasttext
+
+        path = models.resolve("lid", self.model_path)
+        self._model = fasttext.load_model(str(path))
+
+    def predict(self, texts: list[str]) -> list[tuple[str, float]]:
+        """(language code, probability) of each text's top prediction."""
+        if self._model is None:
+            self.setup()
+        lines = [t[: self.max_chars].replace("\n", " ").replace("\r", " ") for t in texts]
+        labels, probs = self._model.predict(lines, k=1)
+        return [(lab[0].removeprefix("__label__"), min(float(p[0]), 1.0)) for lab, p in zip(labels, probs, strict=True)]
+
+    def apply_batch(self, docs: list[Document]) -> list[Result]:
+        todo = [d for d in docs if HAS_LETTER.search(d.text)]
+        preds = dict(zip(map(id, todo), self.predict([d.text for d in todo]), strict=True)) if todo else {}
+        out: list[Result] = []
+        for doc in docs:
+            pred = preds.get(id(doc))
+            if pred is None:
+                out.append(Reject("empty") if self.languages is not None else doc)
+                continue
+            doc.lang, doc.lang_score = pred
+            self._seen[doc.lang] += 1
+            if self.languages is None:
+                out.append(doc)
+            elif doc.lang not in self.languages:
+                out.append(Reject("unlisted"))
+            elif doc.lang_score < self.threshold:
+                out.append(Reject("low_score"))
+            else:
+                out.append(doc)
+        return out
+
+    def apply(self, doc: Document) -> Result:
+        return self.apply_batch([doc])[0]
+
+    def finish(self, stats: StepStats) -> None:
+        for lang, n in self._seen.most_common():
+            stats.extra[f"lang:{lang}"] = n
+        self._seen = Counter()

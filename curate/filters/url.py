@@ -1,0 +1,96 @@
+"""URL filtering: blocklisted domains and URLs, and banned words in the URL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from curate.document import Document
+from curate.filters._text import read_word_file, shipped_words
+from curate.stats import StepStats
+from curate.step import Filter
+
+_URL_WORDS = re.compile(r"[^a-z0-9]+")
+
+
+def _load(entries: str | Iterable[str] | None) -> frozenset[str]:
+    """A list given inline, or a path to a file with one entry a line (`#` comments allowed)."""
+    if entries is None:
+        return frozenset()
+    items = read_word_file(entries) if isinstance(entries, str) else list(entries)
+    return frozenset(e.strip().lower() for e in items if e.strip())
+
+
+def host_of(url: str) -> str:
+    try:
+        host = urlsplit(url if "//" in url else f"//{url}").hostname or ""
+    except ValueError:
+        return ""
+    return host.removeprefix("www.")
+
+
+class Url(Filter):
+    """Drops documents by their URL. Reasons, in order:
+
+    * `blocked_domain`: the host or any parent domain is in `blocked_domains` (`a.b.example.com` is
+      blocked by `example.com`), so one entry covers a site's subdomains;
+    * `blocked_url`: the URL is in `blocked_urls` (exact, after lower-casing);
+    * `banned_word`: a URL word (split on non-alphanumerics) is in `banned_words`; by default the single
+      words of the shipped English LDNOOBW list;
+    * `soft_banned_words`: at least `min_soft_banned_words` URL words are in `soft_banned_words`.
+
+    Lists are given inline or as a file path. A document without a URL is kept and counted in
+    `stats.extra["no_url"]`.
+    """
+
+    name = "url"
+
+    def __init__(
+        self,
+        blocked_domains: str | Iterable[str] | None = None,
+        blocked_urls: str | Iterable[str] | None = None,
+        banned_words: str | Iterable[str] | None = None,
+        soft_banned_words: str | Iterable[str] | None = None,
+        min_soft_banned_words: int = 2,
+    ):
+        self.blocked_domains = blocked_domains
+        self.blocked_urls = blocked_urls
+        self.banned_words = banned_words
+        self.soft_banned_words = soft_banned_words
+        self.min_soft_banned_words = min_soft_banned_words
+        self._no_url = 0
+        self._lists: tuple[frozenset[str], ...] | None = None
+
+    def setup(self) -> None:
+        banned = self.banned_words
+        if banned is None:
+            banned = [w for w in shipped_words("ldnoobw", "en") if w.isalnum()]
+        self._lists = (_load(self.blocked_domains), _load(self.blocked_urls), _load(banned),
+                       _load(self.soft_banned_words))
+
+    def reject_rule(self, doc: Document) -> str | None:
+        if self._lists is None:
+            self.setup()
+        domains, urls, banned, soft = self._lists
+        if not doc.url:
+            self._no_url += 1
+            return None
+        url = doc.url.strip().lower()
+        if domains:
+            parts = host_of(url).split(".")
+            if any(".".join(parts[i:]) in domains for i in range(len(parts) - 1)):
+                return "blocked_domain"
+        if url in urls:
+            return "blocked_url"
+        words = set(_URL_WORDS.split(url))
+        if not banned.isdisjoint(words):
+            return "banned_word"
+        if soft and len(soft & words) >= self.min_soft_banned_words:
+            return "soft_banned_words"
+        return None
+
+    def finish(self, stats: StepStats) -> None:
+        if self._no_url:
+            stats.extra["no_url"] = self._no_url
+        self._no_url = 0

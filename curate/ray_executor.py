@@ -24,6 +24,7 @@ causes, each retry is announced as it happens, and the final report says how man
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections import deque
@@ -35,9 +36,15 @@ from curate.executor import Executor, Progress
 # Errors that say something about the data or the pipeline, not about the machine: retrying cannot help.
 NEVER_RETRY = ("StepFailed", "UsageError")
 
+# Thread pools that size themselves from the machine's cores, not from the task's share of them; Ray
+# caps OMP_NUM_THREADS itself. Read when a pool starts, so setting them before the task runs is enough.
+THREAD_ENV = ("RAYON_NUM_THREADS", "POLARS_MAX_THREADS")
 
-def _attempt(fn: Callable[[Any], Any], item: Any, retry_exceptions: bool | tuple) -> tuple[bool, Any, bool]:
+
+def _attempt(fn: Callable[[Any], Any], item: Any, retry_exceptions: bool | tuple, cpus: float) -> tuple[bool, Any, bool]:
     """Run one attempt inside a Ray worker: (ok, result or (error, traceback), worth retrying)."""
+    for var in THREAD_ENV:
+        os.environ.setdefault(var, str(max(1, int(cpus))))
     try:
         return True, fn(item), False
     except Exception as e:
@@ -74,7 +81,7 @@ class RayExecutor(Executor):
             raise ValueError(f"workers must be >= 0, got {workers}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.workers = workers or None
+        self.workers = workers or 0  # an int, as LocalExecutor's: callers compare it
         self.progress = progress
         self.address = address
         self.num_cpus_per_task = num_cpus_per_task
@@ -116,7 +123,7 @@ class RayExecutor(Executor):
                 while queue and len(running) < window:
                     i = queue.popleft()
                     attempts[i] += 1
-                    running[remote.remote(fn_ref, items[i], self.retry_exceptions)] = i
+                    running[remote.remote(fn_ref, items[i], self.retry_exceptions, self.num_cpus_per_task)] = i
                 ready, _ = ray.wait(list(running), num_returns=1)
                 for ref in ready:
                     i = running.pop(ref)

@@ -114,20 +114,44 @@ def assert_same_run(a: Path, b: Path) -> None:
 # ---------------------------------------------------------------- tests
 
 
-def test_extract_pipeline_same_on_local_and_ray(shared, tmp_path):
+@pytest.fixture(scope="module")
+def extract_runs(shared, tmp_path_factory) -> tuple[Path, Path, int]:
+    """The extract_only pipeline over every real WARC file, once on each executor."""
     warcs = sorted(str(p) for p in (shared / "warc").rglob("*.warc.gz"))
+    root = tmp_path_factory.mktemp("extract")
     pipeline = Pipeline(
         name="extract_only",
         reader=readers.Warc(source="web"),
         steps=[extract.Trafilatura(timeout=120)],  # a generous limit: a loaded CI box must not change the result
         writer=writers.Parquet(),
     )
-    pipeline.run(warcs, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
-    pipeline.run(warcs, str(tmp_path / "ray"), executor=RayExecutor(progress=True))
-    assert_same_run(tmp_path / "local", tmp_path / "ray")
-    assert len(os.listdir(tmp_path / "ray" / "_done")) == len(warcs) == 8
-    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
-    assert manifest["docs_written"] == sum(len(v) for v in documents(tmp_path / "ray").values()) > 200
+    pipeline.run(warcs, str(root / "local"), executor=LocalExecutor(1, progress=False))
+    pipeline.run(warcs, str(root / "ray"), executor=RayExecutor(progress=True))
+    return root / "local", root / "ray", len(warcs)
+
+
+def test_extract_pipeline_same_on_local_and_ray(extract_runs):
+    local, ray_out, n_inputs = extract_runs
+    assert_same_run(local, ray_out)
+    assert len(os.listdir(ray_out / "_done")) == n_inputs == 8
+    manifest = json.loads((ray_out / "manifest.json").read_text())
+    assert manifest["docs_written"] == sum(len(v) for v in documents(ray_out).values()) > 200
+
+
+def test_tokenize_same_on_local_and_ray(extract_runs, tmp_path):
+    from curate.tokenize import tokenize, train_tokenizer
+
+    shards = sorted(str(p) for p in (extract_runs[1] / "data").glob("*.parquet"))
+    tok = tmp_path / "tok.json"
+    train_tokenizer(shards, 512, tok, sample_chars=200_000)
+    runs = {}
+    for name, ex in (("local", LocalExecutor(1, progress=False)), ("ray", RayExecutor(progress=False))):
+        runs[name] = tokenize(shards, tok, tmp_path / name, val_fraction=0.1, executor=ex)
+    assert runs["local"]["splits"] == runs["ray"]["splits"]
+    files = sorted(p.relative_to(tmp_path / "local") for p in (tmp_path / "local").glob("*/part-*.parquet"))
+    assert len(files) > len(shards)  # train and val shards
+    for f in files:
+        assert (tmp_path / "local" / f).read_bytes() == (tmp_path / "ray" / f).read_bytes()
 
 
 def test_killed_worker_is_retried_without_loss_or_duplicates(shared, tmp_path):

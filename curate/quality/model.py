@@ -1,0 +1,257 @@
+"""Train, load and apply the fastText quality model (DCLM recipe: word bigrams, lr 0.1, dim 100, 5 epochs)."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import random
+import struct
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from curate.pipeline import UsageError
+from curate.quality.metrics import Metrics, evaluate
+from curate.quality.text import CHUNK_WORDS, Corpus, load_corpus, normalize
+from curate.writers import atomic_write_text
+
+HQ, LQ = "__label__hq", "__label__lq"
+
+
+_MAGIC, _ARGS_BYTES = 793712314, 12 * 4 + 8  # fastText .bin signature; Args: 12 int32 and a double
+
+
+def check_model_file(path: str) -> None:
+    """Walk a fastText .bin's layout (header, args, dictionary, matrices) and check it fills the file exactly.
+
+    fastText's loader does not notice a truncated file: cut inside the matrices it loads garbage
+    weights, and cut inside the dictionary it reads past the end forever. A copy interrupted on the way
+    to a worker is a real failure mode, so it is refused here with a clear message instead.
+    """
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size < 8:
+            raise UsageError(f"quality model {path} is empty or truncated, not a fastText model file")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            _walk_layout(path, data)
+
+
+def _walk_layout(path: str, data: mmap.mmap) -> None:
+    size, pos = len(data), 0
+
+    def truncated() -> UsageError:
+        return UsageError(f"quality model {path} is truncated: {size:,} bytes, its layout needs more")
+
+    def take(fmt: str) -> tuple:
+        nonlocal pos
+        pos += struct.calcsize(fmt)
+        if pos > size:
+            raise truncated()
+        return struct.unpack_from(fmt, data, pos - struct.calcsize(fmt))
+
+    magic, _version = take("<ii")
+    if magic != _MAGIC:
+        raise UsageError(f"quality model {path} is not a fastText model file (bad signature)")
+    pos += _ARGS_BYTES
+    n_entries, _, _, _, n_pruned = take("<iiiqq")
+    for _ in range(n_entries):
+        pos = data.find(b"\0", pos) + 1  # the word, NUL-terminated
+        if pos == 0:
+            raise truncated()
+        take("<qb")  # count, entry type
+    pos += 8 * max(n_pruned, 0)
+    (quantized,) = take("<?")
+    if quantized:
+        return  # product-quantized (.ftz) layouts are not walked; fastText's own load checks them
+    for matrix in ("input", "output"):
+        if matrix == "output":
+            take("<?")  # the qout flag
+        rows, cols = take("<qq")
+        pos += 4 * rows * cols
+        if pos > size:
+            raise truncated()
+    if pos != size:
+        raise UsageError(f"quality model {path} is corrupted: {size - pos:,} bytes past the end of the model")
+
+
+class QualityModel:
+    """A loaded quality model: scores are the probability of the high-quality label."""
+
+    def __init__(self, path: str):
+        import fasttext
+
+        if not os.path.isfile(path):
+            raise UsageError(f"quality model {path} does not exist (train one with `curate quality train`)")
+        check_model_file(path)
+        try:
+            self.ft = fasttext.load_model(path)
+        except ValueError as e:  # fastText's message for anything that is not a model file
+            raise UsageError(f"quality model {path} is not a fastText model file: {e}") from e
+        labels = set(self.ft.get_labels())
+        if labels != {HQ, LQ}:
+            shown = sorted(labels)[:5]
+            raise UsageError(f"{path} is a fastText model with labels {shown}…, not a quality model ({HQ}, {LQ})")
+        self.path = path
+
+    def score_lines(self, lines: list[str]) -> np.ndarray:
+        """Scores of already normalised lines, in one multi-line predict call."""
+        labels, probs = self.ft.predict(lines, k=1)
+        top = np.fromiter((p[0] for p in probs), dtype=np.float32, count=len(lines))
+        is_hq = np.fromiter((lab[0] == HQ for lab in labels), dtype=bool, count=len(lines))
+        # Two classes under softmax: P(hq) = 1 - P(lq). fastText adds 1e-5 inside its log, hence the clip.
+        return np.clip(np.where(is_hq, top, 1.0 - top), 0.0, 1.0)
+
+    def score(self, texts: list[str]) -> np.ndarray:
+        return self.score_lines([normalize(t) for t in texts])
+
+
+_CACHE: dict[str, QualityModel] = {}
+
+
+def load_model(path: str) -> QualityModel:
+    """The model at `path`, loaded once per process (workers score many shards with one copy)."""
+    key = os.path.abspath(path)
+    if key not in _CACHE:
+        _CACHE[key] = QualityModel(path)
+    return _CACHE[key]
+
+
+@dataclass
+class TrainConfig:
+    """Training options. Defaults follow the DCLM fastText recipe; `bucket` bounds model size (dim x 4 bytes each)."""
+
+    lr: float = 0.1
+    dim: int = 100
+    epoch: int = 5
+    word_ngrams: int = 2
+    bucket: int = 200_000
+    min_count: int = 1
+    threads: int = 1  # >1 trains faster but Hogwild updates make the model differ run to run
+    seed: int = 0
+    holdout: float = 0.1
+    balance: bool = True
+    chunk_words: int = CHUNK_WORDS
+    text_key: str = "text"
+
+
+@dataclass
+class TrainResult:
+    model_path: str
+    metrics: Metrics | None  # None when holdout is 0
+    train_docs: dict[str, int]
+    heldout_docs: dict[str, int]
+    skipped: dict[str, dict[str, int]]
+    train_words: int
+    seconds: float
+    heldout_scores: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0))
+    heldout_labels: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0, bool))
+
+
+def _split(lines: list[str], n: int, holdout: float, rng: random.Random) -> tuple[list[str], list[str]]:
+    """Shuffle, keep `n` documents, and hold out a fraction of them (by document, not by line of text)."""
+    lines = lines[:]
+    rng.shuffle(lines)
+    lines = lines[:n]
+    k = round(len(lines) * holdout)
+    if holdout > 0 and (k == 0 or k == len(lines)):
+        raise UsageError(f"{len(lines)} documents in a class are too few for a {holdout:g} held-out split")
+    return lines[k:], lines[:k]
+
+
+def train(
+    positive: str | list[str] | Corpus,
+    negative: str | list[str] | Corpus,
+    out: str,
+    config: TrainConfig | None = None,
+) -> TrainResult:
+    """Train a quality model from globs (or loaded corpora) of each class and save it to `out`.
+
+    Both classes are cut to the smaller one's size (seeded) so that 0.5 means "as likely either
+    way"; a seeded share of each class is held out by document and scored for the metrics. Next to
+    the model, `<out>.json` records the config, document counts and held-out metrics.
+    """
+    import fasttext
+
+    cfg = config or TrainConfig()
+    if not 0 <= cfg.holdout < 1:
+        raise UsageError(f"holdout must be in [0, 1), got {cfg.holdout}")
+    t0 = time.perf_counter()
+    pos, neg = (c if isinstance(c, Corpus) else load_corpus(c, cfg.text_key, cfg.chunk_words) for c in (positive, negative))
+    for name, corpus in (("positive", pos), ("negative", neg)):
+        if not corpus.lines:
+            raise UsageError(f"the {name} class has no documents: {corpus.summary()}")
+    both = set(pos.lines) & set(neg.lines)  # a document given as both good and bad teaches nothing
+    if both:
+        pos.lines = [x for x in pos.lines if x not in both]
+        neg.lines = [x for x in neg.lines if x not in both]
+        pos.skipped["in_both_classes"] += len(both)
+        neg.skipped["in_both_classes"] += len(both)
+    rng = random.Random(cfg.seed)
+    n_pos, n_neg = len(pos.lines), len(neg.lines)
+    if cfg.balance:
+        n_pos = n_neg = min(n_pos, n_neg)
+    pos_train, pos_test = _split(pos.lines, n_pos, cfg.holdout, rng)
+    neg_train, neg_test = _split(neg.lines, n_neg, cfg.holdout, rng)
+
+    examples = [f"{HQ} {x}" for x in pos_train] + [f"{LQ} {x}" for x in neg_train]
+    rng.shuffle(examples)  # fastText decays lr over the file: classes must be interleaved
+    out_dir = os.path.dirname(os.path.abspath(out))
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
+        data = os.path.join(tmp, "train.txt")
+        with open(data, "w", encoding="utf-8") as f:
+            f.write("\n".join(examples) + "\n")
+        ft = fasttext.train_supervised(
+            input=data, lr=cfg.lr, dim=cfg.dim, epoch=cfg.epoch, wordNgrams=cfg.word_ngrams, bucket=cfg.bucket,
+            minCount=cfg.min_count, thread=cfg.threads, seed=cfg.seed, loss="softmax", verbose=0,
+        )
+        tmp_model = os.path.join(tmp, "model.bin")
+        ft.save_model(tmp_model)
+        os.replace(tmp_model, out)  # same directory, so the model appears whole or not at all
+
+    result = TrainResult(
+        model_path=out,
+        metrics=None,
+        train_docs={"positive": len(pos_train), "negative": len(neg_train)},
+        heldout_docs={"positive": len(pos_test), "negative": len(neg_test)},
+        skipped={"positive": dict(pos.skipped), "negative": dict(neg.skipped)},
+        train_words=sum(x.count(" ") + 1 for x in pos_train + neg_train),
+        seconds=time.perf_counter() - t0,
+    )
+    if pos_test:
+        model = QualityModel(out)
+        _CACHE.pop(os.path.abspath(out), None)  # a retrained file must not be served from an old cache entry
+        result.heldout_scores = model.score_lines(pos_test + neg_test)
+        result.heldout_labels = np.r_[np.ones(len(pos_test), bool), np.zeros(len(neg_test), bool)]
+        result.metrics = evaluate(result.heldout_scores, result.heldout_labels)
+    card = {
+        "config": asdict(cfg),
+        "train_docs": result.train_docs,
+        "heldout_docs": result.heldout_docs,
+        "skipped": result.skipped,
+        "train_words": result.train_words,
+        "heldout_metrics": result.metrics.to_dict() if result.metrics else None,
+    }
+    atomic_write_text(f"{out}.json", json.dumps(card, indent=1))
+    return result
+
+
+def evaluate_model(
+    model_path: str,
+    positive: str | list[str] | Corpus,
+    negative: str | list[str] | Corpus,
+    threshold: float = 0.5,
+    text_key: str = "text",
+    chunk_words: int = CHUNK_WORDS,
+) -> tuple[Metrics, np.ndarray, np.ndarray, dict[str, Corpus]]:
+    """Score labelled documents with a saved model: metrics, scores, labels, and the corpora read."""
+    model = QualityModel(model_path)
+    pos, neg = (c if isinstance(c, Corpus) else load_corpus(c, text_key, chunk_words) for c in (positive, negative))
+    for name, corpus in (("positive", pos), ("negative", neg)):
+        if not corpus.lines:
+            raise UsageError(f"the {name} class has no documents: {corpus.summary()}")
+    scores = model.score_lines(pos.lines + neg.lines)
+    labels = np.r_[np.ones(len(pos.lines), bool), np.zeros(len(neg.lines), bool)]
+    return evaluate(scores, labels, threshold), scores, labels, {"positive": pos, "negative": neg}

@@ -1,0 +1,222 @@
+"""The quality step: score every document, then keep by a fixed threshold or a top fraction of the corpus."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curate.document import Document
+from curate.pipeline import UsageError
+from curate.quality.model import QualityModel, load_model
+from curate.stats import StepStats
+from curate.step import GlobalContext, GlobalStep, Reject, Result, Step
+
+BELOW = "below_threshold"
+READ_BATCH = 1024
+
+
+class Classifier(Step):
+    """`Classifier(model_path, threshold=0.5)` or `Classifier(model_path, top_fraction=0.1)`.
+
+    Writes `doc.quality_score` (the model's probability of "high quality") and drops documents below
+    the cut with reason `quality:below_threshold`. A threshold is known up front, so it streams; a
+    top fraction depends on every score, so that form is a global step (`TopFractionClassifier`)
+    that scores in one pass and cuts in a second. Constructing `Classifier` picks the right class.
+    """
+
+    name = "quality"
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Classifier and kwargs.get("top_fraction") is not None:
+            cls = TopFractionClassifier
+        return super().__new__(cls)
+
+    def __init__(self, model_path: str | os.PathLike, *, threshold: float | None = None, top_fraction: float | None = None):
+        if (threshold is None) == (top_fraction is None):
+            raise UsageError("quality.Classifier needs exactly one of threshold= (a score cut) or top_fraction= (a share to keep)")
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise UsageError(f"quality.Classifier threshold must be in [0, 1], got {threshold}")
+        if top_fraction is not None and not 0.0 < top_fraction <= 1.0:
+            raise UsageError(f"quality.Classifier top_fraction must be in (0, 1], got {top_fraction}")
+        self.model_path = os.fspath(model_path)
+        self.threshold = threshold
+        self.top_fraction = top_fraction
+        self._model: QualityModel | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_model": None}  # workers load their own copy in setup
+
+    def setup(self) -> None:
+        self._model = load_model(self.model_path)
+
+    def apply_batch(self, docs: list[Document]) -> list[Result]:
+        if self._model is None:
+            self.setup()
+        scores = self._model.score([d.text for d in docs])
+        out: list[Result] = []
+        for doc, score in zip(docs, scores.tolist(), strict=True):
+            doc.quality_score = score
+            out.append(doc if score >= self.threshold else Reject(BELOW))
+        return out
+
+    def apply(self, doc: Document) -> Result:
+        return self.apply_batch([doc])[0]
+
+    def finish(self, stats: StepStats) -> None:
+        stats.extra["cut"] = {"threshold": self.threshold}
+
+
+class TopFractionClassifier(Classifier, GlobalStep):
+    """Keeps exactly round(top_fraction x N) documents of the N scored, the highest-scoring ones.
+
+    Phase 1 scores each shard in parallel and saves the scores in the work directory, so an
+    interrupted run does not score again. The driver then finds the cut: the k-th highest score;
+    documents tied at the cut are kept in shard and row order until k is reached, so the count is
+    exact whatever the ties. Phase 2 writes each shard's kept rows (and, with --rejected, the rest).
+    """
+
+    def apply(self, doc: Document) -> Result:
+        return GlobalStep.apply(self, doc)
+
+    def apply_batch(self, docs: list[Document]) -> list[Result]:
+        return GlobalStep.apply(self, docs[0])
+
+    def run_global(self, ctx: GlobalContext) -> list[StepStats]:
+        score_dir = os.path.join(ctx.work_dir, "scores")
+        os.makedirs(score_dir, exist_ok=True)
+        if ctx.rejected_dir:
+            os.makedirs(ctx.rejected_dir, exist_ok=True)
+        jobs = [ScoreJob(self.model_path, path, os.path.join(score_dir, os.path.basename(path) + ".npy")) for path in ctx.inputs]
+        todo = [j for j in jobs if not os.path.exists(j.scores_path)]
+        if todo:
+            ctx.executor.map(score_shard, todo, desc="quality: score", labels=[j.shard for j in todo])
+        per_shard = [np.load(j.scores_path) for j in jobs]
+        scores = np.concatenate(per_shard) if per_shard else np.empty(0, np.float32)
+        n = len(scores)
+        k = min(n, math.floor(self.top_fraction * n + 0.5))
+        cut = float(np.partition(scores, n - k)[n - k]) if k else math.inf
+        above = int((scores > cut).sum())
+        ties_left = k - above
+        cuts = []
+        for job, s in zip(jobs, per_shard, strict=True):
+            quota = min(ties_left, int((s == cut).sum()))
+            ties_left -= quota
+            rejected = os.path.join(ctx.rejected_dir, f"{self.name}-{os.path.basename(job.shard)}") if ctx.rejected_dir else None
+            cuts.append(CutJob(job.shard, job.scores_path, os.path.join(ctx.output_dir, os.path.basename(job.shard)),
+                               rejected, cut, quota, ctx.schema, f"{self.name}:{BELOW}"))
+        results = ctx.executor.map(cut_shard, cuts, desc="quality: cut", labels=[c.shard for c in cuts]) if cuts else []
+        stats = StepStats(self.name)
+        for r in results:
+            stats.merge(StepStats.from_dict(r))
+        names = ["p10", "p25", "p50", "p75", "p90"]
+        quantiles = dict(zip(names, np.quantile(scores, [0.1, 0.25, 0.5, 0.75, 0.9]).round(4).tolist(), strict=True)) if n else {}
+        stats.extra["cut"] = {
+            "top_fraction": self.top_fraction,
+            "score": None if math.isinf(cut) else round(cut, 6),
+            "scored": n,
+            "kept": k,
+            "kept_at_cut_score": k - above,
+            "tied_at_cut_score": int((scores == cut).sum()),
+            "score_quantiles": quantiles,
+        }
+        return [stats]
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    model_path: str
+    shard: str
+    scores_path: str
+
+
+def score_shard(job: ScoreJob) -> dict:
+    """Phase 1: the score of every row of one shard, saved atomically as .npy (row order)."""
+    model = load_model(job.model_path)
+    pf = pq.ParquetFile(job.shard)
+    parts = [model.score(b.column("text").to_pylist()) for b in pf.iter_batches(batch_size=READ_BATCH, columns=["text"])]
+    scores = np.concatenate(parts).astype(np.float32) if parts else np.empty(0, np.float32)
+    tmp = f"{job.scores_path}.tmp.{os.getpid()}"
+    with open(tmp, "wb") as f:
+        np.save(f, scores)
+    os.replace(tmp, job.scores_path)
+    return {"docs": len(scores)}
+
+
+@dataclass(frozen=True)
+class CutJob:
+    shard: str
+    scores_path: str
+    output: str
+    rejected: str | None
+    cut: float
+    ties_to_keep: int  # documents scoring exactly `cut` that this shard keeps, in row order
+    schema: pa.Schema
+    reason: str
+
+
+def _conform(batch: pa.RecordBatch, scores: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """The batch in the run's shard schema, with the quality_score column filled in."""
+    cols = []
+    for f in schema:
+        if f.name == "quality_score":
+            cols.append(pa.array(scores, pa.float32()))
+        elif f.name in batch.schema.names:
+            cols.append(batch.column(f.name).cast(f.type))
+        else:
+            cols.append(pa.nulls(len(batch), f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def cut_shard(job: CutJob) -> dict:
+    """Phase 2: write the kept rows of one shard to the output (and the dropped ones to rejected)."""
+    t0 = time.perf_counter()
+    scores = np.load(job.scores_path)
+    keep = scores > job.cut
+    tied = np.flatnonzero(scores == job.cut)
+    keep[tied[: job.ties_to_keep]] = True
+    stats = StepStats("quality")
+    rej_schema = job.schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    writers: dict[str, pq.ParquetWriter] = {}
+
+    def write(path: str, schema: pa.Schema, table: pa.Table) -> None:
+        if path not in writers:
+            writers[path] = pq.ParquetWriter(f"{path}.tmp", schema, compression="zstd", compression_level=3)
+        writers[path].write_table(table)
+
+    start = 0
+    for batch in pq.ParquetFile(job.shard).iter_batches(batch_size=READ_BATCH):
+        s, k = scores[start : start + len(batch)], keep[start : start + len(batch)]
+        start += len(batch)
+        table = _conform(batch, s, job.schema)
+        lengths = pc.utf8_length(table.column("text")).to_numpy()
+        stats.docs_in += len(batch)
+        stats.docs_out += int(k.sum())
+        stats.chars_in += int(lengths.sum())
+        stats.chars_out += int(lengths[k].sum())
+        dropped = int((~k).sum())
+        if dropped:
+            stats.dropped[job.reason] += dropped
+            stats.dropped_chars[job.reason] += int(lengths[~k].sum())
+        if k.any():
+            write(job.output, job.schema, table.filter(pa.array(k)))
+        if job.rejected and dropped:
+            rej = table.filter(pa.array(~k))
+            write(job.rejected, rej_schema, rej.append_column("drop_reason", pa.array([job.reason] * dropped, pa.string())))
+    if start != len(scores):
+        raise RuntimeError(f"{job.shard} has {start} rows but {len(scores)} saved scores: delete {job.scores_path} and rerun")
+    for w in writers.values():
+        w.close()
+    for path in filter(None, (job.output, job.rejected)):
+        if path in writers:
+            os.replace(f"{path}.tmp", path)
+        elif os.path.exists(path):
+            os.remove(path)  # a stale shard from an earlier attempt must not survive an empty result
+    stats.seconds = time.perf_counter() - t0
+    return stats.to_dict()

@@ -1,0 +1,139 @@
+"""Training documents for the quality classifier, and the one normalisation used at train and predict time.
+
+fastText sees a document as one line of whitespace-separated tokens, so both sides of the model
+(training lines and scored pages) go through `normalize`: lower-cased, punctuation split from words,
+whitespace folded, capped at `MAX_CHARS`. Splitting punctuation matters on real data: tokenised
+corpora (WikiText writes "word ," where the web writes "word,") would otherwise teach the model a
+spacing artefact instead of prose quality.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from curate.pipeline import UsageError, expand_inputs
+from curate.readers import Jsonl, Parquet
+from curate.stats import StepStats
+
+MAX_CHARS = 10_000  # predict cost is linear in length; the first 10k characters show the kind of page
+CHUNK_WORDS = 400  # plain-text files are cut into documents of about this many words (a web page's median)
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
+_JSONL = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".ndjson")
+
+
+def normalize(text: str) -> str:
+    """The model's view of a document: one line, lower-cased, punctuation as tokens, at most MAX_CHARS."""
+    out = " ".join(_TOKEN.findall(text[:MAX_CHARS].lower()))
+    # A literal "__label__x" token in a training line would be read by fastText as a second label.
+    return out.replace("__label__", "label") if "__label__" in out else out
+
+
+def chunk_text(text: str, chunk_words: int = CHUNK_WORDS) -> list[str]:
+    """Cut a long text into documents of about `chunk_words` words without splitting a paragraph.
+
+    Paragraphs are blank-line separated blocks; a text without blank lines (one post or message per
+    line) is cut at line ends instead. A short tail joins the previous document rather than becoming
+    a fragment that would be a poor training example.
+    """
+    blocks = _BLANK_LINE.split(text) if _BLANK_LINE.search(text) else text.splitlines()
+    docs: list[list[str]] = []
+    current: list[str] = []
+    words = 0
+    for block in blocks:
+        block = block.strip()
+        if not block:
+            continue
+        current.append(block)
+        words += len(block.split())
+        if words >= chunk_words:
+            docs.append(current)
+            current, words = [], 0
+    if current:
+        if docs and words < chunk_words // 4:
+            docs[-1].extend(current)
+        else:
+            docs.append(current)
+    return ["\n\n".join(d) for d in docs]
+
+
+@dataclass
+class Corpus:
+    """One class of training or evaluation documents, normalised, with what was skipped and why."""
+
+    lines: list[str] = field(default_factory=list)  # normalize(document) for each kept document
+    files: int = 0
+    skipped: Counter = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        skipped = ", ".join(f"{n:,} {reason}" for reason, n in self.skipped.most_common())
+        return f"{len(self.lines):,} documents from {self.files:,} files" + (f" (skipped {skipped})" if skipped else "")
+
+
+def _read_text_file(path: str) -> str:
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    if path.endswith(".zst"):
+        import zstandard
+
+        with zstandard.open(path, "rb") as raw:
+            return io.TextIOWrapper(raw, encoding="utf-8", errors="replace").read()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def _iter_file(path: str, text_key: str, chunk_words: int, skipped: Counter) -> Iterator[str]:
+    """Documents of one input file: JSONL and Parquet records are documents; text is chunked."""
+    lower = path.lower()
+    if lower.endswith(_JSONL) or lower.endswith(".parquet"):
+        reader = Parquet(text_key=text_key) if lower.endswith(".parquet") else Jsonl(text_key=text_key)
+        stats = StepStats("read")
+        yield from (doc.text for doc in reader.read(path, stats))
+        skipped.update(stats.dropped)
+        return
+    if lower.endswith(".zip"):
+        try:
+            archive = zipfile.ZipFile(path)
+        except zipfile.BadZipFile as e:
+            raise UsageError(f"{path}: not a zip file ({e})") from e
+        with archive:
+            for member in archive.infolist():
+                if member.is_dir():
+                    continue
+                if not member.filename.lower().endswith(".txt"):
+                    skipped["read:zip_member_not_txt"] += 1  # READMEs and licences are not examples
+                    continue
+                text = archive.read(member).decode("utf-8", errors="replace")
+                yield from chunk_text(text, chunk_words)
+        return
+    yield from chunk_text(_read_text_file(path), chunk_words)
+
+
+def load_corpus(patterns: str | list[str], text_key: str = "text", chunk_words: int = CHUNK_WORDS) -> Corpus:
+    """Read every document of one class from globs of text, zip, JSONL and Parquet files.
+
+    Documents that normalise to nothing and exact repeats (after normalisation) are skipped with a
+    count: a repeat that lands on both sides of the held-out split would inflate the metrics.
+    """
+    files = expand_inputs(patterns)
+    corpus = Corpus(files=len(files))
+    seen: set[int] = set()
+    for path in files:
+        for text in _iter_file(path, text_key, chunk_words, corpus.skipped):
+            line = normalize(text)
+            key = hash(line)
+            if not line:
+                corpus.skipped["empty"] += 1
+            elif key in seen:
+                corpus.skipped["duplicate"] += 1
+            else:
+                seen.add(key)
+                corpus.lines.append(line)
+    return corpus

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections import Counter
@@ -47,6 +48,15 @@ def sha256_file(path: str | os.PathLike) -> str:
 def _unit(key: str, seed: int = 0) -> float:
     """A stable pseudo-random number in [0, 1) from a document id: splits and samples never move."""
     return xxhash.xxh64_intdigest(key.encode(), seed=seed) / 2.0**64
+
+
+_COPY_SUFFIX = re.compile(r"#e[0-9]+$")
+
+
+def split_key(doc_id: str) -> str:
+    """The id that decides a document's split: a mix's repeated copies (`<id>#eN`) go with their original,
+    so no validation document is ever trained on."""
+    return _COPY_SUFFIX.sub("", doc_id)
 
 
 def _all_inputs(inputs: str | os.PathLike | list) -> list[str]:
@@ -164,7 +174,7 @@ def _tokenize_file(task: _Task) -> dict[str, Any]:
         for e, end, n in zip(encs, ends, lengths, strict=True):
             flat[end - n : end - 1] = e.ids
         flat[ends - 1] = eos
-        is_val = np.array([_unit(i) < task.val_fraction for i in batch.ids], dtype=bool)
+        is_val = np.array([_unit(split_key(i)) < task.val_fraction for i in batch.ids], dtype=bool)
         for split, mask in (("train", ~is_val), ("val", is_val)):
             if not mask.any():
                 continue
@@ -172,12 +182,18 @@ def _tokenize_file(task: _Task) -> dict[str, Any]:
             offsets = np.concatenate([[0], np.cumsum(lengths[idx])]).astype(np.int32)
             values = np.concatenate([flat[ends[i] - lengths[i] : ends[i]] for i in idx])
             srcs = [batch.sources[i] for i in idx]
-            table = pa.table({"tokens": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
-                              "source": pa.array(srcs, pa.string())}, schema=schema)
+            table = pa.table(
+                {
+                    "tokens": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
+                    "source": pa.array(srcs, pa.string()),
+                },
+                schema=schema,
+            )
             if split not in writers:
                 os.makedirs(os.path.join(task.out, split), exist_ok=True)
-                writers[split] = pq.ParquetWriter(os.path.join(task.out, split, f".{name}.tmp"), schema,
-                                                  compression="zstd")
+                writers[split] = pq.ParquetWriter(
+                    os.path.join(task.out, split, f".{name}.tmp"), schema, compression="zstd"
+                )
             writers[split].write_table(table)
             c = counts[split]
             c["docs"] += len(idx)
@@ -190,8 +206,12 @@ def _tokenize_file(task: _Task) -> dict[str, Any]:
         final = os.path.join(task.out, split, name)
         os.replace(os.path.join(task.out, split, f".{name}.tmp"), final)
         c = counts[split]
-        shards[split] = {"file": f"{split}/{name}", "docs": c["docs"], "tokens": c["tokens"],
-                         "tokens_per_source": dict(sorted(c["tokens_per_source"].items()))}
+        shards[split] = {
+            "file": f"{split}/{name}",
+            "docs": c["docs"],
+            "tokens": c["tokens"],
+            "tokens_per_source": dict(sorted(c["tokens_per_source"].items())),
+        }
     result = {"input": task.path, "docs": sum(c["docs"] for c in counts.values()), "shards": shards}
     atomic_write_text(os.path.join(task.out, "_done", f"{name}.json"), json.dumps(result))
     return result
@@ -228,16 +248,23 @@ def tokenize(
         raise UsageError(f"vocab size {vocab} does not fit {dtype} (max id {np.iinfo(DTYPES[dtype]).max})")
     out = os.fspath(out)
     tok_hash = sha256_file(tokenizer)
-    config = {"format": FORMAT, "tokenizer_sha256": tok_hash, "dtype": dtype, "val_fraction": val_fraction,
-              "inputs": files}
+    config = {
+        "format": FORMAT,
+        "tokenizer_sha256": tok_hash,
+        "dtype": dtype,
+        "val_fraction": val_fraction,
+        "inputs": files,
+    }
     _check_config(out, config)
     shutil.copyfile(tokenizer, os.path.join(out, ".tokenizer.json.tmp"))
     os.replace(os.path.join(out, ".tokenizer.json.tmp"), os.path.join(out, "tokenizer.json"))
 
     executor = executor or LocalExecutor(workers)
     threads = 1 if getattr(executor, "workers", 1) > 1 else 0
-    tasks = [_Task(i, f, out, os.path.join(out, "tokenizer.json"), dtype, val_fraction, batch_docs, threads)
-             for i, f in enumerate(files)]
+    tasks = [
+        _Task(i, f, out, os.path.join(out, "tokenizer.json"), dtype, val_fraction, batch_docs, threads)
+        for i, f in enumerate(files)
+    ]
     todo = [t for t in tasks if not os.path.exists(os.path.join(out, "_done", f"part-{t.index:05d}.parquet.json"))]
     if todo:
         executor.map(_tokenize_file, todo, desc="tokenize", labels=[t.path for t in todo])
@@ -249,22 +276,33 @@ def tokenize(
         per_source: Counter = Counter()
         for s in shards:
             per_source.update(s["tokens_per_source"])
-        splits[split] = {"docs": sum(s["docs"] for s in shards), "tokens": sum(s["tokens"] for s in shards),
-                         "tokens_per_source": dict(sorted(per_source.items())), "shards": shards}
+        splits[split] = {
+            "docs": sum(s["docs"] for s in shards),
+            "tokens": sum(s["tokens"] for s in shards),
+            "tokens_per_source": dict(sorted(per_source.items())),
+            "shards": shards,
+        }
     if splits["train"]["docs"] == 0:
         raise UsageError(f"no documents were tokenized from {inputs}")
     if val_fraction > 0 and splits["val"]["docs"] == 0:
-        raise UsageError(f"--val-fraction {val_fraction} put no document in the validation split "
-                         f"({splits['train']['docs']} documents): raise it or pass 0")
+        raise UsageError(
+            f"--val-fraction {val_fraction} put no document in the validation split "
+            f"({splits['train']['docs']} documents): raise it or pass 0"
+        )
     manifest = {
         "format": FORMAT,
-        "tokenizer": {"file": "tokenizer.json", "sha256": tok_hash, "source_path": os.fspath(tokenizer),
-                      "eos_token": EOS, "special_tokens": {t: tok.token_to_id(t) for t in SPECIAL_TOKENS}},
+        "tokenizer": {
+            "file": "tokenizer.json",
+            "sha256": tok_hash,
+            "source_path": os.fspath(tokenizer),
+            "eos_token": EOS,
+            "special_tokens": {t: tok.token_to_id(t) for t in SPECIAL_TOKENS},
+        },
         "vocab_size": vocab,
         "dtype": dtype,
         "eos_id": tok.token_to_id(EOS),
         "val_fraction": val_fraction,
-        "split_rule": "val if xxh64(id) / 2**64 < val_fraction",
+        "split_rule": "val if xxh64(id without a #eN copy suffix) / 2**64 < val_fraction",
         "splits": splits,
         "inputs": [{"path": r["input"]} for r in results],
         "seconds": round(time.time() - t0, 3),
@@ -279,8 +317,10 @@ def _check_config(out: str, config: dict) -> None:
     if os.path.exists(path):
         old = json.loads(Path(path).read_text())
         if old.get("tokenizer_sha256") != config["tokenizer_sha256"]:
-            raise UsageError(f"{out} holds token shards from another tokenizer (sha256 {old.get('tokenizer_sha256', '?')[:16]}…, "
-                             f"this one {config['tokenizer_sha256'][:16]}…): use a new --out or delete it")
+            raise UsageError(
+                f"{out} holds token shards from another tokenizer (sha256 {old.get('tokenizer_sha256', '?')[:16]}…, "
+                f"this one {config['tokenizer_sha256'][:16]}…): use a new --out or delete it"
+            )
         if old != config:
             changed = sorted(k for k in config if old.get(k) != config[k])
             raise UsageError(f"{out} was tokenized with other settings ({', '.join(changed)}): use a new --out")
@@ -309,8 +349,14 @@ def build_token_shards(
     tok_path = out.parent / f".{out.name}.tokenizer.json"
     train_tokenizer(inputs, vocab_size, tok_path, sample_chars=sample_chars)
     try:
-        tokenize(inputs, tok_path, out, val_fraction=val_fraction, workers=workers,
-                 executor=LocalExecutor(workers, progress=False))
+        tokenize(
+            inputs,
+            tok_path,
+            out,
+            val_fraction=val_fraction,
+            workers=workers,
+            executor=LocalExecutor(workers, progress=False),
+        )
     finally:
         tok_path.unlink(missing_ok=True)
     return out

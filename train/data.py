@@ -75,7 +75,9 @@ class TokenDataset:
         self.chunk_starts = np.cumsum([0] + [len(c) for c in self.chunks], dtype=np.int64)
         self.num_tokens: int = int(self.chunk_starts[-1])
         if self.num_tokens != int(info["tokens"]):
-            raise TokenDataError(f"{self.path}/{split}: shards hold {self.num_tokens} tokens, manifest says {info['tokens']}")
+            raise TokenDataError(
+                f"{self.path}/{split}: shards hold {self.num_tokens} tokens, manifest says {info['tokens']}"
+            )
         lengths = np.concatenate(doc_lengths) if doc_lengths else np.zeros(0, np.int64)
         self.doc_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if len(lengths) else lengths
         self.doc_source = np.concatenate(doc_sources) if doc_sources else np.zeros(0, np.int32)
@@ -88,7 +90,9 @@ class TokenDataset:
             raise TokenDataError(f"{file}: tokens are {value_type}, manifest says {self.dtype}")
         codes = {s: i for i, s in enumerate(self.sources)}
         shard_tokens = 0
-        for chunk, src in zip(table.column("tokens").chunks, _aligned(table.column("source"), table.column("tokens")), strict=True):
+        for chunk, src in zip(
+            table.column("tokens").chunks, _aligned(table.column("source"), table.column("tokens")), strict=True
+        ):
             offsets = chunk.offsets.to_numpy()
             values = chunk.values.slice(offsets[0], offsets[-1] - offsets[0])
             self.chunks.append(values.to_numpy(zero_copy_only=True))
@@ -120,8 +124,10 @@ class TokenDataset:
         return self.doc_source[np.searchsorted(self.doc_starts, positions, side="right") - 1]
 
     def __repr__(self) -> str:
-        return (f"TokenDataset({str(self.path)!r}, split={self.split!r}, tokens={self.num_tokens:,}, "
-                f"docs={self.num_docs:,}, vocab={self.vocab_size}, dtype={self.dtype})")
+        return (
+            f"TokenDataset({str(self.path)!r}, split={self.split!r}, tokens={self.num_tokens:,}, "
+            f"docs={self.num_docs:,}, vocab={self.vocab_size}, dtype={self.dtype})"
+        )
 
 
 def _aligned(source: pa.ChunkedArray, tokens: pa.ChunkedArray) -> list[pa.Array]:
@@ -179,7 +185,9 @@ class Loader:
             self.groups = [starts[labels == dataset.sources.index(s)] for s in self.group_names]
             empty = [s for s, g in zip(self.group_names, self.groups, strict=True) if len(g) == 0]
             if empty:
-                raise TokenDataError(f"sources {empty} have a weight but no window of {seq_len + 1} tokens starts in them")
+                raise TokenDataError(
+                    f"sources {empty} have a weight but no window of {seq_len + 1} tokens starts in them"
+                )
             w = np.array([source_weights[s] for s in self.group_names], dtype=np.float64)
             self.weights = w / w.sum()
             self.source_weights = dict(zip(self.group_names, self.weights.tolist(), strict=True))
@@ -265,7 +273,9 @@ class Loader:
         mine = self.state_dict()
         for key in ("seed", "seq_len", "batch_size", "world_size", "groups", "num_windows"):
             if state.get(key) != mine[key]:
-                raise ValueError(f"loader state has {key}={state.get(key)!r} but this loader has {mine[key]!r}: "
-                                 "resume needs the same data, seed, shapes and world size")
+                raise ValueError(
+                    f"loader state has {key}={state.get(key)!r} but this loader has {mine[key]!r}: "
+                    "resume needs the same data, seed, shapes and world size"
+                )
         self.step = int(state["step"])
         self.counts = np.array(state["counts"], dtype=np.int64)

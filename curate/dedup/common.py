@@ -1,0 +1,282 @@
+"""What the two dedup steps share: resumable phases, hash partitions, keep policies and the filter phase.
+
+Every phase is a list of tasks run through `ctx.executor.map`, so it scales out with the executor.
+A task writes its files under temporary names, renames them into place and then writes a marker
+holding its result; a rerun skips tasks that have a marker. Documents are addressed by their id
+(and, inside the work directory, by `(shard, row)` of files this run wrote itself), never by the
+row position of an input that could change under us: the filter phase checks that each input
+shard still has the rows it had when the first phase read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from curate.step import GlobalContext
+from curate.writers import atomic_write_text
+
+KEEP_POLICIES = ("first", "longest", "quality")
+ROWS_PER_PARTITION = 16_000_000  # rows one grouping task holds in memory (about 0.5 GB with polars)
+
+
+def check_keep(keep: str) -> str:
+    if keep not in KEEP_POLICIES:
+        raise ValueError(f"keep must be one of {', '.join(KEEP_POLICIES)}; got {keep!r}")
+    return keep
+
+
+def keep_order(keep: str) -> tuple[list[str], list[bool]]:
+    """Sort columns and directions that put the document to keep first in its group.
+
+    Ties always fall back to the id, so the choice depends on the documents only, never on the
+    order or number of input files.
+    """
+    if keep == "longest":
+        return ["length", "id"], [True, False]
+    if keep == "quality":
+        return ["quality", "length", "id"], [True, True, False]
+    return ["id"], [False]
+
+
+def partitions_for(inputs: Sequence[str], requested: int | None) -> int:
+    """Hash partitions for the grouping phases: a power of two giving ~ROWS_PER_PARTITION rows each."""
+    if requested:
+        if requested & (requested - 1):
+            raise ValueError(f"partitions must be a power of two, got {requested}")
+        return requested
+    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in inputs)
+    parts = 1
+    while parts * ROWS_PER_PARTITION < rows and parts < 4096:
+        parts *= 2
+    return parts
+
+
+def partition_of(hashes: np.ndarray, parts: int) -> np.ndarray:
+    """Top bits of a uint64 hash: which grouping task sees it."""
+    if parts == 1:
+        return np.zeros(len(hashes), dtype=np.uint16)
+    return (hashes >> np.uint64(64 - parts.bit_length() + 1)).astype(np.uint16)
+
+
+def shard_name(i: int) -> str:
+    return f"{i:05d}"
+
+
+# ---------------------------------------------------------------- resumable phases
+
+
+@dataclass
+class Marked:
+    """One task of a phase: `fn(arg)`, whose JSON result is stored at `marker` once its files are in place."""
+
+    fn: Callable[[Any], dict]
+    arg: Any
+    marker: str
+
+
+def run_marked(task: Marked) -> dict:
+    result = task.fn(task.arg)
+    atomic_write_text(task.marker, json.dumps(result))
+    return result
+
+
+def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: list, labels: list[str]) -> list[dict]:
+    """Run the tasks of one phase that have no marker yet; return every task's result, in order."""
+    mdir = os.path.join(ctx.work_dir, "_phases", phase)
+    os.makedirs(mdir, exist_ok=True)
+    tasks = [Marked(fn, a, os.path.join(mdir, f"{lab}.json")) for a, lab in zip(args, labels, strict=True)]
+    todo = [t for t in tasks if not os.path.exists(t.marker)]
+    if todo:
+        ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {os.path.basename(t.marker)}" for t in todo])
+    results = []
+    for t in tasks:
+        with open(t.marker) as f:
+            results.append(json.load(f))
+    return results
+
+
+def check_work_dir(work_dir: str, inputs: list[str], params: dict) -> None:
+    """Refuse to resume phases computed for other inputs or parameters: their files would not match."""
+    path = os.path.join(work_dir, "dedup.json")
+    state = {"inputs": inputs, "params": params}
+    if os.path.exists(path):
+        with open(path) as f:
+            if json.load(f) != state:
+                raise RuntimeError(f"{work_dir} holds dedup phases of other inputs or parameters; delete it to start over")
+    else:
+        os.makedirs(work_dir, exist_ok=True)
+        atomic_write_text(path, json.dumps(state))
+
+
+def write_table(table: pa.Table, path: str, row_group_size: int = 65_536) -> None:
+    """Write a Parquet file atomically (temporary name, then rename)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
+    os.replace(tmp, path)
+
+
+def read_where(paths: list[str], column: str, value: int, columns: list[str] | None = None) -> pa.Table:
+    """Rows of many Parquet files with `column == value`; files are sorted by it, so row groups are skipped."""
+    paths = [p for p in paths if os.path.exists(p)]
+    if not paths:
+        return pa.table({})
+    dataset = ds.dataset(paths, format="parquet")
+    return dataset.to_table(columns=columns, filter=pc.field(column) == value)
+
+
+def choose_keepers(members: pl.DataFrame, group: str, keep: str) -> pl.DataFrame:
+    """Per group of `members` (columns: group, id, length, quality, ...): cluster id, size and whether kept.
+
+    The cluster is named after the id of the document it keeps, so names are stable across runs.
+    """
+    cols, desc = keep_order(keep)
+    members = members.with_columns(pl.col("quality").fill_null(float("-inf")))
+    ranked = members.sort([group, *cols], descending=[False, *desc], nulls_last=True)
+    return ranked.with_columns(
+        pl.col("id").first().over(group).alias("cluster"),
+        pl.len().over(group).cast(pl.Int32).alias("size"),
+    ).with_columns((pl.col("id") == pl.col("cluster")).alias("keep"))
+
+
+# ---------------------------------------------------------------- the filter phase
+
+
+@dataclass
+class FilterTask:
+    """Filter one input shard by the per-document decisions of the grouping phases."""
+
+    step: str  # the step's name: drop reasons are f"{step}:duplicate"
+    shard: int
+    path: str
+    rows: int | None  # rows the first phase read; None: not checked
+    decisions: list[str]  # Parquet files of (shard, id, cluster, size, keep), sorted by shard
+    output_dir: str
+    rejected_path: str | None
+    schema_bytes: bytes  # the pipeline's shard schema, serialised
+    cluster_columns: bool  # write dedup_cluster / dedup_cluster_size
+
+
+def filter_shard(task: FilterTask) -> dict:
+    t0 = time.perf_counter()
+    schema = pa.ipc.read_schema(pa.py_buffer(task.schema_bytes))
+    pf = pq.ParquetFile(task.path)
+    if task.rows is not None and pf.metadata.num_rows != task.rows:
+        raise RuntimeError(
+            f"{task.path} has {pf.metadata.num_rows} rows but had {task.rows} when dedup read it: "
+            "the input changed during the run; delete the run's _work directory and start over"
+        )
+    dec = read_where(task.decisions, "shard", task.shard, ["id", "cluster", "size", "keep"])
+    out_path = os.path.join(task.output_dir, os.path.basename(task.path))
+    tmp = os.path.join(task.output_dir, f".{os.path.basename(task.path)}.tmp")
+    writer = rejected = None
+    rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    reason = f"{task.step}:duplicate"
+    stats = {"docs_in": 0, "docs_out": 0, "chars_in": 0, "chars_out": 0, "dropped": 0, "dropped_chars": 0}
+    for batch in pf.iter_batches(batch_size=8192):
+        table = pa.Table.from_batches([batch])
+        table = _conform(table, schema)
+        chars = pc.utf8_length(table["text"])
+        if dec.num_rows:
+            idx = pc.index_in(table["id"], value_set=dec["id"])
+            found = pc.is_valid(idx)
+            keep = pc.or_kleene(pc.invert(found), pc.take(dec["keep"], idx)).fill_null(True)
+            cluster = pc.coalesce(pc.take(dec["cluster"], idx), table["id"])
+            size = pc.coalesce(pc.take(dec["size"], idx), pa.scalar(1, pa.int32()))
+        else:
+            keep = pa.array(np.ones(table.num_rows, dtype=bool))
+            cluster, size = table["id"], pa.array(np.ones(table.num_rows, dtype=np.int32))
+        if task.cluster_columns:
+            table = table.set_column(table.schema.get_field_index("dedup_cluster"), "dedup_cluster", cluster)
+            table = table.set_column(table.schema.get_field_index("dedup_cluster_size"), "dedup_cluster_size",
+                                     pc.cast(size, pa.int32()))
+        kept, dropped = table.filter(keep), table.filter(pc.invert(keep))
+        stats["docs_in"] += table.num_rows
+        stats["chars_in"] += pc.sum(chars).as_py() or 0
+        stats["docs_out"] += kept.num_rows
+        stats["chars_out"] += pc.sum(chars.filter(keep)).as_py() or 0
+        stats["dropped"] += dropped.num_rows
+        stats["dropped_chars"] += pc.sum(chars.filter(pc.invert(keep))).as_py() or 0
+        if kept.num_rows:
+            writer = writer or pq.ParquetWriter(tmp, schema, compression="zstd")
+            writer.write_table(pa.Table.from_arrays(kept.columns, schema=schema))
+        if dropped.num_rows and task.rejected_path:
+            rejected = rejected or pq.ParquetWriter(f"{task.rejected_path}.tmp", rej_schema, compression="zstd")
+            columns = [*dropped.columns, pa.array([reason] * dropped.num_rows, pa.string())]
+            rejected.write_table(pa.Table.from_arrays(columns, schema=rej_schema))
+    if writer is not None:
+        writer.close()
+        os.replace(tmp, out_path)
+    elif os.path.exists(out_path):  # every document dropped: leave no stale shard of an earlier run
+        os.remove(out_path)
+    if rejected is not None:
+        rejected.close()
+        os.replace(f"{task.rejected_path}.tmp", task.rejected_path)
+    stats["seconds"] = time.perf_counter() - t0
+    return stats
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The pipeline schema's columns in its order: missing ones as nulls, extra ones dropped."""
+    cols = []
+    for field in schema:
+        if field.name in table.column_names:
+            cols.append(table[field.name].cast(field.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[int | None], cluster_columns: bool,
+               phase: str = "filter") -> list[dict]:
+    """The last phase of both steps: one task per input shard."""
+    stem = os.path.basename(ctx.work_dir)
+    tasks = [
+        FilterTask(
+            step=step,
+            shard=i,
+            path=path,
+            rows=rows[i],
+            decisions=decisions,
+            output_dir=ctx.output_dir,
+            rejected_path=os.path.join(ctx.rejected_dir, f"{stem}-{step}-{os.path.basename(path)}")
+            if ctx.rejected_dir else None,
+            schema_bytes=ctx.schema.serialize().to_pybytes(),
+            cluster_columns=cluster_columns,
+        )
+        for i, path in enumerate(ctx.inputs)
+    ]
+    if ctx.rejected_dir:
+        os.makedirs(ctx.rejected_dir, exist_ok=True)
+    os.makedirs(ctx.output_dir, exist_ok=True)
+    return run_phase(ctx, phase, filter_shard, tasks, [shard_name(i) for i in range(len(tasks))])
+
+
+def step_stats(name: str, results: list[dict], extra: dict) -> list:
+    """Sum the filter tasks' counters into the step's StepStats."""
+    from curate.stats import StepStats
+
+    st = StepStats(name)
+    for r in results:
+        st.docs_in += r["docs_in"]
+        st.docs_out += r["docs_out"]
+        st.chars_in += r["chars_in"]
+        st.chars_out += r["chars_out"]
+        if r["dropped"]:
+            st.dropped[f"{name}:duplicate"] += r["dropped"]
+            st.dropped_chars[f"{name}:duplicate"] += r["dropped_chars"]
+    st.extra = extra
+    st.seconds = sum(extra.get("seconds", {}).values()) if isinstance(extra.get("seconds"), dict) else 0.0
+    return [st]

@@ -70,22 +70,21 @@ def main(args) -> int:
     if args.quality_command == "train":
         if args.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        if args.plot and args.holdout == 0:
+            raise UsageError("--plot needs a held-out split (--holdout > 0)")
         cfg = TrainConfig(lr=args.lr, dim=args.dim, epoch=args.epoch, word_ngrams=args.word_ngrams, bucket=args.bucket,
                           threads=args.threads, seed=args.seed, holdout=args.holdout, balance=not args.no_balance,
                           chunk_words=chunk, text_key=args.text_key)
         r = train(pos, neg, args.out, cfg)
+        metrics, scores, labels = r.metrics, r.heldout_scores, r.heldout_labels
+        title = f"trained {r.model_path} ({os.path.getsize(r.model_path) / 2**20:.1f} MiB)"
         extra = {"model": r.model_path, "train documents": r.train_docs, "held-out documents": r.heldout_docs,
                  "train words": r.train_words, "seconds": round(r.seconds, 1)}
-        _print(f"trained {r.model_path} ({os.path.getsize(r.model_path) / 2**20:.1f} MiB)", r.metrics, corpora, extra, args.json)
-        if args.plot and r.metrics:
-            plot_pr(r.heldout_scores, r.heldout_labels, args.plot, title=f"{os.path.basename(args.out)} (held out)")
-        elif args.plot:
-            raise UsageError("--plot needs a held-out split (--holdout > 0)")
     else:
         metrics, scores, labels, _ = evaluate_model(args.model, pos, neg, threshold=args.threshold)
-        _print(f"evaluated {args.model}", metrics, corpora, {"model": args.model}, args.json)
-        if args.plot:
-            plot_pr(scores, labels, args.plot, title=os.path.basename(args.model))
+        title, extra = f"evaluated {args.model}", {"model": args.model}
     if args.plot:
-        print(f"  PR curve: {args.plot}")
+        plot_pr(scores, labels, args.plot, title=os.path.basename(extra["model"]))
+        extra["PR curve"] = args.plot
+    _print(title, metrics, corpora, extra, args.json)
     return 0

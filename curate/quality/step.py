@@ -208,7 +208,8 @@ def cut_shard(job: CutJob) -> dict:
             write(job.output, job.schema, table.filter(pa.array(k)))
         if job.rejected and dropped:
             rej = table.filter(pa.array(~k))
-            write(job.rejected, rej_schema, rej.append_column("drop_reason", pa.array([job.reason] * dropped, pa.string())))
+            reasons = pa.array([job.reason] * dropped, pa.string())
+            write(job.rejected, rej_schema, pa.Table.from_arrays([*rej.columns, reasons], schema=rej_schema))
     if start != len(scores):
         raise RuntimeError(f"{job.shard} has {start} rows but {len(scores)} saved scores: delete {job.scores_path} and rerun")
     for w in writers.values():

@@ -121,7 +121,7 @@ def _write(item: tuple[str, str, np.ndarray, np.ndarray, str, int]) -> dict[str,
     t = _load(path, source)
     rows = np.repeat(np.arange(t.num_rows), repeats)
     epoch = np.concatenate([np.arange(r) for r in repeats]).astype(np.int16) if len(rows) else np.zeros(0, np.int16)
-    order = np.random.default_rng([seed, zlib.crc32(dest.encode())]).permutation(len(rows))
+    order = np.random.default_rng([seed, zlib.crc32(os.path.basename(dest).encode())]).permutation(len(rows))
     rows, epoch = rows[order], epoch[order]
     t = t.take(pa.array(rows))
     ids = pc.if_else(

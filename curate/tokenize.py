@@ -137,6 +137,7 @@ def load_tokenizer(path: str | os.PathLike):
         raise UsageError(f"{path}: not a tokenizers JSON file ({e})") from e
     if tok.token_to_id(EOS) is None:
         raise UsageError(f"{path}: tokenizer has no end-of-document token {EOS!r}")
+    tok.encode_special_tokens = True  # a document that quotes "<|endoftext|>" must not end there
     return tok
 
 

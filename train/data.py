@@ -194,6 +194,7 @@ class Loader:
         self.step = 0
         self.counts = np.zeros(len(self.groups), dtype=np.int64)  # windows consumed per group, all ranks
         self._perm_cache: dict[tuple[int, int], np.ndarray] = {}
+        self.last_window_starts = np.zeros(0, dtype=np.int64)
 
     @property
     def tokens_per_batch(self) -> int:
@@ -245,6 +246,7 @@ class Loader:
 
     def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         starts = self._window_starts()
+        self.last_window_starts = starts  # stream offsets of this batch's rows, for checks and debugging
         span = self.seq_len + 1
         buf = np.empty((self.batch_size, span), dtype=np.int64)
         for i, s in enumerate(starts):

@@ -94,9 +94,12 @@ def documents(out: Path) -> dict[str, list]:
 
 
 def counts(out: Path) -> list[dict]:
-    """stats.json without timings, which differ from run to run."""
+    """stats.json without timings (a step's own and its phases'), which differ from run to run."""
     steps = json.loads((out / "stats.json").read_text())["steps"]
-    return [{k: v for k, v in s.items() if k != "seconds"} for s in steps]
+    for s in steps:
+        s.pop("seconds")
+        s["extra"].pop("seconds", None)
+    return steps
 
 
 def assert_same_run(a: Path, b: Path) -> None:
@@ -109,6 +112,8 @@ def assert_same_run(a: Path, b: Path) -> None:
     assert counts(a) == counts(b)
     assert sorted(os.listdir(a / "_done")) == sorted(os.listdir(b / "_done"))
     assert not [p for p in (b / "data").iterdir() if p.name.startswith(".")], "temp files left behind"
+    phases_a, phases_b = (sorted(p.relative_to(r) for p in (r / "_work").glob("*/_phases/*/*")) for r in (a, b))
+    assert phases_a == phases_b  # global steps' phase markers too
 
 
 # ---------------------------------------------------------------- tests
@@ -152,6 +157,20 @@ def test_tokenize_same_on_local_and_ray(extract_runs, tmp_path):
     assert len(files) > len(shards)  # train and val shards
     for f in files:
         assert (tmp_path / "local" / f).read_bytes() == (tmp_path / "ray" / f).read_bytes()
+
+
+def test_dedup_same_on_local_and_ray(extract_runs, tmp_path):
+    """Exact and MinHash phases (hash, group, signatures, buckets, cluster, filter) run as Ray tasks."""
+    from curate import dedup
+
+    shards = sorted(str(p) for p in (extract_runs[0] / "data").glob("*.parquet"))
+    pipeline = Pipeline(name="dedup", reader=readers.Parquet(), steps=[dedup.Exact(), dedup.MinHash(partitions=2)])
+    pipeline.run(shards, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
+    pipeline.run(shards, str(tmp_path / "ray"), executor=RayExecutor(progress=False))
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
+    steps = {s["name"]: s for s in counts(tmp_path / "ray")}
+    assert steps["exact"]["dropped"] and steps["minhash"]["dropped"]  # real duplicates in the crawl were removed
+    assert len(list((tmp_path / "ray" / "_work").glob("*/_phases/buckets/*"))) == 14 * 2
 
 
 def test_killed_worker_is_retried_without_loss_or_duplicates(shared, tmp_path):

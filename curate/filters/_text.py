@@ -1,13 +1,15 @@
-"""Shared text statistics for the heuristic filters, computed once per document text.
+r"""Shared text statistics for the heuristic filters, computed once per document text.
 
 The Gopher, FineWeb and bad-word filters all need the same words and lines. Tokenising is most of their
 cost, so `text_stats(text)` caches the split per text object: the filters of one batch run one after
 another over the same strings, and a rewrite (C4 dropping lines) makes a new string, hence a new entry.
 
-Words are runs of word characters joined by inner apostrophes, hyphens or dots (`don't`, `e-mail`,
-`U.S`, `3.5`). This is a regex, not a linguistic tokenizer: on the web_cc sample it gives the same
-keep/drop decisions as datatrove's spaCy tokenizer for ≥ 98% of documents (docs/benchmarks.md) at a
-small fraction of the cost.
+Words are whitespace-separated chunks with leading and trailing punctuation split off (`"Hello,` gives
+`Hello`; `don't`, `U.S`, `e-mail` and URLs stay whole), and the split-off punctuation runs count as
+symbol tokens. That is what a rule-based tokenizer such as spaCy's does to web text, done by one regex
+pass: it gives the same keep/drop decisions as datatrove's spaCy-based filters for ≥ 98% of the web_cc
+documents (docs/benchmarks.md) at a small fraction of the cost. Bad-word and stop-word lookups use the
+finer `\w+` tokens of the lower-cased text, which match like C4's `\W`-delimited regex.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from collections import OrderedDict
 from functools import cache
 from importlib import resources
 
-WORD_RE = re.compile(r"\w+(?:['’\-.]\w+)*")
-# Punctuation and symbol tokens: spaCy-like tokenizers emit them as words, so ratios that the published
-# recipes divide by "words" (hash and ellipsis counts, alphabetic words) are taken over words + these.
-SYMBOL_RE = re.compile(r"\.{2,}|[^\w\s]")
+WORD_RE = re.compile(r"(?<!\S)[^\w\s]*(\w(?:\S*\w)?)")
+# Punctuation runs at the edges of chunks, or whole punctuation chunks: tokenizers emit them as tokens,
+# so ratios the published recipes take "per word" (hashes, ellipses, alphabetic words) count them too.
+SYMBOL_RE = re.compile(r"(?<!\S)[^\w\s]+|[^\w\s]+(?!\S)")
+TOKEN_RE = re.compile(r"\w+")
+# Words and punctuation tokens in text order (the sequence the repetition rules take n-grams of).
+ALL_TOKENS_RE = re.compile(r"(?<!\S)[^\w\s]+|\w(?:\S*\w)?|[^\w\s]+")
 HAS_LETTER = re.compile(r"[^\W\d_]")
 
 # Characters that end a sentence, in the scripts our languages use and the common CJK/Indic ones.
-TERMINAL_PUNCTUATION = tuple(".!?…。！？．｡؟۔।॥።፧։‼⁇⁈⁉")
+TERMINAL_PUNCTUATION = tuple(".!?。！？．｡؟۔।॥።፧։‼⁇⁈⁉")
 
 _CACHE_SIZE = 256  # more than a batch (64 documents), so every filter of a batch hits the cache
 
@@ -32,7 +37,7 @@ _CACHE_SIZE = 256  # more than a batch (64 documents), so every filter of a batc
 class TextStats:
     """Lazily computed splits of one text; each property is computed on first use and kept."""
 
-    __slots__ = ("text", "_words", "_lower", "_lines", "_n_symbols")
+    __slots__ = ("text", "_words", "_lower", "_lines", "_n_symbols", "_tokens")
 
     def __init__(self, text: str):
         self.text = text
@@ -40,6 +45,7 @@ class TextStats:
         self._lower: list[str] | None = None
         self._lines: list[str] | None = None
         self._n_symbols: int | None = None
+        self._tokens: list[str] | None = None
 
     @property
     def words(self) -> list[str]:
@@ -48,10 +54,18 @@ class TextStats:
         return self._words
 
     @property
-    def lower_words(self) -> list[str]:
+    def lower_tokens(self) -> list[str]:
+        """`\\w+` runs of the lower-cased text: for stop-word and bad-word lookups."""
         if self._lower is None:
-            self._lower = WORD_RE.findall(self.text.lower())
+            self._lower = TOKEN_RE.findall(self.text.lower())
         return self._lower
+
+    @property
+    def tokens(self) -> list[str]:
+        """Words and punctuation tokens, in order."""
+        if self._tokens is None:
+            self._tokens = ALL_TOKENS_RE.findall(self.text)
+        return self._tokens
 
     @property
     def lines(self) -> list[str]:
@@ -62,9 +76,9 @@ class TextStats:
 
     @property
     def n_symbols(self) -> int:
-        """Punctuation and symbol tokens outside words: one per character, a run of dots counts once."""
+        """Punctuation tokens: runs of punctuation at the start or end of a whitespace chunk."""
         if self._n_symbols is None:
-            self._n_symbols = len(SYMBOL_RE.findall(WORD_RE.sub(" ", self.text)))
+            self._n_symbols = len(SYMBOL_RE.findall(self.text))
         return self._n_symbols
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from curate.document import Document
-from curate.filters._text import WORD_RE, read_word_file, shipped_languages, shipped_words, text_stats
+from curate.filters._text import TOKEN_RE, read_word_file, shipped_languages, shipped_words, text_stats
 from curate.stats import StepStats
 from curate.step import Filter
 
@@ -24,7 +24,7 @@ class _Lexicon:
         self.phrases: dict[str, list[tuple[str, ...]]] = {}
         self.raw: list[str] = []  # e.g. emoji: matched as substrings
         for e in entries:
-            toks = tuple(WORD_RE.findall(e.lower()))
+            toks = tuple(TOKEN_RE.findall(e.lower()))
             if not toks:
                 self.raw.append(e.lower())
             elif len(toks) == 1:
@@ -61,7 +61,7 @@ class BadWordMatcher:
         if lex is None:
             return None
         st = text_stats(text)
-        return lex.first(st.lower_words, text.lower() if lex.raw else "")
+        return lex.first(st.lower_tokens, text.lower() if lex.raw else "")
 
 
 class BadWords(Filter):

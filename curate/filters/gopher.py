@@ -112,7 +112,7 @@ class GopherQuality(Filter):
         stop = self._stop_words(doc.lang or self.default_lang)
         if stop is None:
             self._unavailable += 1
-        elif len(stop.intersection(st.lower_words)) < self.min_stop_words:
+        elif len(stop.intersection(st.lower_tokens)) < self.min_stop_words:
             return "stop_words"
         return None
 
@@ -127,14 +127,29 @@ _LINE_SPLIT = re.compile(r"\n+")
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier for the rolling n-gram hash
 
 
+def _scan_repeats(hashes: list[int], csum: np.ndarray, n: int) -> int:
+    """Characters in repeated n-grams, counted as the reference implementations do: scan left to right;
+    at an n-gram seen before, count its characters and jump past it, else remember it and move one."""
+    seen: set[int] = set()
+    chars = i = 0
+    while i < len(hashes):
+        if hashes[i] in seen:
+            chars += int(csum[i + n] - csum[i])
+            i += n
+        else:
+            seen.add(hashes[i])
+            i += 1
+    return chars
+
+
 class GopherRepetition(Filter):
     """Drops documents that repeat themselves: duplicate lines or paragraphs, one n-gram taking a large
     share of the text, or many characters inside repeated n-grams.
 
-    Fractions of characters are of `len(text)` for lines and paragraphs and of the characters in words
-    for n-grams (both sides of the ratio then measure the same thing). The top n-gram rule only counts an
-    n-gram that occurs at least twice. Duplicate n-grams are counted without double counting overlaps:
-    a word is "in a duplicate n-gram" if any n-gram covering it repeats an earlier one.
+    N-grams are of words and punctuation tokens. Every fraction is of `len(text)`. The top n-gram's
+    characters are its length (tokens joined by spaces) times its count. Repeated n-gram characters are
+    counted as the reference implementations (datatrove, used for FineWeb) count them, see
+    `_scan_repeats`; a vectorised upper bound skips that scan for the many documents far below the limit.
     """
 
     name = "gopher_repetition"
@@ -173,15 +188,14 @@ class GopherRepetition(Filter):
             return "dup_line_frac"
         if dup_chars / len(text) > self.max_dup_line_char_frac:
             return "dup_line_char_frac"
-        return self._ngram_rule(text_stats(text).words)
+        return self._ngram_rule(text_stats(text).tokens, len(text))
 
-    def _ngram_rule(self, words: list[str]) -> str | None:
+    def _ngram_rule(self, words: list[str], n_chars: int) -> str | None:
         if len(words) < 2:
             return None
         vocab: dict[str, int] = {}
         ids = np.fromiter((vocab.setdefault(w, len(vocab)) + 1 for w in words), dtype=np.uint64, count=len(words))
         lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        total = int(lens.sum())
         csum = np.concatenate(([0], np.cumsum(lens)))
         h = ids.copy()  # h[i] = hash of the n-gram starting at word i, for the current n
         for n in range(2, max(self.max_top_ngram_char_frac | self.max_dup_ngram_char_frac) + 1):
@@ -193,9 +207,10 @@ class GopherRepetition(Filter):
                 _, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
                 per_pos = counts[inverse]
                 i = int(per_pos.argmax())  # first occurrence of the most frequent n-gram
-                if per_pos[i] > 1 and per_pos[i] * (csum[i + n] - csum[i]) / total > self.max_top_ngram_char_frac[n]:
+                if per_pos[i] * (csum[i + n] - csum[i] + n - 1) / n_chars > self.max_top_ngram_char_frac[n]:
                     return f"top_{n}_gram"
             if n in self.max_dup_ngram_char_frac:
+                limit = self.max_dup_ngram_char_frac[n] * n_chars
                 _, first = np.unique(h, return_index=True)
                 repeat = np.ones(len(h), dtype=bool)
                 repeat[first] = False
@@ -205,6 +220,8 @@ class GopherRepetition(Filter):
                         starts + n, minlength=len(words) + 1
                     )
                     covered = np.cumsum(edges[:-1]) > 0
-                    if lens[covered].sum() / total > self.max_dup_ngram_char_frac[n]:
+                    # every character the scan counts lies in a repeated n-gram, so the covered characters
+                    # bound it from above: only documents over the limit need the sequential scan
+                    if lens[covered].sum() > limit and _scan_repeats(h.tolist(), csum, n) > limit:
                         return f"dup_{n}_gram"
         return None

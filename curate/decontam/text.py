@@ -93,8 +93,9 @@ class _Powers:
     def get(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         if len(self.pow) < size:
             n = max(size, 2 * len(self.pow), 1 << 16)
-            self.pow = np.concatenate([[1], np.cumprod(np.full(n - 1, _P, dtype=_U64))]).astype(_U64)
-            self.inv = np.concatenate([[1], np.cumprod(np.full(n - 1, _P_INV, dtype=_U64))]).astype(_U64)
+            self.pow, self.inv = np.ones(n, dtype=_U64), np.ones(n, dtype=_U64)
+            np.cumprod(np.full(n - 1, _P, dtype=_U64), out=self.pow[1:])  # wraps modulo 2**64, as intended
+            np.cumprod(np.full(n - 1, _P_INV, dtype=_U64), out=self.inv[1:])
         return self.pow[:size], self.inv[:size]
 
 

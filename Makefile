@@ -4,6 +4,8 @@
 PY := .venv/bin/python
 CURATE := .venv/bin/curate
 DEMO := demo
+# The language-ID model: from the shared test data when it sits beside the clone, else its official address.
+LID_FROM := $(if $(wildcard ../shared/data/models/lid.176.ftz),--from ../shared/data/models/lid.176.ftz,)
 
 .PHONY: demo test lint clean
 
@@ -17,7 +19,9 @@ DEMO := demo
 
 demo: .venv/.installed
 	$(CURATE) demo generate --out $(DEMO)/warc
-	$(CURATE) run pipelines/demo.py --input '$(DEMO)/warc/*.warc.gz' --output $(DEMO)/curated --rejected --workers 2
+	$(CURATE) models fetch lid $(LID_FROM)
+	$(CURATE) decontam index --benchmark demo=$(DEMO)/warc/benchmark.jsonl:question,answer --out $(DEMO)/decontam
+	PENEIRA_DEMO=$(DEMO) $(CURATE) run pipelines/demo.py --input '$(DEMO)/warc/*.warc.gz' --output $(DEMO)/curated --rejected --workers 2
 	$(CURATE) report $(DEMO)/curated
 	$(CURATE) mix --source web=$(DEMO)/curated:1.0 --tokens 400K --max-epochs 4 --seed 0 --out $(DEMO)/mix
 	$(CURATE) tokenizer train $(DEMO)/mix --vocab-size 2048 --out $(DEMO)/tokenizer.json

@@ -5,9 +5,11 @@ Gopher, C4 and FineWeb rules, and redact e-mail and IP addresses.
     curate run pipelines/web.py --input 'crawl/*.warc.gz' --output out/web --rejected
     curate report out/web
 
-Order matters for cost: language ID is cheap per document and removes most of a multilingual crawl
-before the word-level rules run; C4 rewrites pages to their prose lines, so FineWeb's line rules judge
-the cleaned text; PII runs last, on the text that is kept.
+Order matters. Language ID is cheap and removes most of a multilingual crawl before the word-level
+rules run. Gopher repetition looks at the page as crawled (repeated navigation lines are evidence of a
+template page, and C4 would remove them). C4 then rewrites pages to their prose lines, and Gopher
+quality and FineWeb judge that cleaned text, so a page that is navigation plus two sentences is dropped
+for having too few words rather than kept as two sentences. PII runs last, on the text that is kept.
 """
 
 from curate import Pipeline, extract, filters, readers, writers
@@ -18,9 +20,9 @@ pipeline = Pipeline(
     steps=[
         extract.Trafilatura(),
         filters.Language(["en", "pt"], threshold=0.65),
-        filters.GopherQuality(),
         filters.GopherRepetition(),
         filters.C4(),
+        filters.GopherQuality(),
         filters.FineWeb(),
         filters.Pii(),
     ],

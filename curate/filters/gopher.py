@@ -167,10 +167,12 @@ class GopherRepetition(Filter):
         self.max_dup_para_frac = max_dup_para_frac
         self.max_dup_line_char_frac = max_dup_line_char_frac
         self.max_dup_para_char_frac = max_dup_para_char_frac
-        self.max_top_ngram_char_frac = dict(max_top_ngram_char_frac or {2: 0.20, 3: 0.18, 4: 0.16})
-        self.max_dup_ngram_char_frac = dict(
-            max_dup_ngram_char_frac or {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
-        )
+        if max_top_ngram_char_frac is None:
+            max_top_ngram_char_frac = {2: 0.20, 3: 0.18, 4: 0.16}
+        if max_dup_ngram_char_frac is None:
+            max_dup_ngram_char_frac = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+        self.max_top_ngram_char_frac = dict(max_top_ngram_char_frac)  # n -> limit; {} turns the rule off
+        self.max_dup_ngram_char_frac = dict(max_dup_ngram_char_frac)
 
     def reject_rule(self, doc: Document) -> str | None:
         text = doc.text
@@ -198,7 +200,7 @@ class GopherRepetition(Filter):
         lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         csum = np.concatenate(([0], np.cumsum(lens)))
         h = ids.copy()  # h[i] = hash of the n-gram starting at word i, for the current n
-        for n in range(2, max(self.max_top_ngram_char_frac | self.max_dup_ngram_char_frac) + 1):
+        for n in range(2, max(self.max_top_ngram_char_frac | self.max_dup_ngram_char_frac, default=1) + 1):
             if len(words) < n:
                 break
             with np.errstate(over="ignore"):

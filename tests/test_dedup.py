@@ -1,0 +1,277 @@
+"""Exact and MinHash dedup on real data: licence texts, web_cc pages with planted edited copies."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from datasketch import MinHash as DsMinHash
+
+from curate import Pipeline, dedup, readers
+from curate.cli import main as cli_main
+from curate.dedup import exact as exact_mod
+from curate.dedup import minhash as minhash_mod
+from curate.dedup.signatures import signatures
+from curate.dedup.text import normalize, shingles
+from curate.executor import LocalExecutor, TaskFailures
+
+WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+LICENCES = "text/cs336_fixtures/documents_with_fuzzy_duplicates"
+
+
+def web_docs(shared: Path) -> list[dict]:
+    with gzip.open(shared / WEB, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def edit(text: str, frac: float, rng: random.Random, scattered: bool) -> str:
+    """Replace, delete or insert `frac` of the words, as pages drift between crawls.
+
+    Scattered edits (typos, counters) touch up to 5 shingles each; a block edit (a rewritten
+    paragraph, a new sidebar) touches few, so copies span true Jaccard from about 0.3 to 0.95.
+    """
+    words = text.split()
+    if not scattered:
+        n = max(1, int(frac * len(words)))
+        at = rng.randrange(len(words) - n + 1)
+        words[at:at + n] = [f"block{rng.randrange(10**6)}z" for _ in range(n)]
+        return " ".join(words)
+    for _ in range(max(1, int(frac * len(words)))):
+        i = rng.randrange(len(words))
+        op = rng.random()
+        if op < 0.4:
+            words[i] = f"edit{rng.randrange(10**6)}x"
+        elif op < 0.7 and len(words) > 1:
+            del words[i]
+        else:
+            words.insert(i, f"new{rng.randrange(10**6)}y")
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def planted(shared, tmp_path_factory) -> tuple[list[str], dict[str, str]]:
+    """web_cc (697 docs) in 3 JSONL files, plus an edited copy of every 2nd document with 100+ words."""
+    rng = random.Random(0)
+    docs = web_docs(shared)
+    rows = [{"id": d["id"], "text": d["text"]} for d in docs]
+    for k, d in enumerate(docs[::2]):
+        if len(d["text"].split()) >= 100:
+            copy = edit(d["text"], rng.uniform(0.05, 0.30), rng, scattered=k % 2 == 0)
+            rows.append({"id": f"{d['id']}~copy", "text": copy})
+    rng.shuffle(rows)
+    root = tmp_path_factory.mktemp("planted")
+    files = []
+    for k in range(3):
+        path = root / f"part{k}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows[k::3]))
+        files.append(str(path))
+    return files, {r["id"]: r["text"] for r in rows}
+
+
+def run(inputs, out, steps, workers=1, rejected=True):
+    pipe = Pipeline(name="dedup", reader=readers.Jsonl(), steps=steps)
+    return pipe.run(inputs=inputs, output=str(out), executor=LocalExecutor(workers, progress=False),
+                    rejected=rejected, progress=False)
+
+
+def clusters_of(out) -> dict[str, tuple[str, bool]]:
+    """id -> (dedup_cluster, kept) over kept and rejected shards."""
+    got = {}
+    for sub, kept in (("data", True), ("rejected", False)):
+        for p in glob.glob(f"{out}/{sub}/*.parquet"):
+            t = pq.read_table(p).to_pylist()
+            for r in t:
+                if not kept and not r["drop_reason"].startswith("minhash"):
+                    continue
+                got[r["id"]] = (r["dedup_cluster"], kept)
+    return got
+
+
+def kept_ids(out) -> set[str]:
+    return {i for p in glob.glob(f"{out}/data/*.parquet") for i in pq.read_table(p, columns=["id"])["id"].to_pylist()}
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+# ---------------------------------------------------------------- normalisation and signatures
+
+
+def test_normalize_folds_case_punctuation_digits_and_compatibility_forms():
+    assert normalize("Hello, World!  The ﬁle_name  costs $1,234.50 — ２０２４") == "hello world the file name costs 0 000 00 0000"
+    assert normalize("Café naïve") == "café naïve"  # letters with marks stay words
+    assert normalize("  ...  ") == ""
+    assert shingles("a b c d e f", 5) == [b"a b c d e", b"b c d e f"]
+    assert shingles("Just three words", 5) == [b"just three words"]
+    assert shingles("!!!", 5) == []
+
+
+def test_signatures_equal_datasketch(shared):
+    texts = [d["text"] for d in web_docs(shared)]
+    texts += [p.read_text() for p in sorted((shared / LICENCES).iterdir())]
+    texts += ["", "one", "Ünïcödé ﬁ ２０２４ test, test!", "x " * 5000]
+    for num_perm, seed, n in ((112, 1, 5), (128, 7, 3)):
+        ours, counts = signatures(texts, num_perm=num_perm, seed=seed, ngram=n)
+        ref = np.empty_like(ours)
+        for i, t in enumerate(texts):
+            m = DsMinHash(num_perm=num_perm, seed=seed)
+            m.update_batch(shingles(t, n))
+            ref[i] = m.hashvalues
+        assert np.array_equal(ours, ref), f"rows differ: {np.nonzero((ours != ref).any(axis=1))[0][:10]}"
+        assert counts[texts.index("")] == 0 and counts[texts.index("one")] == 1
+
+
+def test_for_threshold_uses_datasketch_optimum():
+    from datasketch.lsh import _optimal_param
+
+    step = dedup.MinHash.for_threshold(0.8, num_perm=128)
+    assert (step.bands, step.rows) == _optimal_param(0.8, 128, 0.5, 0.5)
+    assert step.threshold == 0.8
+    assert dedup.MinHash().threshold == pytest.approx((1 / 14) ** (1 / 8), abs=1e-4)
+    with pytest.raises(ValueError, match="keep"):
+        dedup.MinHash(keep="random")
+
+
+# ---------------------------------------------------------------- near-duplicates that exist in nature
+
+
+def test_licence_texts(shared, tmp_path):
+    src = tmp_path / "licences.jsonl"
+    src.write_text("".join(json.dumps({"id": p.stem, "text": p.read_text()}) + "\n"
+                           for p in sorted((shared / LICENCES).iterdir())))
+    run(str(src), tmp_path / "out", [dedup.MinHash()])
+    got = clusters_of(tmp_path / "out")
+    # rails and react are the same MIT licence (true Jaccard 0.92); pytorch's BSD text is unrelated
+    assert got == {
+        "pytorch_license": ("pytorch_license", True),
+        "rails_mit_license": ("rails_mit_license", True),
+        "react_mit_license": ("rails_mit_license", False),
+    }
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())["steps"][-1]
+    assert stats["dropped"] == {"minhash:duplicate": 1}
+    assert {r["dedup_cluster_size"] for p in glob.glob(f"{tmp_path}/out/data/*.parquet")
+            for r in pq.read_table(p).to_pylist()} == {1, 2}
+
+
+def test_planted_copies_recall_and_precision(planted, tmp_path):
+    files, texts = planted
+    run(files, tmp_path / "out", [dedup.MinHash()])
+    got = clusters_of(tmp_path / "out")
+    assert set(got) == set(texts)
+    sets = {i: set(shingles(t)) for i, t in texts.items()}
+    # every pair with true Jaccard >= 0.8 (only sizes within 0.8 of each other can reach it)
+    ids = sorted((i for i in sets if sets[i]), key=lambda i: len(sets[i]))
+    true_pairs = []
+    for x, i in enumerate(ids):
+        for j in ids[x + 1:]:
+            if len(sets[i]) < 0.8 * len(sets[j]):
+                break
+            if jaccard(sets[i], sets[j]) >= 0.8:
+                true_pairs.append((i, j))
+    assert len(true_pairs) == 74  # 47 planted copies, the rest natural duplicates (one 27-page group of empty-ish pages)
+    found = sum(got[i][0] == got[j][0] for i, j in true_pairs)
+    assert found / len(true_pairs) >= 0.95
+    # precision: each dropped document against the one its cluster kept
+    dropped = [(i, c) for i, (c, kept) in got.items() if not kept]
+    assert len(dropped) >= 80
+    threshold = dedup.MinHash().threshold
+    right = sum(jaccard(sets[i], sets[c]) >= threshold - 0.1 for i, c in dropped)
+    assert right / len(dropped) >= 0.95
+    # a planted copy edited at 5% is always caught
+    light = [i for i in texts if i.endswith("~copy") and jaccard(sets[i], sets[i[:-5]]) >= 0.9]
+    assert light and all(got[i][0] == got[i[:-5]][0] for i in light)
+
+
+def test_workers_and_input_order_do_not_change_the_result(planted, tmp_path):
+    files, _ = planted
+    run(files, tmp_path / "a", [dedup.MinHash()], workers=1)
+    run(list(reversed(files)), tmp_path / "b", [dedup.MinHash()], workers=2)
+    assert clusters_of(tmp_path / "a") == clusters_of(tmp_path / "b")
+    assert kept_ids(tmp_path / "a") == kept_ids(tmp_path / "b")
+
+
+# ---------------------------------------------------------------- resuming
+
+
+@pytest.mark.parametrize("module,fn", [
+    (minhash_mod, "signature_shard"), (minhash_mod, "bucket_band"), (minhash_mod, "cluster"),
+    (exact_mod, "group_part"), (minhash_mod.common, "filter_shard"),
+])
+def test_a_run_killed_during_a_phase_resumes(shared, tmp_path, monkeypatch, module, fn):
+    docs = web_docs(shared)[:120]
+    rows = docs + [{"id": d["id"] + "~copy", "text": d["text"] + " trailing words"} for d in docs[:30]]
+    files = []
+    for k in range(2):
+        path = tmp_path / f"in{k}.jsonl"
+        path.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows[k::2]))
+        files.append(str(path))
+    steps = [dedup.Exact(), dedup.MinHash()]
+    run(files, tmp_path / "clean", steps)
+
+    real, calls = getattr(module, fn), []
+
+    def dies_on_first_task(arg):
+        calls.append(arg)
+        if len(calls) == 1:
+            raise RuntimeError("killed")
+        return real(arg)
+
+    monkeypatch.setattr(module, fn, dies_on_first_task)
+    with pytest.raises(TaskFailures, match="killed"):
+        run(files, tmp_path / "resumed", steps)
+    before = len(calls)
+    run(files, tmp_path / "resumed", steps)
+    # only the task that died runs again (the filter phase: the dead Exact task, then MinHash's two)
+    assert len(calls) - before == (3 if fn == "filter_shard" else 1)
+    assert clusters_of(tmp_path / "clean") == clusters_of(tmp_path / "resumed")
+    assert kept_ids(tmp_path / "clean") == kept_ids(tmp_path / "resumed")
+
+
+# ---------------------------------------------------------------- exact dedup and the whole pipeline
+
+
+def test_exact_and_minhash_end_to_end(shared, tmp_path):
+    docs = web_docs(shared)
+    rows = [{"id": d["id"], "text": d["text"]} for d in docs]
+    # exact copies up to case, punctuation and digits, and one longer one for keep="longest"
+    rows.append({"id": "zz-upper", "text": docs[5]["text"].upper()})
+    rows.append({"id": "zz-digits", "text": docs[5]["text"].replace("0", "7") + " !!"})
+    src = tmp_path / "web.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run(str(src), tmp_path / "out", [dedup.Exact(), dedup.MinHash()])
+    steps = {s["name"]: s for s in json.loads((tmp_path / "out" / "stats.json").read_text())["steps"]}
+    ex, mh = steps["exact"], steps["minhash"]
+    # web_cc itself has 10 exact duplicates in 4 groups (and 27 pages with no word, never grouped)
+    assert ex["docs_in"] == 699 and ex["dropped"] == {"exact:duplicate": 12}
+    assert ex["extra"]["groups"] == 5 and ex["extra"]["unkeyed"] == 27
+    assert mh["docs_in"] == 687 and mh["docs_out"] == 687 - mh["dropped"].get("minhash:duplicate", 0)
+    assert mh["dropped"] == {"minhash:duplicate": 1}
+    kept = kept_ids(tmp_path / "out")
+    assert docs[5]["id"] in kept and "zz-upper" not in kept and "zz-digits" not in kept
+    rej = {r["id"]: r["drop_reason"] for p in glob.glob(f"{tmp_path}/out/rejected/*.parquet")
+           for r in pq.read_table(p).to_pylist()}
+    assert rej["zz-upper"] == rej["zz-digits"] == "exact:duplicate"
+    assert sum(r == "exact:duplicate" for r in rej.values()) == 12
+
+    run(str(src), tmp_path / "longest", [dedup.Exact(keep="longest")], rejected=False)
+    kept = kept_ids(tmp_path / "longest")
+    assert "zz-digits" in kept and docs[5]["id"] not in kept
+
+
+def test_dedup_report(shared, tmp_path, capsys):
+    src = tmp_path / "licences.jsonl"
+    src.write_text("".join(json.dumps({"id": p.stem, "text": p.read_text()}) + "\n"
+                           for p in sorted((shared / LICENCES).iterdir())))
+    run(str(src), tmp_path / "out", [dedup.MinHash()])
+    assert cli_main(["dedup-report", str(tmp_path / "out"), "--width", "40"]) == 0
+    text = capsys.readouterr().out
+    assert "near-duplicates removed: 1" in text
+    assert "kept rails_mit_license" in text and "dropped react_mit_license" in text
+    assert cli_main(["dedup-report", str(tmp_path / "missing")]) == 2

@@ -55,6 +55,10 @@ class Decontaminate(Step):
         self._index: NgramIndex | None = None
         self._counts: Counter = Counter()
 
+    def __getstate__(self) -> dict:
+        """Pickle without the loaded index: workers load their own in `setup()`."""
+        return {**self.__dict__, "_index": None, "_counts": Counter()}
+
     def setup(self) -> None:
         self._index = NgramIndex.load(self.index_path)
         self._counts = Counter()

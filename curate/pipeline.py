@@ -295,6 +295,7 @@ def run_stream_task(task: StreamTask) -> dict:
     t_read = time.perf_counter()
     batch: list[Document] = []
     for doc in _limited(stage.reader.read(task.path, read_stats), task.limit):
+        read_stats.chars_in += len(doc.html if doc.html is not None else doc.text)  # raw size as read
         batch.append(doc)
         if len(batch) >= BATCH_DOCS:
             _run_batch(stage.steps, step_stats, batch, writer, rej)

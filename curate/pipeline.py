@@ -320,10 +320,11 @@ def run_stream_task(task: StreamTask) -> dict:
 
 
 def _limited(docs, limit: int | None):
-    for n, doc in enumerate(docs):
+    """Stop after `limit` documents without pulling one more (the reader counts what it yields)."""
+    for n, doc in enumerate(docs, start=1):
+        yield doc
         if limit is not None and n >= limit:
             return
-        yield doc
 
 
 def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document], writer, rej) -> None:

@@ -1,0 +1,60 @@
+"""curate report: a run of the web filters on real pages, then report.md and a self-contained report.html."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import pytest
+
+from curate import Pipeline, filters, readers
+from curate.cli import main as cli
+from curate.report import write_report
+
+
+@pytest.fixture(scope="module")
+def run_dir(shared, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "out"
+    pipeline = Pipeline(
+        name="web_cc",
+        reader=readers.Jsonl(source="web"),
+        steps=[filters.Language(["en", "pt"], model_path=str(shared / "models/lid.176.ftz")),
+               filters.GopherRepetition(), filters.C4(), filters.GopherQuality(), filters.FineWeb(), filters.Pii()],
+    )
+    path = shared / "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+    pipeline.run(inputs=str(path), output=str(out), progress=False)
+    return out
+
+
+def test_run_counts(run_dir):
+    steps = {s["name"]: s for s in json.loads((run_dir / "stats.json").read_text())["steps"]}
+    assert steps["read"]["docs_out"] == 697
+    assert steps["language"]["docs_out"] == 253
+    assert steps["pii"]["docs_out"] == steps["fineweb"]["docs_out"] == 112
+    assert steps["c4"]["extra"]["docs_rewritten"] > 0
+
+
+def test_report_files_and_charts(run_dir, capsys):
+    assert cli(["report", str(run_dir)]) == 0
+    assert "report.html" in capsys.readouterr().out
+    md = (run_dir / "report.md").read_text()
+    assert "read 697 documents and kept 112 (16.1%)" in md
+    assert "The largest cut is `language:unlisted`" in md
+    for chart in ("funnel", "drops", "length", "lang_score", "languages"):
+        png = run_dir / "report" / f"{chart}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"](report/{chart}.png)" in md
+    assert "| c4:too_few_sentences |" in md
+    html = (run_dir / "report.html").read_text()
+    images = re.findall(r"src='data:image/png;base64,([^']+)'", html)
+    assert len(images) == 5  # no quality_score column in this run, so no quality chart
+    assert all(base64.b64decode(b)[:4] == b"\x89PNG" for b in images)
+    assert "src='report/" not in html  # self-contained
+
+
+def test_report_needs_a_finished_run(tmp_path, capsys):
+    assert cli(["report", str(tmp_path)]) == 2
+    assert "no stats.json" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError):
+        write_report(str(tmp_path))

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -92,10 +93,16 @@ class Warc(Reader):
     def read(self, path: str, stats: StepStats) -> Iterator[Document]:
         from warcio.archiveiterator import ArchiveIterator
 
+        if self._empty(path, stats):
+            return
         with open(path, "rb") as f:
             try:
                 records = ArchiveIterator(f)
                 for rec in records:
+                    if rec.format != "warc":  # warcio falls back to ARC parsing on any text file
+                        self.skip(stats, "not_warc")
+                        stats.error_sample = stats.error_sample or f"{path}: not a WARC file (ARC is not supported)"
+                        return
                     doc = self._record(rec, records, stats)
                     if doc is not None:
                         yield doc
@@ -108,15 +115,25 @@ class Warc(Reader):
                 self.skip(stats, "not_warc" if stats.docs_in == 0 else "corrupt_stream")
                 stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
 
+    def _empty(self, path: str, stats: StepStats) -> bool:
+        if os.path.getsize(path) == 0:
+            self.skip(stats, "empty_file")
+            stats.error_sample = stats.error_sample or f"{path}: empty file"
+            return True
+        return False
+
     def _record(self, rec: Any, records: Any, stats: StepStats) -> Document | None:
         kind = rec.rec_type
         if kind not in ("response", "conversion"):
             self.skip(stats, kind or "unknown_record")
             return None
         if kind == "conversion":
-            text = rec.content_stream().read().decode("utf-8", errors="replace")
+            raw = rec.content_stream().read()
+            if rec.raw_stream.limit > 0:
+                self.skip(stats, "truncated_record")
+                return None
             stats.docs_in += 1
-            return self._doc(rec, records, text=text)
+            return self._doc(rec, records, text=raw.decode("utf-8", errors="replace"))
         if rec.http_headers is None:
             self.skip(stats, "no_http_headers")
             return None
@@ -127,6 +144,9 @@ class Warc(Reader):
         body = rec.content_stream().read(self.max_html_bytes + 1)
         if len(body) > self.max_html_bytes:
             self.skip(stats, "too_large")
+            return None
+        if rec.raw_stream.limit > 0:  # the file ends inside this record (truncated download or gzip)
+            self.skip(stats, "truncated_record")
             return None
         html, charset = decode_html(body, ctype)
         stats.docs_in += 1
@@ -233,7 +253,6 @@ class Parquet(Reader):
                 )
 
 
-
 def _split_http(block: bytes) -> tuple[str, dict[str, str], bytes] | None:
     """Split an HTTP response block into status code, headers (first value per lowercased name) and body.
 
@@ -308,6 +327,8 @@ class FastWarc(Warc):
     def read(self, path: str, stats: StepStats) -> Iterator[Document]:
         from fastwarc.warc import ArchiveIterator
 
+        if self._empty(path, stats):
+            return
         with open(path, "rb") as f:
             try:
                 for rec in ArchiveIterator(f, parse_http=False, auto_decode="none"):
@@ -325,9 +346,12 @@ class FastWarc(Warc):
             self.skip(stats, kind or "unknown_record")
             return None
         if kind == "conversion":
-            text = rec.reader.read().decode("utf-8", errors="replace")
+            raw = rec.reader.read()
+            if len(raw) < rec.content_length:
+                self.skip(stats, "truncated_record")
+                return None
             stats.docs_in += 1
-            return self._fast_doc(rec, text)
+            return self._fast_doc(rec, raw.decode("utf-8", errors="replace"))
         url = _target_uri(rec.headers)
         if rec.content_length == 0 or not url.startswith(("http:", "https:")):  # warcio's rule for HTTP records
             self.skip(stats, "no_http_headers")
@@ -335,7 +359,11 @@ class FastWarc(Warc):
         if rec.content_length > 4 * self.max_html_bytes:  # bound memory before reading: no page shrinks 4x
             self.skip(stats, "too_large")
             return None
-        http = _split_http(rec.reader.read())
+        block = rec.reader.read()
+        if len(block) < rec.content_length:  # the file ends inside this record
+            self.skip(stats, "truncated_record")
+            return None
+        http = _split_http(block)
         if http is None:
             self.skip(stats, "no_http_headers")
             return None

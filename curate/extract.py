@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -34,13 +35,41 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
+# Elements that never nest (void) or that the HTML parser closes implicitly: they don't add depth.
+_FLAT = frozenset(
+    ["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+     "p", "li", "td", "th", "tr", "dt", "dd", "option"]
+)
+
+
+def nesting_depth(html: str, stop: int) -> int:
+    """Estimate the element nesting depth of `html`, stopping early once it exceeds `stop`."""
+    depth = deepest = 0
+    for m in _TAG.finditer(html):
+        if m.group(2).lower() in _FLAT or m.group(3):
+            continue
+        depth = max(depth - 1, 0) if m.group(1) else depth + 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop:
+                break
+    return deepest
+
+
 class _Extractor(Step):
+    """Shared guards. `max_depth` exists because the SIGALRM time limit cannot interrupt C code, and
+    Resiliparse's main-content pass is quadratic in nesting depth (20,000 nested divs: ~25 s).
+    512 is the depth at which browsers' HTML parsers stop nesting, so no real page goes deeper."""
+
     name = "extract"
 
-    def __init__(self, timeout: float = 5.0, max_html_chars: int = 2_000_000, min_chars: int = 1):
+    def __init__(self, timeout: float = 5.0, max_html_chars: int = 2_000_000, min_chars: int = 1,
+                 max_depth: int = 512):
         self.timeout = timeout
         self.max_html_chars = max_html_chars
         self.min_chars = min_chars
+        self.max_depth = max_depth
 
     def extract(self, doc: Document) -> str | None:
         raise NotImplementedError
@@ -50,6 +79,9 @@ class _Extractor(Step):
             return doc
         if len(doc.html) > self.max_html_chars:
             return Reject("too_large")
+        # Depth > max_depth needs more than max_depth tags, so the scan only runs on tag-heavy pages.
+        if doc.html.count("<") > self.max_depth and nesting_depth(doc.html, self.max_depth) > self.max_depth:
+            return Reject("too_deep")
         try:
             with time_limit(self.timeout):
                 text = self.extract(doc)

@@ -1,6 +1,6 @@
 """Measure what the Ray executor costs and gives on this machine, for docs/benchmarks.md (## Scale-out).
 
-    .venv/bin/python benchmarks/scale_out.py [--cpus 2] [--tasks 400]
+    .venv/bin/python -P benchmarks/scale_out.py [--cpus 2] [--tasks 400]   # -P: benchmarks/tokenize.py must not shadow the stdlib
 
 Prints one JSON object: Ray start-up time, scheduling overhead per task (no-op tasks, Ray vs the local
 process pool), the extract_only pipeline over the real WARC files on local (1 and N workers) and Ray (N

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -35,6 +36,8 @@ from curate.executor import Executor, Progress
 
 # Errors that say something about the data or the pipeline, not about the machine: retrying cannot help.
 NEVER_RETRY = ("StepFailed", "UsageError")
+
+WINDOW_REFRESH_S = 10.0  # how often a cluster-sized window is re-read
 
 # Thread pools that size themselves from the machine's cores, not from the task's share of them; Ray
 # caps OMP_NUM_THREADS itself. Read when a pool starts, so setting them before the task runs is enough.
@@ -61,8 +64,8 @@ class RayExecutor(Executor):
     """Runs each item as a Ray task with declared resources, retrying failures up to `max_retries` times.
 
     `workers` caps the tasks in flight; `None` or 0 sizes the window to the cluster (twice its CPUs
-    over `num_cpus_per_task`, so an autoscaler sees pending work). Ray starts lazily on the first
-    `map`: it joins `address` (`"auto"`, `"ray://head:10001"`, …), else an already initialised Ray,
+    over `num_cpus_per_task`, re-read every few seconds, so an autoscaler sees pending work). Ray
+    starts lazily on the first `map`: it joins `address` (`"auto"`, `"ray://head:10001"`, …), else an already initialised Ray,
     else `RAY_ADDRESS`, else a local instance sized to `workers`.
     """
 
@@ -103,28 +106,32 @@ class RayExecutor(Executor):
     def _window(self, ray) -> int:
         if self.workers:
             return self.workers
-        cpus = ray.cluster_resources().get("CPU", 1)
-        return max(1, 2 * int(cpus / max(self.num_cpus_per_task, 1e-3)))
+        cpus = ray.cluster_resources().get("CPU", 0)  # changes as an autoscaler adds or removes nodes
+        return max(2, 2 * int(cpus / max(self.num_cpus_per_task, 1e-3)))
 
     def map(self, fn, items, desc="tasks", labels=()):
+        if not items:
+            return []
         ray = self._ray()
         options: dict[str, Any] = {"num_cpus": self.num_cpus_per_task, "max_retries": 0}
         if self.memory_per_task:
             options["memory"] = self.memory_per_task
         remote = ray.remote(_attempt).options(**options)
         fn_ref = ray.put(fn)  # shipped once, not once per task
-        window = self._window(ray)
+        window, window_at = self._window(ray), time.monotonic()
         outcomes: list[tuple[bool, Any]] = [(False, ("not run", ""))] * len(items)
         attempts = [0] * len(items)
         queue, running = deque(range(len(items))), {}
         bar = Progress(len(items), desc, self.progress)
         try:
             while queue or running:
+                if time.monotonic() - window_at > WINDOW_REFRESH_S:
+                    window, window_at = self._window(ray), time.monotonic()
                 while queue and len(running) < window:
                     i = queue.popleft()
                     attempts[i] += 1
                     running[remote.remote(fn_ref, items[i], self.retry_exceptions, self.num_cpus_per_task)] = i
-                ready, _ = ray.wait(list(running), num_returns=1)
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=WINDOW_REFRESH_S)
                 for ref in ready:
                     i = running.pop(ref)
                     ok, out, retry = self._result(ray, ref)

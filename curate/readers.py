@@ -134,7 +134,7 @@ class Warc(Reader):
                 return None
             stats.docs_in += 1
             return self._doc(rec, records, text=raw.decode("utf-8", errors="replace"))
-        if rec.http_headers is None:
+        if rec.http_headers is None or not rec.http_headers.protocol.startswith("HTTP/"):  # warcio is lenient
             self.skip(stats, "no_http_headers")
             return None
         ctype = rec.http_headers.get_header("Content-Type") or ""

@@ -1,0 +1,108 @@
+"""Command line: `python -m train [--config FILE] [--resume] [--key value ...]` trains; subcommands use a run.
+
+    python -m train --data out/tokens --config train/configs/tiny.toml
+    torchrun --nproc_per_node 8 -m train --data out/tokens --config train/configs/gpt2-124m.toml
+    python -m train sample --checkpoint runs/x/ckpt.pt --prompt "A capital do Brasil é" --top-k 5
+    python -m train surprise --checkpoint runs/x/ckpt.pt --text "A capital do Brasil é Brasília."
+    python -m train sweep-lr --data out/tokens --config train/configs/tiny.toml
+    python -m train plan --compute 1e19
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from train.config import load_config, parse_overrides
+
+
+def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
+    """--config, --resume (and --lrs for the sweep) are flags; every other `--key value` is a config override."""
+    parser = argparse.ArgumentParser(prog=prog, description="Any config key can be given as --key value.")
+    parser.add_argument("--config", help="TOML file (or the name of one in train/configs, e.g. tiny)")
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    if prog.endswith("sweep-lr"):
+        parser.add_argument("--lrs", help="comma-separated learning rates (default: the config's lr x 1/100, 1, 10, 300)")
+    args, rest = parser.parse_known_args(argv)
+    try:
+        args.cfg = load_config(args.config, parse_overrides(rest))
+    except (ValueError, OSError) as e:
+        parser.error(str(e))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and not argv[0].startswith("-") else "train"
+    rest = argv[1:] if command != "train" or (argv and argv[0] == "train") else argv
+
+    if command == "train":
+        args = _train_args(rest, "python -m train")
+        import torch.distributed as dist
+
+        from train.loop import train
+
+        try:
+            result = train(args.cfg, resume=args.resume)
+        finally:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        return 1 if result.diverged else 0
+
+    if command == "sweep-lr":
+        args = _train_args(rest, "python -m train sweep-lr")
+        from train.sweep import sweep_lr
+
+        sweep_lr(args.cfg, [float(x) for x in args.lrs.split(",")] if args.lrs else None)
+        return 0
+
+    if command in ("sample", "surprise"):
+        parser = argparse.ArgumentParser(prog=f"python -m train {command}")
+        parser.add_argument("--checkpoint", required=True, help="ckpt.pt or the run directory holding it")
+        parser.add_argument("--device", default="cpu")
+        if command == "sample":
+            parser.add_argument("--prompt", default="")
+            parser.add_argument("--max-new-tokens", type=int, default=64)
+            parser.add_argument("--temperature", type=float, default=1.0)
+            parser.add_argument("--top-k", type=int, default=50)
+            parser.add_argument("--num-samples", type=int, default=1)
+            parser.add_argument("--seed", type=int, default=0)
+        else:
+            parser.add_argument("--text", required=True)
+        args = parser.parse_args(rest)
+        from train.generate import format_surprise, load_checkpoint, next_token_candidates, sample, surprise
+
+        run = load_checkpoint(args.checkpoint, args.device)
+        if command == "surprise":
+            print(format_surprise(surprise(run, args.text)))
+            return 0
+        top = next_token_candidates(run, args.prompt, k=args.top_k or 5)
+        print(f"step {run.step}; next token after the prompt: " + ", ".join(f"{t!r} {p:.1%}" for t, p in top))
+        for i in range(args.num_samples):
+            text = sample(run, args.prompt, args.max_new_tokens, args.temperature, args.top_k, seed=args.seed + i)
+            print(f"--- sample {i + 1}\n{args.prompt}{text}")
+        return 0
+
+    if command == "plan":
+        parser = argparse.ArgumentParser(prog="python -m train plan")
+        parser.add_argument("--compute", type=float, required=True, help="training FLOPs, e.g. 1e19")
+        parser.add_argument("--tokens-per-param", type=float, default=20.0)
+        parser.add_argument("--epochs", type=float, default=1.0, help="passes over the curated data (<= 4 is cheap)")
+        parser.add_argument("--batch-tokens", type=int, default=524288)
+        parser.add_argument("--mfu", type=float, default=0.4)
+        args = parser.parse_args(rest)
+        from train.plan import format_plan, plan
+
+        try:
+            p = plan(args.compute, args.tokens_per_param, args.epochs, args.batch_tokens, args.mfu)
+        except ValueError as e:
+            parser.error(str(e))
+        print(format_plan(p, args.tokens_per_param, args.epochs))
+        return 0
+
+    print(f"unknown command {command!r}; use train (default), sample, surprise, sweep-lr or plan", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

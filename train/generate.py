@@ -1,0 +1,101 @@
+"""Using a checkpoint: `sample` continues a prompt; `surprise` shows the loss one token at a time.
+
+Both condition on the end-of-document token first: in the training stream every document follows one, so it is
+the model's "a new document starts here" context and the first real token gets a prediction too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer
+
+from train import checkpoint
+from train.model import GPT, GPTConfig
+
+
+@dataclass
+class Loaded:
+    model: GPT
+    tokenizer: Tokenizer
+    eos_id: int
+    step: int
+
+
+def load_checkpoint(path: str | Path, device: str = "cpu") -> Loaded:
+    """The model of a checkpoint, in eval mode, and its tokenizer (the copy the trainer put beside it, else the
+    token directory's)."""
+    path = Path(path)
+    state = checkpoint.load(path, map_location=device)
+    model = GPT(GPTConfig(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    model.to(device).eval()
+    run_dir = path if path.is_dir() else path.parent
+    candidates = [run_dir / "tokenizer.json"]
+    data = state["config"].get("data")
+    if data and state.get("tokenizer"):
+        candidates.append(Path(data) / state["tokenizer"].get("file", "tokenizer.json"))
+    tok_path = next((p for p in candidates if p.is_file()), None)
+    if tok_path is None:
+        raise FileNotFoundError(f"no tokenizer found for {path} (looked at {', '.join(map(str, candidates))})")
+    return Loaded(model, Tokenizer.from_file(str(tok_path)), state["eos_id"], state["step"])
+
+
+def _encode(run: Loaded, text: str) -> list[int]:
+    return [run.eos_id] + run.tokenizer.encode(text, add_special_tokens=False).ids
+
+
+@torch.no_grad()
+def next_token_candidates(run: Loaded, prompt: str, k: int = 5) -> list[tuple[str, float]]:
+    """The k most likely next tokens after `prompt`, with their probabilities."""
+    idx = torch.tensor([_encode(run, prompt)[-run.model.cfg.seq_len :]])
+    probs = F.softmax(run.model(idx)[0, -1, : run.model.cfg.vocab_size].float(), dim=-1)
+    p, ids = probs.topk(k)
+    return [(run.tokenizer.decode([i]), float(q)) for i, q in zip(ids.tolist(), p.tolist(), strict=True)]
+
+
+@torch.no_grad()
+def sample(run: Loaded, prompt: str, max_new_tokens: int = 64, temperature: float = 1.0, top_k: int | None = 50,
+           seed: int = 0) -> str:
+    """Continue `prompt` by sampling from the top-k tokens at `temperature`; stops at end of document."""
+    gen = torch.Generator().manual_seed(seed)
+    ids = _encode(run, prompt)
+    new: list[int] = []
+    for _ in range(max_new_tokens):
+        idx = torch.tensor([(ids + new)[-run.model.cfg.seq_len :]])
+        logits = run.model(idx)[0, -1, : run.model.cfg.vocab_size].float()  # drop the padding columns
+        if temperature <= 0:
+            nxt = int(logits.argmax())
+        else:
+            logits = logits / temperature
+            if top_k:
+                kth = logits.topk(min(top_k, logits.numel())).values[-1]
+                logits = logits.masked_fill(logits < kth, -math.inf)
+            nxt = int(torch.multinomial(F.softmax(logits, dim=-1), 1, generator=gen))
+        if nxt == run.eos_id:
+            break
+        new.append(nxt)
+    return run.tokenizer.decode(new)
+
+
+@torch.no_grad()
+def surprise(run: Loaded, text: str) -> list[tuple[str, float, float]]:
+    """(token, probability the model gave it, -log p in nats) for each token of `text`. Their mean is the loss."""
+    ids = _encode(run, text)[: run.model.cfg.seq_len + 1]
+    logits = run.model(torch.tensor([ids[:-1]]))[0, :, : run.model.cfg.vocab_size].float()
+    logp = F.log_softmax(logits, dim=-1).gather(1, torch.tensor(ids[1:])[:, None])[:, 0]
+    return [(run.tokenizer.decode([t]), math.exp(lp), -lp) for t, lp in zip(ids[1:], logp.tolist(), strict=True)]
+
+
+def format_surprise(rows: list[tuple[str, float, float]]) -> str:
+    lines = [f"{'token':<20} {'p':>8} {'-log p':>8}"]
+    for token, p, nll in rows:
+        bar = "#" * min(40, round(nll * 4))
+        lines.append(f"{token!r:<20} {p:>8.2%} {nll:>8.3f}  {bar}")
+    mean = sum(r[2] for r in rows) / max(1, len(rows))
+    lines.append(f"mean -log p (the loss) over {len(rows)} tokens: {mean:.3f} nats = {mean / math.log(2):.3f} bits")
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""End-to-end runs on the real crawls: output contract, resume after SIGKILL, CLI behaviour."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate import Pipeline, extract, readers
+from curate.cli import main as cli
+from curate.document import TEXT_SCHEMA
+
+WARCS = "warc/**/*.warc*.gz"
+CURATE = [sys.executable, "-m", "curate"]
+
+
+def texts(out: Path) -> list[tuple[str, str]]:
+    return [(r["id"], r["text"]) for f in sorted((out / "data").glob("*.parquet"))
+            for r in pq.read_table(f, columns=["id", "text"]).to_pylist()]
+
+
+def stats(out: Path) -> dict:
+    return {s["name"]: s for s in json.loads((out / "stats.json").read_text())["steps"]}
+
+
+@pytest.fixture(scope="module")
+def real_run(shared, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("real") / "out"
+    Pipeline(name="real", reader=readers.Warc(), steps=[extract.Resiliparse()]).run(
+        inputs=str(shared / WARCS), output=str(out), progress=False)
+    return out
+
+
+def test_extraction_yields_text_for_most_pages(real_run):
+    s = stats(real_run)
+    assert s["read"]["docs_out"] == 245  # 244 html + 1 WET conversion
+    docs = texts(real_run)
+    assert len(docs) >= 0.95 * 245 and all(t.strip() for _, t in docs)
+    assert sum(s["extract"]["dropped"].values()) == 245 - len(docs)
+
+
+def test_trafilatura_extracts_most_common_crawl_pages(shared, tmp_path):
+    files = [str(shared / "warc/cc/resiliparse_warcfile.CC-MAIN-2020-34.warc.gz"),
+             str(shared / "warc/wget/dolma_sample-0001.warc.gz")]
+    m = Pipeline(name="t", reader=readers.Warc(), steps=[extract.Trafilatura()]).run(
+        inputs=files, output=str(tmp_path / "o"), progress=False)
+    assert stats(tmp_path / "o")["read"]["docs_out"] == 31 and m["docs_written"] >= 0.8 * 31
+
+
+def test_output_schema_is_exactly_the_contract(real_run):
+    shards = sorted((real_run / "data").glob("*.parquet"))
+    # one shard per input file with documents: all but the WAT file (index 3 in sorted order)
+    assert [s.name for s in shards] == [f"part-{i:05d}-000.parquet" for i in range(10) if i != 3]
+    for s in shards:
+        assert pq.read_schema(s).remove_metadata().equals(TEXT_SCHEMA, check_metadata=False)
+        assert pq.ParquetFile(s).metadata.row_group(0).column(0).compression == "ZSTD"
+    ids = [i for i, _ in texts(real_run)]
+    assert len(ids) == len(set(ids))
+    row = pq.read_table(shards[0]).to_pylist()[0]
+    assert row["source"] == "web" and row["url"].startswith("http") and json.loads(row["metadata"])["charset"]
+
+
+def test_rerun_of_a_finished_run_does_no_work_and_changes_nothing(real_run, shared):
+    def snapshot():
+        return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in real_run.rglob("*") if p.is_file()}
+
+    before = snapshot()
+    Pipeline(name="real", reader=readers.Warc(), steps=[extract.Resiliparse()]).run(
+        inputs=str(shared / WARCS), output=str(real_run), progress=False)
+    after = snapshot()
+    assert after.keys() == before.keys()
+    merged = {real_run / "stats.json", real_run / "manifest.json"}  # re-merged on every run, by design
+    assert {p: v for p, v in after.items() if p not in merged} == {p: v for p, v in before.items() if p not in merged}
+    assert after[real_run / "stats.json"][1] == before[real_run / "stats.json"][1]
+
+
+SLOW_PIPELINE = """
+import time
+from curate import Pipeline, extract, readers
+
+def slow(doc):  # sleeps, so the run lasts long enough to be killed at chosen points without burning CPU
+    time.sleep(0.01)
+    return True
+
+pipeline = Pipeline(name="slow", reader=readers.Warc(), steps=[extract.Resiliparse(), slow])
+"""
+
+
+def _start(pipe: Path, shared: Path, out: Path) -> subprocess.Popen:
+    cmd = [*CURATE, "run", str(pipe), "--input", str(shared / WARCS), "--output", str(out), "--workers", "2",
+           "--no-progress"]
+    return subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _kill_when(proc: subprocess.Popen, ready, timeout: float = 60) -> None:
+    """SIGKILL the run's whole process group (main process and workers) once `ready()` holds."""
+    t0 = time.time()
+    while not ready():
+        assert proc.poll() is None, f"run finished before the kill point: {proc.stderr.read().decode()}"
+        assert time.time() - t0 < timeout
+        time.sleep(0.01)
+    assert proc.poll() is None
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def test_kill_and_rerun_ends_with_exactly_the_uninterrupted_output(shared, tmp_path):
+    pipe = tmp_path / "slow.py"
+    pipe.write_text(SLOW_PIPELINE)
+    sys.path.insert(0, str(tmp_path))
+    from curate.commands.run import load_pipeline
+
+    ref = tmp_path / "ref"
+    load_pipeline(str(pipe)).run(inputs=str(shared / WARCS), output=str(ref), progress=False)
+    expected = texts(ref)
+
+    out = tmp_path / "out"
+    done = lambda: len(list((out / "_done").glob("*"))) if (out / "_done").is_dir() else 0  # noqa: E731
+    _kill_when(_start(pipe, shared, out), lambda: (out / "_work/config.json").exists())  # before any task ends
+    _kill_when(_start(pipe, shared, out), lambda: (out / "stats").is_dir() and any((out / "stats").iterdir()))
+    first = done()
+    _kill_when(_start(pipe, shared, out), lambda: done() >= first + 2)  # mid-run, tasks in flight
+    assert 0 < done() < 10
+    proc = _start(pipe, shared, out)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
+    got = texts(out)
+    assert len(got) == len(set(got)) == len({i for i, _ in got})  # no duplicates
+    assert sorted(got) == sorted(expected)  # none lost, none changed
+    assert stats(out)["slow"]["docs_out"] == len(expected)
+    assert not [p for p in (out / "data").iterdir() if p.name.startswith(".")]  # no stale temp shard visible
+
+
+PIPE_FILE = """
+from curate import Pipeline, extract, readers
+pipeline = Pipeline(name="{name}", reader=readers.Warc(), steps=[extract.Resiliparse(), {step}])
+"""
+
+
+def _pipe(tmp: Path, step: str, name: str = "p") -> str:
+    p = tmp / f"{name}.py"
+    p.write_text(PIPE_FILE.format(name=name, step=step))
+    return str(p)
+
+
+def test_function_step_rejected_and_limit(shared, tmp_path):
+    src = str(shared / "warc/wget/dolma_sample-000*.warc.gz")
+    out = tmp_path / "o"
+    rc = cli(["run", _pipe(tmp_path, "lambda doc: len(doc.text) > 200"), "--input", src, "--output", str(out),
+              "--workers", "1", "--rejected", "--limit", "10", "--no-progress"])
+    assert rc == 0
+    s = stats(out)
+    assert s["read"]["docs_out"] == 20  # --limit 10 per task, two tasks
+    kept = texts(out)
+    assert kept and all(len(t) > 200 for _, t in kept)
+    rejected = [r for f in (out / "rejected").glob("*.parquet") for r in pq.read_table(f).to_pylist()]
+    assert {r["drop_reason"] for r in rejected} <= {"lambda:rejected", "extract:empty"}
+    assert len(rejected) == 20 - len(kept) == sum(s["lambda"]["dropped"].values()) + sum(s["extract"]["dropped"].values())
+    assert all(len(r["text"]) <= 200 for r in rejected if r["drop_reason"] == "lambda:rejected")
+
+
+def test_a_step_that_always_raises_fails_the_run(shared, tmp_path, capsys):
+    step = "lambda doc: 1 / 0"
+    rc = cli(["run", _pipe(tmp_path, step), "--input", str(shared / "warc/wget/*.warc.gz"), "--output",
+              str(tmp_path / "o"), "--workers", "1", "--no-progress"])
+    assert rc == 1
+    assert "ZeroDivisionError" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--input", "/nonexistent/*.warc.gz"], "no input files match"),
+    (["--workers", "0"], "--workers must be >= 1"),
+    (["--limit", "0"], "--limit must be >= 1"),
+])
+def test_cli_errors_exit_2_with_one_line(shared, tmp_path, capsys, args, message):
+    base = {"--input": str(shared / "warc/cc/*.warc.gz"), "--output": str(tmp_path / "o"), "--workers": "1"}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    rc = cli(["run", _pipe(tmp_path, "lambda d: True"), *[x for kv in base.items() for x in kv], "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_pipeline_file_without_pipeline_exits_2(tmp_path, capsys):
+    bad = tmp_path / "nopipe.py"
+    bad.write_text("x = 1\n")
+    assert cli(["run", str(bad), "--input", "x", "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "defines no `pipeline" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as e:
+        cli(["run", str(bad), "--workers", "many"])
+    assert e.value.code == 2

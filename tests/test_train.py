@@ -45,7 +45,7 @@ def trained(one_thread, tokens, tmp_path_factory):
     for opt in ("adamw", "muon"):
         out = tmp_path_factory.mktemp(f"run_{opt}")
         cfg = cfg_for(tokens, out, optimizer=opt, steps=120, warmup_steps=10, lr=1e-2, muon_lr=0.05,
-                      eval_every=60, eval_batches=4, ckpt_every=0, plots=opt == "adamw")
+                      eval_every=60, eval_batches=8, ckpt_every=0, plots=opt == "adamw")
         with torch.random.fork_rng():
             runs[opt] = (out, train(cfg))
         print(opt, "last-10 mean", sum(runs[opt][1].losses[-10:]) / 10, "val", runs[opt][1].val_loss)
@@ -191,3 +191,16 @@ def test_shipped_configs_load_and_match_their_models():
         with torch.device("meta"):
             n = GPT(model_config(cfg, 50257)).num_params()
         assert n == pytest.approx(params, rel=0.01)
+
+
+def test_sweep_lr_shows_the_regimes_and_stops_divergence(tokens, tmp_path):
+    from train.sweep import sweep_lr
+
+    cfg = cfg_for(tokens, tmp_path, steps=16, warmup_steps=3, micro_batch=8, seq_len=32, batch_tokens=256,
+                  eval_every=0, lr=3e-3)
+    results = sweep_lr(cfg)  # 3e-5, 3e-3, 3e-2, 0.9
+    low, good, high, too_high = (results[lr] for lr in sorted(results))
+    assert not (low.diverged or good.diverged or high.diverged)
+    assert too_high.diverged and len(too_high.losses) < 16
+    assert sum(good.losses[-3:]) / 3 < sum(low.losses[-3:]) / 3 - 0.25  # too low barely moves from ln(vocab)
+    assert (tmp_path / "sweep_lr.png").stat().st_size > 0

@@ -58,7 +58,7 @@ class Config:
     min_lr_frac: float = 0.1  # the schedule ends at lr * min_lr_frac
     # evaluation, logging, checkpoints
     eval_every: int = 100  # validation loss every N steps (and at the end); 0 = never
-    eval_batches: int = 8
+    eval_batches: int = 8  # validation loss over this many global batches of batch_tokens, whatever the world size
     log_every: int = 10
     ckpt_every: int = 200  # 0 = only at the end
     plots: bool = True

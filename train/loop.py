@@ -77,7 +77,7 @@ def all_mean(x: torch.Tensor, world: int) -> torch.Tensor:
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, loader: Loader, batches: int, device: torch.device, amp, world: int) -> float:
-    """Mean loss over `batches` validation batches; the loader is fresh each time, so every evaluation (and every
+    """Mean loss over `batches` micro-batches per rank; the loader is fresh each time, so every evaluation (and every
     resumed run) scores exactly the same tokens and the curve is comparable point to point."""
     model.eval()
     total = torch.zeros((), device=device)
@@ -196,7 +196,7 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         val_due = val_set is not None and (step % cfg.eval_every == 0 or step == stop)
         if val_due:
             val_loader = Loader(val_set, cfg.seq_len, cfg.micro_batch, seed=cfg.seed, rank=rank, world_size=world)
-            result.val_loss = evaluate(fwd, val_loader, cfg.eval_batches, device, amp, world)
+            result.val_loss = evaluate(fwd, val_loader, cfg.eval_batches * accum, device, amp, world)
             if master:
                 bar.write(f"step {step}: val loss {result.val_loss:.4f}")
         if master and (step % cfg.log_every == 0 or step == stop or val_due):

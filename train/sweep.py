@@ -41,12 +41,15 @@ def plot_sweep(results: dict[float, RunResult], path: Path, key: str = "lr") -> 
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = REGIMES if len(results) == len(REGIMES) else [""] * len(results)
+    start = max((r.losses[0] for r in results.values() if r.losses), default=10.0)
+    top = 1.3 * start  # a diverging curve would otherwise squash the others flat
     for (lr, r), name in zip(sorted(results.items()), names, strict=True):
         steps = range(1, len(r.losses) + 1)
         label = f"{key} {lr:g}" + (f" ({name})" if name else "") + (" — diverged, stopped" if r.diverged else "")
-        (line,) = ax.plot(steps, r.losses, lw=1, label=label)
+        (line,) = ax.plot(steps, [min(x, top) for x in r.losses], lw=1, label=label)
         if r.diverged and r.losses:
-            ax.plot(len(r.losses), r.losses[-1], "x", color=line.get_color(), ms=10, mew=2)
+            ax.plot(len(r.losses), min(r.losses[-1], top), "x", color=line.get_color(), ms=10, mew=2, clip_on=False)
+    ax.set_ylim(top=top)
     ax.set(xlabel="step", ylabel="training loss (nats/token)", title="learning-rate sweep")
     ax.grid(alpha=0.3)
     ax.legend()

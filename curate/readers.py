@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from curate.document import CORE_COLUMNS, Document, make_id
 from curate.stats import StepStats
+from curate.step import describe
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -38,7 +39,7 @@ class Reader:
         stats.drop(f"read:{rule}", chars)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+        return describe(self)
 
 
 def parse_date(value: str | None) -> datetime | None:
@@ -233,7 +234,7 @@ class Parquet(Reader):
             return
         contract = all(c in names for c in ("id", "text", "source"))
         for batch in pf.iter_batches(batch_size=self.batch_size):
-            for i, rec in enumerate(batch.to_pylist()):
+            for rec in batch.to_pylist():
                 text = rec.get(self.text_key)
                 if not isinstance(text, str):
                     self.skip(stats, "no_text")

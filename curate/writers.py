@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -31,8 +32,9 @@ class ShardWriter:
     """Writes `<stem>-NNN.parquet` files under temporary names; `commit` renames them into place.
 
     Nothing is visible under the final names until commit, so a task killed midway leaves only
-    temp files, which the rerun overwrites. Commit first deletes older shards of the same stem, so a
-    rerun that writes fewer shards leaves no stale one behind.
+    temp files. Temp names carry the writer's pid, so a worker orphaned by a killed run can never
+    write into the file of the rerun's task. Commit first deletes older shards and temp files of the
+    same stem, so a rerun leaves nothing stale behind.
     """
 
     def __init__(self, cfg: Parquet, directory: str, stem: str, schema: pa.Schema):
@@ -46,7 +48,7 @@ class ShardWriter:
         os.makedirs(directory, exist_ok=True)
 
     def _tmp(self, i: int) -> str:
-        return os.path.join(self.dir, f".{self.stem}-{i:03d}.parquet.tmp")
+        return os.path.join(self.dir, f".{self.stem}-{i:03d}.{os.getpid()}.parquet.tmp")
 
     def write(self, doc: Document, **columns) -> None:
         rec = doc.to_record()
@@ -81,9 +83,13 @@ class ShardWriter:
         self._flush()
         if self.writer is not None:
             self.writer.close()
+        mine = {os.path.basename(f) for f in self.files}
         for name in os.listdir(self.dir):
-            if name.startswith(f"{self.stem}-") and name.endswith(".parquet"):
-                os.remove(os.path.join(self.dir, name))
+            stale_shard = name.startswith(f"{self.stem}-") and name.endswith(".parquet")
+            stale_tmp = name.startswith(f".{self.stem}-") and name.endswith(".parquet.tmp") and name not in mine
+            if stale_shard or stale_tmp:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(self.dir, name))
         final = []
         for i, tmp in enumerate(self.files):
             dst = os.path.join(self.dir, f"{self.stem}-{i:03d}.parquet")

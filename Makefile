@@ -21,6 +21,8 @@ demo: .venv/.installed
 	$(CURATE) demo generate --out $(DEMO)/warc
 	$(CURATE) models fetch lid $(LID_FROM)
 	$(CURATE) decontam index --benchmark demo=$(DEMO)/warc/benchmark.jsonl:question,answer --out $(DEMO)/decontam
+	$(CURATE) quality train --positive $(DEMO)/warc/quality/positive.jsonl \
+		--negative $(DEMO)/warc/quality/negative.jsonl --bucket 50000 --out $(DEMO)/quality.bin
 	PENEIRA_DEMO=$(DEMO) $(CURATE) run pipelines/demo.py --input '$(DEMO)/warc/*.warc.gz' --output $(DEMO)/curated --rejected --workers 2
 	$(CURATE) report $(DEMO)/curated
 	$(CURATE) mix --source web=$(DEMO)/curated:1.0 --tokens 400K --max-epochs 4 --seed 0 --out $(DEMO)/mix

@@ -484,3 +484,43 @@ def _page_truth(p: Page, source: str) -> dict:
            "charset": p.charset, "doc_id": make_id(source, p.info["record_id"])}
     rec.update({k: p.info[k] for k in keep if k in p.info})
     return rec
+
+
+def write_quality_samples(out: str | Path, per_class: int = 300, seed: int = 0) -> tuple[Path, Path]:
+    """Write `quality/positive.jsonl` and `quality/negative.jsonl`: training data for the demo's classifier.
+
+    Positives are articles from a generator seeded apart from the crawl (so no crawl page is in the
+    training set); negatives are the text of the kinds of page a quality filter exists to remove:
+    spam, product lists, error pages, short pages and site chrome (navigation, footers, cookie banners).
+    """
+    gen = DemoGenerator(pages=20, seed=seed + 10_007)
+    qdir = Path(out) / "quality"
+    qdir.mkdir(parents=True, exist_ok=True)
+    positive, negative = qdir / "positive.jsonl", qdir / "negative.jsonl"
+    with open(positive, "w", encoding="utf-8") as fh:
+        for i in range(per_class):
+            title, paragraphs = gen.article("pt" if i % 3 == 0 else "en")
+            text = title + "\n\n" + "\n\n".join(" ".join(p) for p in paragraphs)
+            fh.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+    makers = (gen.add_spam, gen.add_product_list, gen.add_error, gen.add_short, lambda: _chrome_page(gen))
+    with open(negative, "w", encoding="utf-8") as fh:
+        for i in range(per_class):
+            page = makers[i % len(makers)]()
+            fh.write(json.dumps({"text": _visible_text(page.body)}, ensure_ascii=False) + "\n")
+    return positive, negative
+
+
+def _chrome_page(gen: DemoGenerator) -> Page:
+    site = gen.rng.choice(SITES)
+    head, tail = gen._chrome(site, site[2])
+    return gen._add("chrome", gen._url(site[0], "index"), gen._document(site[1], "", site[2], "utf-8", head, tail),
+                    site[2])
+
+
+def _visible_text(body: bytes) -> str:
+    """Tag-stripped text of a generated page (its markup is simple and known, so a regex is enough)."""
+    text = body.decode("utf-8", errors="replace")
+    text = re.sub(r"(?s)<(script|style|title)[^>]*>.*?</\1>", " ", text)
+    text = re.sub(r"<(br|p|li|h\d|div|tr|footer|header)\b[^>]*>", "\n", text)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())

@@ -1,12 +1,15 @@
 """The demo pipeline: the generated demo crawl through every curation step.
 
-Run by `make demo` after `curate demo generate` and `curate decontam index` (see the Makefile);
-paths default to the `demo/` folder and follow $PENEIRA_DEMO when set.
+`make demo` prepares what it needs (see the Makefile): the crawl (`curate demo generate`), the
+language-ID model (`curate models fetch lid`), the decontamination index over the demo's benchmark
+(`curate decontam index`) and the quality classifier (`curate quality train`). Paths default to the
+`demo/` folder and follow $PENEIRA_DEMO when set. The filter order is the one of pipelines/web.py;
+decontamination and deduplication come last, so they only spend time on documents worth keeping.
 """
 
 import os
 
-from curate import Pipeline, decontam, dedup, extract, filters, readers, writers
+from curate import Pipeline, decontam, dedup, extract, filters, quality, readers, writers
 
 DEMO = os.environ.get("PENEIRA_DEMO", "demo")
 
@@ -17,12 +20,13 @@ pipeline = Pipeline(
         extract.Trafilatura(),
         filters.Language(["en", "pt"], threshold=0.65),
         filters.Url(),
-        filters.GopherQuality(),
         filters.GopherRepetition(),
         filters.C4(),
+        filters.GopherQuality(),
         filters.FineWeb(),
         filters.BadWords(),
         filters.Pii(),
+        quality.Classifier(os.path.join(DEMO, "quality.bin"), threshold=0.5),
         decontam.Decontaminate(os.path.join(DEMO, "decontam"), mode="drop"),
         dedup.Exact(),
         dedup.MinHash(bands=14, rows=8),

@@ -21,7 +21,7 @@ def add_parser(sub):
 
 
 def main(args) -> int:
-    from curate.demo import generate
+    from curate.demo import generate, write_quality_samples
 
     if args.pages < 20:
         raise UsageError(f"--pages must be >= 20 to hold every kind of page, got {args.pages}")
@@ -29,8 +29,10 @@ def main(args) -> int:
         raise UsageError(f"--files must be between 1 and --pages, got {args.files}")
     t0 = time.perf_counter()
     truth = generate(args.out, pages=args.pages, seed=args.seed, files=args.files)
+    positive, negative = write_quality_samples(args.out, seed=args.seed)
     kinds = ", ".join(f"{n} {k}" for k, n in truth["kinds"].items())
     print(f"wrote {truth['pages']} pages ({kinds}) in {len(truth['files'])} WARC file(s) to {args.out} "
           f"in {time.perf_counter() - t0:.1f}s; {truth['html_responses']} are text/html")
     print(f"ground truth: {args.out}/truth.json; benchmark questions: {args.out}/benchmark.jsonl")
+    print(f"quality classifier examples: {positive}, {negative}")
     return 0

@@ -58,7 +58,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x, (x.size(-1),), self.weight, self.eps)
+        return F.rms_norm(x, (x.size(-1),), self.weight.to(x.dtype), self.eps)  # matching dtypes keep the fused kernel under autocast
 
 
 def rope_tables(seq_len: int, head_dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -166,4 +166,4 @@ class GPT(nn.Module):
         logits = self.lm_head(self.norm(x))
         if targets is None:
             return logits
-        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))

@@ -110,7 +110,8 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
     train_set = TokenDataset(cfg.data, "train")
     loader = Loader(train_set, cfg.seq_len, cfg.micro_batch, seed=cfg.seed, rank=rank, world_size=world,
                     source_weights=cfg.source_weights or None)
-    has_val = "val" in train_set.manifest["splits"] and cfg.eval_every > 0
+    val_tokens = train_set.manifest["splits"].get("val", {}).get("tokens", 0)
+    has_val = cfg.eval_every > 0 and val_tokens > cfg.seq_len
     val_set = TokenDataset(cfg.data, "val") if has_val else None
     accum = cfg.grad_accum(world)
     if master and (tok := tokenizer_file(train_set)):
@@ -172,8 +173,8 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         if not (math.isfinite(loss_value) and math.isfinite(norm_value)) or (
             cfg.divergence_factor and loss_value > cfg.divergence_factor * first_loss
         ):
-            kept = f"the last good checkpoint is {ckpt_path} (step {checkpoint.load(ckpt_path)['step']})" \
-                if ckpt_path.is_file() else "no checkpoint was written yet"
+            kept = (f"the last good checkpoint is {ckpt_path} (step {checkpoint.load(ckpt_path)['step']})"
+                    if ckpt_path.is_file() else "no checkpoint was written yet")
             result.diverged = (f"loss diverged at step {step + 1}: loss {loss_value:.4g}, grad norm {norm_value:.4g} "
                                f"(first loss {first_loss:.4g}, lr {optimizer_lr(cfg, lr_scale):.3g}); stopped, {kept}. "
                                "Try a lower lr, more warmup_steps or grad_clip.")

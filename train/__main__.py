@@ -28,6 +28,8 @@ def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
         args.cfg = load_config(args.config, parse_overrides(rest))
     except (ValueError, OSError) as e:
         parser.error(str(e))
+    if not args.cfg.data:
+        parser.error("--data (a `curate tokenize` output directory) is required")
     return args
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import importlib
 import json
 import random
 from pathlib import Path
@@ -20,6 +21,8 @@ from curate.dedup import minhash as minhash_mod
 from curate.dedup.signatures import signatures
 from curate.dedup.text import normalize, shingles
 from curate.executor import LocalExecutor, TaskFailures
+
+sigmod = importlib.import_module("curate.dedup.signatures")  # the package exports the function under this name
 
 WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
 LICENCES = "text/cs336_fixtures/documents_with_fuzzy_duplicates"
@@ -117,15 +120,39 @@ def test_signatures_equal_datasketch(shared):
     texts = [d["text"] for d in web_docs(shared)]
     texts += [p.read_text() for p in sorted((shared / LICENCES).iterdir())]
     texts += ["", "one", "Ünïcödé ﬁ ２０２４ test, test!", "x " * 5000]
+    # shingles of every length around SHA-1's block and padding edges (55/56, 63/64, 119/120 bytes),
+    # in the middle of the batch and at its very end (where the padding is built byte by byte)
+    texts += ["y" * k for k in (1, 54, 55, 56, 57, 63, 64, 65, 118, 119, 120, 128, 300)]
+    texts += [" ".join(f"w{i:0{k}d}" for i in range(9)) for k in (8, 9, 10, 11, 12, 20)]
+    texts += ["z" * 64, "z" * 55, "z" * 63]
+    impls = ["portable"] + (["sha-ni"] if sigmod.has_sha_ni() else [])
     for num_perm, seed, n in ((112, 1, 5), (128, 7, 3)):
-        ours, counts = signatures(texts, num_perm=num_perm, seed=seed, ngram=n)
-        ref = np.empty_like(ours)
+        ref = np.empty((len(texts), num_perm), dtype=np.uint32)
         for i, t in enumerate(texts):
             m = DsMinHash(num_perm=num_perm, seed=seed)
             m.update_batch(shingles(t, n))
             ref[i] = m.hashvalues
-        assert np.array_equal(ours, ref), f"rows differ: {np.nonzero((ours != ref).any(axis=1))[0][:10]}"
-        assert counts[texts.index("")] == 0 and counts[texts.index("one")] == 1
+        for impl in impls:
+            ours, counts = signatures(texts, num_perm=num_perm, seed=seed, ngram=n, impl=impl)
+            assert np.array_equal(ours, ref), f"{impl}: rows differ: {np.nonzero((ours != ref).any(axis=1))[0][:10]}"
+            assert counts[texts.index("")] == 0 and counts[texts.index("one")] == 1
+        last = signatures(texts[-1:], num_perm=num_perm, seed=seed, ngram=n)[0]  # a batch shorter than one block
+        assert np.array_equal(last, ref[-1:])
+
+
+def test_signature_implementation_choice(monkeypatch):
+    assert sigmod.implementation() in sigmod.IMPLEMENTATIONS
+    with pytest.raises(ValueError, match="impl must be"):
+        signatures(["a b"], impl="md5")
+    monkeypatch.setenv("PENEIRA_SHA_NI", "0")
+    sigmod.has_sha_ni.cache_clear()
+    try:
+        assert sigmod.implementation() == "portable"
+        with pytest.raises(ValueError, match="SHA extensions"):
+            signatures(["a b"], impl="sha-ni")
+    finally:
+        monkeypatch.delenv("PENEIRA_SHA_NI")
+        sigmod.has_sha_ni.cache_clear()
 
 
 def test_for_threshold_uses_datasketch_optimum():

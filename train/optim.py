@@ -75,6 +75,8 @@ def build_optimizer(model: nn.Module, cfg: Config, device: torch.device) -> Opti
         )
     ]
     if hidden:
+        if not hasattr(torch.optim, "Muon"):
+            raise ValueError(f"optimizer = 'muon' needs torch >= 2.9 (torch.optim.Muon); this is torch {torch.__version__}")
         optimizers.append(
             torch.optim.Muon(
                 [{"params": hidden, "base_lr": cfg.muon_lr}],

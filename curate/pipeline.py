@@ -8,9 +8,7 @@ documents of an uninterrupted one.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import platform
 import time
 import traceback
@@ -19,6 +17,7 @@ from typing import Any
 
 import cloudpickle
 
+from curate import fs
 from curate.document import Document, shard_schema
 from curate.executor import Executor, make_executor
 from curate.readers import Parquet as ParquetReader
@@ -44,7 +43,7 @@ def expand_inputs(patterns: str | list[str]) -> list[str]:
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
     files: list[str] = []
     for pat in patterns:
-        hits = sorted(p for p in glob.glob(os.path.expanduser(pat), recursive=True) if os.path.isfile(p))
+        hits = fs.glob(pat)  # a URL (file://, s3://, …) is listed through fsspec and its matches stay URLs
         if not hits:
             raise UsageError(f"no input files match {pat!r}")
         files.extend(hits)
@@ -77,11 +76,11 @@ class StreamTask:
 
     @property
     def stats_path(self) -> str:
-        return os.path.join(self.root, "stats", f"{self.tag}.json")
+        return fs.join(self.root, "stats", f"{self.tag}.json")
 
     @property
     def done_path(self) -> str:
-        return os.path.join(self.root, "_done", self.tag)
+        return fs.join(self.root, "_done", self.tag)
 
 
 @dataclass
@@ -148,21 +147,24 @@ class Pipeline:
 
 
 class Run:
-    """One execution of a pipeline into an output directory (see docs/data-contract.md for the layout)."""
+    """One execution of a pipeline into an output directory (see docs/data-contract.md for the layout).
+
+    The output may be a local path or a URL (`curate.fs`): every file of the run goes through `fs`.
+    """
 
     def __init__(self, pipeline: Pipeline, files: list[str], output: str, executor: Executor, rejected: bool, limit):
         self.p, self.files, self.out, self.ex = pipeline, files, output, executor
-        self.rejected_dir = os.path.join(output, "rejected") if rejected else None
+        self.rejected_dir = fs.join(output, "rejected") if rejected else None
         self.limit = limit
         self.schema = shard_schema(pipeline.extra_columns)
 
     def _check_config(self) -> None:
         """Refuse to resume into an output made by a different pipeline: that would mix two corpora."""
-        os.makedirs(os.path.join(self.out, "_work"), exist_ok=True)
-        path = os.path.join(self.out, "_work", "config.json")
+        fs.makedirs(fs.join(self.out, "_work"))
+        path = fs.join(self.out, "_work", "config.json")
         config = {"pipeline": self.p.describe(), "inputs": self.files, "limit": self.limit}
-        if os.path.exists(path):
-            with open(path) as f:
+        if fs.exists(path):
+            with fs.open(path, "r", encoding="utf-8") as f:
                 old = json.load(f)
             if old != config:
                 raise UsageError(
@@ -175,29 +177,29 @@ class Run:
         t0 = time.time()
         self._check_config()
         for d in ("_done", "stats"):
-            os.makedirs(os.path.join(self.out, d), exist_ok=True)
+            fs.makedirs(fs.join(self.out, d))
         stages = self.p.stages()
         shards, all_stats = self.files, []
         for k, stage in enumerate(stages):
             final = k == len(stages) - 1
-            out_dir = os.path.join(self.out, "data") if final else os.path.join(self.out, "_work", f"stage{k}")
+            out_dir = fs.join(self.out, "data") if final else fs.join(self.out, "_work", f"stage{k}")
             if isinstance(stage, StreamStage):
                 shards, stats = self._stream(k, stage, shards, out_dir)
             else:
                 shards, stats = self._global(k, stage.step, shards, out_dir)
             all_stats.extend(stats)
         stats_doc = {"pipeline": self.p.name, "steps": [s.to_dict() for s in all_stats]}
-        atomic_write_text(os.path.join(self.out, "stats.json"), json.dumps(stats_doc, indent=1))
+        atomic_write_text(fs.join(self.out, "stats.json"), json.dumps(stats_doc, indent=1))
         self._check_all_failed(all_stats)
         manifest = self._manifest(all_stats, shards, time.time() - t0)
-        atomic_write_text(os.path.join(self.out, "manifest.json"), json.dumps(manifest, indent=1, default=str))
+        atomic_write_text(fs.join(self.out, "manifest.json"), json.dumps(manifest, indent=1, default=str))
         return manifest
 
     def _stream(self, k: int, stage: StreamStage, inputs: list[str], out_dir: str):
         payload = cloudpickle.dumps(stage)
         tasks = []
         for i, path in enumerate(inputs):
-            stem = f"part-{i:05d}" if k == 0 else os.path.basename(path).removesuffix(".parquet")
+            stem = f"part-{i:05d}" if k == 0 else fs.basename(path).removesuffix(".parquet")
             tasks.append(
                 StreamTask(
                     payload=payload,
@@ -211,36 +213,36 @@ class Run:
                     extra_columns=self.p.extra_columns,
                 )
             )
-        todo = [t for t in tasks if not os.path.exists(t.done_path)]
+        todo = [t for t in tasks if not fs.exists(t.done_path)]
         if todo:
             self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.path for t in todo])
         results = []
         for t in tasks:
-            with open(t.stats_path) as f:
+            with fs.open(t.stats_path, "r", encoding="utf-8") as f:
                 results.append(json.load(f))
         stats = merge_step_lists([[StepStats.from_dict(d) for d in r["steps"]] for r in results])
         return [p for r in results for p in r["outputs"]], stats
 
     def _global(self, k: int, step: GlobalStep, inputs: list[str], out_dir: str):
-        done = os.path.join(self.out, "_done", f"stage{k}-global")
-        stats_path = os.path.join(self.out, "stats", f"stage{k}-global.json")
-        if not os.path.exists(done):
+        done = fs.join(self.out, "_done", f"stage{k}-global")
+        stats_path = fs.join(self.out, "stats", f"stage{k}-global.json")
+        if not fs.exists(done):
             ctx = GlobalContext(
                 inputs=inputs,
                 output_dir=out_dir,
-                work_dir=os.path.join(self.out, "_work", f"global{k}"),
+                work_dir=fs.join(self.out, "_work", f"global{k}"),
                 executor=self.ex,
                 schema=self.schema,
                 rejected_dir=self.rejected_dir,
             )
-            os.makedirs(out_dir, exist_ok=True)
-            os.makedirs(ctx.work_dir, exist_ok=True)
+            fs.makedirs(out_dir)
+            fs.makedirs(ctx.work_dir)
             stats = step.run_global(ctx)
-            outputs = [os.path.join(out_dir, os.path.basename(p)) for p in inputs]
-            record = {"steps": [s.to_dict() for s in stats], "outputs": [p for p in outputs if os.path.exists(p)]}
+            outputs = [fs.join(out_dir, fs.basename(p)) for p in inputs]
+            record = {"steps": [s.to_dict() for s in stats], "outputs": [p for p in outputs if fs.exists(p)]}
             atomic_write_text(stats_path, json.dumps(record))
             atomic_write_text(done, "")
-        with open(stats_path) as f:
+        with fs.open(stats_path, "r", encoding="utf-8") as f:
             record = json.load(f)
         return record["outputs"], [StepStats.from_dict(d) for d in record["steps"]]
 
@@ -258,7 +260,7 @@ class Run:
         return {
             "pipeline": self.p.describe(),
             "inputs": self.files,
-            "outputs": [os.path.relpath(p, self.out) for p in shards],
+            "outputs": [fs.relpath(p, self.out) for p in shards],
             "docs_read": stats[0].docs_in if stats else 0,
             "docs_written": stats[-1].docs_out if stats else 0,
             "chars_written": stats[-1].chars_out if stats else 0,
@@ -290,6 +292,16 @@ def run_stream_task(task: StreamTask) -> dict:
     rej = None
     if task.rejected_dir:
         rej = stage.writer.open(task.rejected_dir, task.tag, shard_schema(task.extra_columns, rejected=True))
+    try:
+        return _stream_task(task, stage, writer, rej)
+    except BaseException:
+        for w in (writer, rej):  # temporary shards only: nothing under a final name yet
+            if w is not None:
+                w.abort()
+        raise
+
+
+def _stream_task(task: StreamTask, stage: StreamStage, writer, rej) -> dict:
     read_stats = StepStats(stage.reader.name)
     step_stats = [StepStats(s.name) for s in stage.steps]
     t_read = time.perf_counter()

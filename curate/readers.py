@@ -1,4 +1,8 @@
-"""Readers turn one input file into a stream of documents, counting every record they skip and why."""
+"""Readers turn one input file into a stream of documents, counting every record they skip and why.
+
+An input is a local path (opened directly) or a URL (`file://`, `s3://`, …), opened through fsspec
+(`curate.fs`).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,13 @@ import contextlib
 import gzip
 import io
 import json
-import os
 import re
 import zlib
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, ClassVar
 
-import pyarrow.parquet as pq
-
+from curate import fs
 from curate.document import CORE_COLUMNS, Document, make_id
 from curate.stats import StepStats
 from curate.step import describe
@@ -96,7 +98,7 @@ class Warc(Reader):
 
         if self._empty(path, stats):
             return
-        with open(path, "rb") as f:
+        with fs.open(path, "rb") as f:
             try:
                 records = ArchiveIterator(f)
                 for rec in records:
@@ -117,7 +119,7 @@ class Warc(Reader):
                 stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
 
     def _empty(self, path: str, stats: StepStats) -> bool:
-        if os.path.getsize(path) == 0:
+        if fs.size(path) == 0:
             self.skip(stats, "empty_file")
             stats.error_sample = stats.error_sample or f"{path}: empty file"
             return True
@@ -166,12 +168,15 @@ class Warc(Reader):
 
 
 def _open_text(path: str) -> io.TextIOBase:
+    src = fs.open(path, "rb") if fs.is_url(path) else path  # gzip and zstandard take a path or a file
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+        return gzip.open(src, "rt", encoding="utf-8", errors="replace")
     if path.endswith(".zst"):
         import zstandard
 
-        return io.TextIOWrapper(zstandard.open(path, "rb"), encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(zstandard.open(src, "rb"), encoding="utf-8", errors="replace")
+    if fs.is_url(path):
+        return io.TextIOWrapper(src, encoding="utf-8", errors="replace")
     return open(path, encoding="utf-8", errors="replace")
 
 
@@ -222,7 +227,7 @@ class Parquet(Reader):
 
     def read(self, path: str, stats: StepStats) -> Iterator[Document]:
         try:
-            pf = pq.ParquetFile(path)
+            pf = fs.parquet_file(path)
         except Exception as e:
             self.skip(stats, "not_parquet")
             stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
@@ -330,7 +335,7 @@ class FastWarc(Warc):
 
         if self._empty(path, stats):
             return
-        with open(path, "rb") as f:
+        with fs.open(path, "rb") as f:
             try:
                 for rec in ArchiveIterator(f, parse_http=False, auto_decode="none"):
                     doc = self._fast_record(rec, stats)

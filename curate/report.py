@@ -8,17 +8,15 @@ which embeds the same PNGs as base64 so it can be mailed or attached on its own.
 from __future__ import annotations
 
 import base64
-import glob
 import html
 import io
 import json
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from curate import fs
 from curate.stats import StepStats
 
 MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
@@ -35,20 +33,20 @@ class Corpus:
 
 
 def load_stats(out: str) -> tuple[str, list[StepStats]]:
-    path = os.path.join(out, "stats.json")
-    if not os.path.exists(path):
+    path = fs.join(out, "stats.json")
+    if not fs.exists(path):
         raise FileNotFoundError(f"{out} has no stats.json (not a finished run?)")
-    with open(path) as f:
+    with fs.open(path, "r", encoding="utf-8") as f:
         doc = json.load(f)
-    return doc.get("pipeline", os.path.basename(out.rstrip("/"))), [StepStats.from_dict(d) for d in doc["steps"]]
+    return doc.get("pipeline", fs.basename(out.rstrip("/"))), [StepStats.from_dict(d) for d in doc["steps"]]
 
 
 def load_corpus(out: str) -> Corpus:
     chars, lang_scores, quality = [], [], []
     langs: dict[str, int] = {}
-    for path in sorted(glob.glob(os.path.join(out, "data", "*.parquet"))):
-        cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in pq.read_schema(path).names]
-        t = pq.read_table(path, columns=cols)
+    for path in fs.glob(fs.join(out, "data", "*.parquet")):
+        cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in fs.parquet_file(path).schema_arrow.names]
+        t = fs.read_table(path, columns=cols)
         chars.append(pc.utf8_length(t["text"]).to_numpy(zero_copy_only=False))
         for name, acc in (("lang_score", lang_scores), ("quality_score", quality)):
             if name in t.column_names:
@@ -229,17 +227,17 @@ def write_report(out: str) -> dict[str, str]:
     tables = _tables(stats, corpus)
     head = summary(name, stats)
 
-    chart_dir = os.path.join(out, "report")
-    os.makedirs(chart_dir, exist_ok=True)
+    chart_dir = fs.join(out, "report")
+    fs.makedirs(chart_dir)
     for chart, data in pngs.items():
-        with open(os.path.join(chart_dir, f"{chart}.png"), "wb") as f:
+        with fs.open(fs.join(chart_dir, f"{chart}.png"), "wb") as f:
             f.write(data)
 
     md = [f"# Report: {name}", "", head, ""]
     md += [f"## {CHART_TITLES[c]}\n\n![{CHART_TITLES[c]}](report/{c}.png)\n" for c in pngs]
     md += [f"## {title} (table)\n\n{_md_table(h, rows)}\n" for title, h, rows in tables if rows]
-    md_path = os.path.join(out, "report.md")
-    with open(md_path, "w", encoding="utf-8") as f:
+    md_path = fs.join(out, "report.md")
+    with fs.open(md_path, "w", encoding="utf-8") as f:
         f.write("\n".join(md))
 
     def html_table(h: list[str], rows: list[list[str]]) -> str:
@@ -263,7 +261,7 @@ def write_report(out: str) -> dict[str, str]:
         f"<!doctype html><html><head><meta charset='utf-8'><title>Report: {html.escape(name)}</title>"
         f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
     )
-    html_path = os.path.join(out, "report.html")
-    with open(html_path, "w", encoding="utf-8") as f:
+    html_path = fs.join(out, "report.html")
+    with fs.open(html_path, "w", encoding="utf-8") as f:
         f.write(page)
     return {"md": md_path, "html": html_path, "charts": chart_dir}

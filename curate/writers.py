@@ -1,14 +1,14 @@
-"""Writers: Parquet shards in the text contract, written atomically (temp file, then rename)."""
+"""Writers: Parquet shards in the text contract, written atomically (temp file, then rename or one upload)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate import fs
 from curate.document import Document
 
 
@@ -35,6 +35,9 @@ class ShardWriter:
     temp files. Temp names carry the writer's pid, so a worker orphaned by a killed run can never
     write into the file of the rerun's task. Commit first deletes older shards and temp files of the
     same stem, so a rerun leaves nothing stale behind.
+
+    `directory` may be a URL (see `curate.fs`): shards are then written in the local spool directory
+    and uploaded whole at commit, so an object store never holds a partial shard either.
     """
 
     def __init__(self, cfg: Parquet, directory: str, stem: str, schema: pa.Schema):
@@ -42,13 +45,14 @@ class ShardWriter:
         self.buffer: list[dict] = []
         self.buffer_bytes = 0
         self.shard_bytes = 0
-        self.files: list[str] = []
+        self.files: list[fs.Staged] = []
         self.writer: pq.ParquetWriter | None = None
         self.rows = 0
-        os.makedirs(directory, exist_ok=True)
+        fs.makedirs(directory)
 
-    def _tmp(self, i: int) -> str:
-        return os.path.join(self.dir, f".{self.stem}-{i:03d}.{os.getpid()}.parquet.tmp")
+    def _stage(self, i: int) -> fs.Staged:
+        return fs.Staged(fs.join(self.dir, f"{self.stem}-{i:03d}.parquet"),
+                         tmp_name=f".{self.stem}-{i:03d}.{os.getpid()}.parquet.tmp")
 
     def write(self, doc: Document, **columns) -> None:
         rec = doc.to_record()
@@ -62,13 +66,14 @@ class ShardWriter:
         if not self.buffer:
             return
         if self.writer is None:
+            staged = self._stage(len(self.files))
             self.writer = pq.ParquetWriter(
-                self._tmp(len(self.files)),
+                staged.tmp,
                 self.schema,
                 compression=self.cfg.compression,
                 compression_level=self.cfg.compression_level,
             )
-            self.files.append(self._tmp(len(self.files)))
+            self.files.append(staged)
         table = pa.Table.from_pylist(self.buffer, schema=self.schema)
         self.writer.write_table(table, row_group_size=self.cfg.row_group_docs)
         self.rows += len(self.buffer)
@@ -83,25 +88,21 @@ class ShardWriter:
         self._flush()
         if self.writer is not None:
             self.writer.close()
-        mine = {os.path.basename(f) for f in self.files}
-        for name in os.listdir(self.dir):
+        mine = {os.path.basename(f.tmp) for f in self.files}
+        for name in fs.listdir(self.dir):
             stale_shard = name.startswith(f"{self.stem}-") and name.endswith(".parquet")
             stale_tmp = name.startswith(f".{self.stem}-") and name.endswith(".parquet.tmp") and name not in mine
             if stale_shard or stale_tmp:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(self.dir, name))
-        final = []
-        for i, tmp in enumerate(self.files):
-            dst = os.path.join(self.dir, f"{self.stem}-{i:03d}.parquet")
-            os.replace(tmp, dst)
-            final.append(dst)
-        return final
+                fs.remove(fs.join(self.dir, name))
+        return [staged.commit() for staged in self.files]
+
+    def abort(self) -> None:
+        """Drop the temporary shards (the task failed): nothing appears under a final name."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        for staged in self.files:
+            staged.discard()
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+atomic_write_text = fs.atomic_write_text  # kept here: callers import it from curate.writers

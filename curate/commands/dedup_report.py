@@ -6,14 +6,12 @@ the run was made with --rejected, the dropped copies (same `dedup_cluster`) for 
 
 from __future__ import annotations
 
-import glob
-import os
 import textwrap
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from curate import fs
 from curate.pipeline import UsageError
 
 BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, 1000), (1001, None)]
@@ -32,9 +30,9 @@ def add_parser(sub):
 def _read(paths: list[str], columns: list[str]) -> pa.Table:
     tables = []
     for p in paths:
-        names = pq.read_schema(p).names
+        names = fs.parquet_file(p).schema_arrow.names
         if all(c in names for c in columns):
-            tables.append(pq.read_table(p, columns=columns))
+            tables.append(fs.read_table(p, columns=columns))
     return pa.concat_tables(tables) if tables else pa.table({c: [] for c in columns})
 
 
@@ -60,11 +58,11 @@ def side_by_side(texts: list[str], titles: list[str], width: int, lines: int) ->
 
 
 def main(args) -> int:
-    data = sorted(glob.glob(os.path.join(args.output, "data", "*.parquet")))
+    data = fs.glob(fs.join(args.output, "data", "*.parquet"))
     if not data:
-        raise UsageError(f"no shards under {os.path.join(args.output, 'data')}")
+        raise UsageError(f"no shards under {fs.join(args.output, 'data')}")
     kept = _read(data, ["id", "text", "dedup_cluster", "dedup_cluster_size"])
-    if kept.num_rows == 0 and pq.read_schema(data[0]).get_field_index("dedup_cluster") < 0:
+    if kept.num_rows == 0 and fs.parquet_file(data[0]).schema_arrow.get_field_index("dedup_cluster") < 0:
         raise UsageError(f"{args.output} has no dedup_cluster column: was it made with dedup.MinHash?")
     sizes = [s or 1 for s in kept["dedup_cluster_size"].to_pylist()]
     dup_docs = sum(s - 1 for s in sizes)
@@ -74,7 +72,7 @@ def main(args) -> int:
     for label, n, docs in histogram(sizes):
         print(f"{label:>14}{n:>12,}{docs:>12,}")
 
-    rejected = sorted(glob.glob(os.path.join(args.output, "rejected", "*.parquet")))
+    rejected = fs.glob(fs.join(args.output, "rejected", "*.parquet"))
     dropped = _read(rejected, ["id", "text", "dedup_cluster", "drop_reason"])
     dropped = dropped.filter(pc.starts_with(dropped["drop_reason"], "minhash:")) if dropped.num_rows else dropped
     big = kept.filter(pc.greater(kept["dedup_cluster_size"], 1)) if kept.num_rows else kept

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import glob
-import os
-
-import pyarrow.parquet as pq
-
+from curate import fs
 from curate.pipeline import UsageError
 
 
@@ -21,12 +17,12 @@ def add_parser(sub):
 
 def main(args) -> int:
     sub = "rejected" if args.rejected else "data"
-    files = sorted(glob.glob(os.path.join(args.output, sub, "*.parquet")))
+    files = fs.glob(fs.join(args.output, sub, "*.parquet"))
     if not files:
-        raise UsageError(f"no shards under {os.path.join(args.output, sub)}")
+        raise UsageError(f"no shards under {fs.join(args.output, sub)}")
     shown = 0
     for path in files:
-        for rec in pq.read_table(path).to_pylist():
+        for rec in fs.read_table(path).to_pylist():
             if shown >= args.n:
                 return 0
             head = f"── {rec['id']}  source={rec['source']}  lang={rec.get('lang')}  url={rec.get('url')}"

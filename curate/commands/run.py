@@ -65,7 +65,9 @@ def main(args) -> int:
 def print_summary(out: str, manifest: dict) -> None:
     import json
 
-    with open(os.path.join(out, "stats.json")) as f:
+    from curate import fs
+
+    with fs.open(fs.join(out, "stats.json"), "r", encoding="utf-8") as f:
         stats = [StepStats.from_dict(d) for d in json.load(f)["steps"]]
     print(format_table(stats))
     print(

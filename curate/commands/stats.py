@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 
+from curate import fs
 from curate.pipeline import UsageError
 from curate.stats import StepStats, format_table
 
@@ -17,10 +17,10 @@ def add_parser(sub):
 
 
 def load_stats(out: str) -> list[StepStats]:
-    path = os.path.join(out, "stats.json")
-    if not os.path.exists(path):
+    path = fs.join(out, "stats.json")
+    if not fs.exists(path):
         raise UsageError(f"{out} has no stats.json (not a finished run?)")
-    with open(path) as f:
+    with fs.open(path, "r", encoding="utf-8") as f:
         return [StepStats.from_dict(d) for d in json.load(f)["steps"]]
 
 

@@ -6,6 +6,9 @@ holding its result; a rerun skips tasks that have a marker. Documents are addres
 (and, inside the work directory, by `(shard, row)` of files this run wrote itself), never by the
 row position of an input that could change under us: the filter phase checks that each input
 shard still has the rows it had when the first phase read it.
+
+The work directory and the outputs may be URLs (`curate.fs`): files are written locally under a
+temporary name and published whole (rename on a local disk, one upload on an object store).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from curate import fs
 from curate.step import GlobalContext
 from curate.writers import atomic_write_text
 
@@ -56,7 +59,7 @@ def partitions_for(inputs: Sequence[str], requested: int | None) -> int:
         if requested & (requested - 1):
             raise ValueError(f"partitions must be a power of two, got {requested}")
         return requested
-    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in inputs)
+    rows = sum(fs.parquet_file(p).metadata.num_rows for p in inputs)
     parts = 1
     while parts * ROWS_PER_PARTITION < rows and parts < 4096:
         parts *= 2
@@ -94,46 +97,49 @@ def run_marked(task: Marked) -> dict:
 
 def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: list, labels: list[str]) -> list[dict]:
     """Run the tasks of one phase that have no marker yet; return every task's result, in order."""
-    mdir = os.path.join(ctx.work_dir, "_phases", phase)
-    os.makedirs(mdir, exist_ok=True)
-    tasks = [Marked(fn, a, os.path.join(mdir, f"{lab}.json")) for a, lab in zip(args, labels, strict=True)]
-    todo = [t for t in tasks if not os.path.exists(t.marker)]
+    mdir = fs.join(ctx.work_dir, "_phases", phase)
+    fs.makedirs(mdir)
+    tasks = [Marked(fn, a, fs.join(mdir, f"{lab}.json")) for a, lab in zip(args, labels, strict=True)]
+    todo = [t for t in tasks if not fs.exists(t.marker)]
     if todo:
-        ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {os.path.basename(t.marker)}" for t in todo])
+        ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {fs.basename(t.marker)}" for t in todo])
     results = []
     for t in tasks:
-        with open(t.marker) as f:
+        with fs.open(t.marker, "r", encoding="utf-8") as f:
             results.append(json.load(f))
     return results
 
 
 def check_work_dir(work_dir: str, inputs: list[str], params: dict) -> None:
     """Refuse to resume phases computed for other inputs or parameters: their files would not match."""
-    path = os.path.join(work_dir, "dedup.json")
+    path = fs.join(work_dir, "dedup.json")
     state = {"inputs": inputs, "params": params}
-    if os.path.exists(path):
-        with open(path) as f:
+    if fs.exists(path):
+        with fs.open(path, "r", encoding="utf-8") as f:
             if json.load(f) != state:
                 raise RuntimeError(f"{work_dir} holds dedup phases of other inputs or parameters; delete it to start over")
     else:
-        os.makedirs(work_dir, exist_ok=True)
+        fs.makedirs(work_dir)
         atomic_write_text(path, json.dumps(state))
 
 
 def write_table(table: pa.Table, path: str, row_group_size: int = 65_536) -> None:
-    """Write a Parquet file atomically (temporary name, then rename)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp.{os.getpid()}"
-    pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
-    os.replace(tmp, path)
+    """Write a Parquet file atomically (temporary name, then rename or one upload)."""
+    staged = fs.Staged(path, tmp_name=f"{os.path.basename(path)}.tmp.{os.getpid()}")
+    try:
+        pq.write_table(table, staged.tmp, compression="zstd", row_group_size=row_group_size)
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
 
 
 def read_where(paths: list[str], column: str, value: int, columns: list[str] | None = None) -> pa.Table:
     """Rows of many Parquet files with `column == value`; files are sorted by it, so row groups are skipped."""
-    paths = [p for p in paths if os.path.exists(p)]
+    paths = [p for p in paths if fs.exists(p)]
     if not paths:
         return pa.table({})
-    dataset = ds.dataset(paths, format="parquet")
+    dataset = fs.dataset(paths, format="parquet")
     return dataset.to_table(columns=columns, filter=pc.field(column) == value)
 
 
@@ -172,15 +178,28 @@ class FilterTask:
 def filter_shard(task: FilterTask) -> dict:
     t0 = time.perf_counter()
     schema = pa.ipc.read_schema(pa.py_buffer(task.schema_bytes))
-    pf = pq.ParquetFile(task.path)
+    pf = fs.parquet_file(task.path)
     if task.rows is not None and pf.metadata.num_rows != task.rows:
         raise RuntimeError(
             f"{task.path} has {pf.metadata.num_rows} rows but had {task.rows} when dedup read it: "
             "the input changed during the run; delete the run's _work directory and start over"
         )
     dec = read_where(task.decisions, "shard", task.shard, ["id", "cluster", "size", "keep"])
-    out_path = os.path.join(task.output_dir, os.path.basename(task.path))
-    tmp = os.path.join(task.output_dir, f".{os.path.basename(task.path)}.tmp")
+    out = fs.Staged(fs.join(task.output_dir, fs.basename(task.path)), tmp_name=f".{fs.basename(task.path)}.tmp")
+    rej = fs.Staged(task.rejected_path, tmp_name=f"{fs.basename(task.rejected_path)}.tmp") if task.rejected_path else None
+    try:
+        stats = _filter_rows(task, pf, schema, dec, out, rej)
+    except BaseException:
+        for staged in (out, rej):
+            if staged is not None:
+                staged.discard()
+        raise
+    stats["seconds"] = time.perf_counter() - t0
+    return stats
+
+
+def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: pa.Table, out: fs.Staged,
+                 rej: fs.Staged | None) -> dict:
     writer = rejected = None
     rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
     reason = f"{task.step}:duplicate"
@@ -210,21 +229,23 @@ def filter_shard(task: FilterTask) -> dict:
         stats["dropped"] += dropped.num_rows
         stats["dropped_chars"] += pc.sum(chars.filter(pc.invert(keep))).as_py() or 0
         if kept.num_rows:
-            writer = writer or pq.ParquetWriter(tmp, schema, compression="zstd")
+            writer = writer or pq.ParquetWriter(out.tmp, schema, compression="zstd")
             writer.write_table(pa.Table.from_arrays(kept.columns, schema=schema))
-        if dropped.num_rows and task.rejected_path:
-            rejected = rejected or pq.ParquetWriter(f"{task.rejected_path}.tmp", rej_schema, compression="zstd")
+        if dropped.num_rows and rej is not None:
+            rejected = rejected or pq.ParquetWriter(rej.tmp, rej_schema, compression="zstd")
             columns = [*dropped.columns, pa.array([reason] * dropped.num_rows, pa.string())]
             rejected.write_table(pa.Table.from_arrays(columns, schema=rej_schema))
     if writer is not None:
         writer.close()
-        os.replace(tmp, out_path)
-    elif os.path.exists(out_path):  # every document dropped: leave no stale shard of an earlier run
-        os.remove(out_path)
+        out.commit()
+    else:  # every document dropped: leave no stale shard of an earlier run
+        out.discard()
+        fs.remove(out.path)
     if rejected is not None:
         rejected.close()
-        os.replace(f"{task.rejected_path}.tmp", task.rejected_path)
-    stats["seconds"] = time.perf_counter() - t0
+        rej.commit()
+    elif rej is not None:
+        rej.discard()
     return stats
 
 
@@ -242,7 +263,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[int | None], cluster_columns: bool,
                phase: str = "filter") -> list[dict]:
     """The last phase of both steps: one task per input shard."""
-    stem = os.path.basename(ctx.work_dir)
+    stem = fs.basename(ctx.work_dir)
     tasks = [
         FilterTask(
             step=step,
@@ -251,7 +272,7 @@ def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[i
             rows=rows[i],
             decisions=decisions,
             output_dir=ctx.output_dir,
-            rejected_path=os.path.join(ctx.rejected_dir, f"{stem}-{step}-{os.path.basename(path)}")
+            rejected_path=fs.join(ctx.rejected_dir, f"{stem}-{step}-{fs.basename(path)}")
             if ctx.rejected_dir else None,
             schema_bytes=ctx.schema.serialize().to_pybytes(),
             cluster_columns=cluster_columns,
@@ -259,8 +280,8 @@ def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[i
         for i, path in enumerate(ctx.inputs)
     ]
     if ctx.rejected_dir:
-        os.makedirs(ctx.rejected_dir, exist_ok=True)
-    os.makedirs(ctx.output_dir, exist_ok=True)
+        fs.makedirs(ctx.rejected_dir)
+    fs.makedirs(ctx.output_dir)
     return run_phase(ctx, phase, filter_shard, tasks, [shard_name(i) for i in range(len(tasks))])
 
 

@@ -10,7 +10,6 @@ A 128-bit key makes an accidental collision negligible even at 10^12 documents.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -18,9 +17,9 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 import xxhash
 
+from curate import fs
 from curate.dedup import common
 from curate.dedup.text import normalize_batch
 from curate.stats import StepStats
@@ -41,7 +40,7 @@ class HashTask:
 def hash_shard(task: HashTask) -> dict:
     """Phase 1: the key of every document of one shard; documents with nothing to key are left out."""
     cols = ["id", "text", "url", "quality_score"]
-    pf = pq.ParquetFile(task.path)
+    pf = fs.parquet_file(task.path)
     present = [c for c in cols if c in pf.schema_arrow.names]
     ids, hi, lo, length, quality = [], [], [], [], []
     rows = unkeyed = 0
@@ -128,7 +127,7 @@ class Exact(GlobalStep):
         parts = common.partitions_for(ctx.inputs, self.partitions)
         seconds: dict[str, float] = {}
         names = [common.shard_name(i) for i in range(len(ctx.inputs))]
-        keys = [os.path.join(ctx.work_dir, "keys", f"{n}.parquet") for n in names]
+        keys = [fs.join(ctx.work_dir, "keys", f"{n}.parquet") for n in names]
 
         t = time.perf_counter()
         hashed = common.run_phase(
@@ -137,7 +136,7 @@ class Exact(GlobalStep):
         seconds["hash"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        decisions = [os.path.join(ctx.work_dir, "groups", f"{p:04d}.parquet") for p in range(parts)]
+        decisions = [fs.join(ctx.work_dir, "groups", f"{p:04d}.parquet") for p in range(parts)]
         grouped = common.run_phase(
             ctx, "group", group_part,
             [GroupTask(p, keys, decisions[p], self.keep) for p in range(parts)], [f"{p:04d}" for p in range(parts)])

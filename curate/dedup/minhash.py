@@ -24,9 +24,9 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 import xxhash
 
+from curate import fs
 from curate.dedup import common
 from curate.dedup.signatures import permutations, signatures
 from curate.stats import StepStats
@@ -72,12 +72,10 @@ class SignatureTask:
 def signature_shard(task: SignatureTask) -> dict:
     """Phase 1 for one shard: signatures (.npy), document table (.parquet) and band hashes (.parquet)."""
     name = common.shard_name(task.shard)
-    pf = pq.ParquetFile(task.path)
+    pf = fs.parquet_file(task.path)
     n = pf.metadata.num_rows
-    sig_path = os.path.join(task.work, "sigs", f"{name}.npy")
-    os.makedirs(os.path.dirname(sig_path), exist_ok=True)
-    tmp = f"{sig_path}.tmp.{os.getpid()}.npy"
-    sig = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint32, shape=(n, task.num_perm))
+    sig_file = fs.Staged(fs.join(task.work, "sigs", f"{name}.npy"), tmp_name=f"{name}.npy.tmp.{os.getpid()}.npy")
+    sig = np.lib.format.open_memmap(sig_file.tmp, mode="w+", dtype=np.uint32, shape=(n, task.num_perm))
     perms = permutations(task.num_perm, task.seed)
     columns = [c for c in ("id", "text", "quality_score") if c in pf.schema_arrow.names]
     ids, lengths, quality, shingles, band_parts = [], [], [], [], []
@@ -105,19 +103,19 @@ def signature_shard(task: SignatureTask) -> dict:
         row += len(s)
     sig.flush()
     del sig
-    os.replace(tmp, sig_path)
+    sig_file.commit()  # a local temporary file: renamed, or uploaded whole to an object store
     counts = np.concatenate(shingles) if shingles else np.zeros(0, np.int64)
     common.write_table(pa.table({
         "id": pa.array(ids, pa.string()),
         "length": pa.array(lengths, pa.int64()),
         "quality": pa.array(quality, pa.float32()),
         "shingles": counts,
-    }), os.path.join(task.work, "docs", f"{name}.parquet"))
+    }), fs.join(task.work, "docs", f"{name}.parquet"))
     schema = pa.schema([("band", pa.uint8()), ("part", pa.uint16()), ("bhash", pa.uint64()),
                         ("idkey", pa.uint64()), ("doc", pa.uint64())])
     bands = pa.concat_tables(band_parts) if band_parts else schema.empty_table()
     common.write_table(bands.sort_by([("band", "ascending"), ("part", "ascending")]),
-                       os.path.join(task.work, "bands", f"{name}.parquet"))
+                       fs.join(task.work, "bands", f"{name}.parquet"))
     return {"rows": n, "empty": int((counts == 0).sum()), "shingles": int(counts.sum())}
 
 
@@ -134,8 +132,8 @@ class SignatureStore:
         out = None
         for s in np.unique(shards):
             if s not in self.maps:
-                path = os.path.join(self.work, "sigs", f"{common.shard_name(int(s))}.npy")
-                self.maps[s] = np.load(path, mmap_mode="r")
+                path = fs.join(self.work, "sigs", f"{common.shard_name(int(s))}.npy")
+                self.maps[s] = fs.load_npy(path, mmap=True)  # mapped on a local disk, read whole from a URL
             m = self.maps[s]
             out = np.empty((len(docs), m.shape[1]), dtype=np.uint32) if out is None else out
             sel = shards == s
@@ -213,7 +211,7 @@ class ClusterTask:
 
 def cluster(task: ClusterTask) -> dict:
     """Phase 3: clusters of the verified pairs, one keeper each; decisions sorted by shard."""
-    tables = [pq.read_table(p) for p in task.edges if os.path.exists(p)]
+    tables = [fs.read_table(p) for p in task.edges if fs.exists(p)]
     edges = pa.concat_tables(tables) if tables else pa.table({"a": pa.array([], pa.uint64()), "b": pa.array([], pa.uint64())})
     e = pl.from_arrow(edges).unique() if edges.num_rows else None
     schema = {"shard": pl.Int32, "id": pl.String, "cluster": pl.String, "size": pl.Int32, "keep": pl.Boolean}
@@ -228,7 +226,7 @@ def cluster(task: ClusterTask) -> dict:
     parts = []
     for s in np.unique(shards):  # the members' ids and attributes, one document table at a time
         sel = np.nonzero(shards == s)[0]
-        info = pq.read_table(os.path.join(task.work, "docs", f"{common.shard_name(int(s))}.parquet"),
+        info = fs.read_table(fs.join(task.work, "docs", f"{common.shard_name(int(s))}.parquet"),
                              columns=["id", "length", "quality"]).take(rows[sel])
         parts.append(pl.from_arrow(info).with_columns(
             pl.Series("shard", np.full(len(sel), s, dtype=np.int32)),
@@ -295,16 +293,16 @@ class MinHash(GlobalStep):
         seconds["signatures"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        bands_files = [os.path.join(ctx.work_dir, "bands", f"{n}.parquet") for n in names]
+        bands_files = [fs.join(ctx.work_dir, "bands", f"{n}.parquet") for n in names]
         jobs = [(b, p) for b in range(self.bands) for p in range(parts)]
-        edges = [os.path.join(ctx.work_dir, "edges", f"{b:03d}-{p:04d}.parquet") for b, p in jobs]
+        edges = [fs.join(ctx.work_dir, "edges", f"{b:03d}-{p:04d}.parquet") for b, p in jobs]
         bucketed = common.run_phase(ctx, "buckets", bucket_band, [
             BucketTask(b, p, bands_files, ctx.work_dir, out, self.threshold) for (b, p), out in zip(jobs, edges, strict=True)],
             [f"{b:03d}-{p:04d}" for b, p in jobs])
         seconds["buckets"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        decisions = os.path.join(ctx.work_dir, "clusters.parquet")
+        decisions = fs.join(ctx.work_dir, "clusters.parquet")
         clustered = common.run_phase(ctx, "cluster", cluster, [ClusterTask(edges, ctx.work_dir, decisions, self.keep)],
                                      ["all"])[0]
         seconds["cluster"] = time.perf_counter() - t

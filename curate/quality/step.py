@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from curate import fs
 from curate.document import Document
 from curate.pipeline import UsageError
 from curate.quality.model import QualityModel, load_model
@@ -89,15 +90,15 @@ class TopFractionClassifier(Classifier, GlobalStep):
         return GlobalStep.apply(self, docs[0])
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
-        score_dir = os.path.join(ctx.work_dir, "scores")
-        os.makedirs(score_dir, exist_ok=True)
+        score_dir = fs.join(ctx.work_dir, "scores")
+        fs.makedirs(score_dir)
         if ctx.rejected_dir:
-            os.makedirs(ctx.rejected_dir, exist_ok=True)
-        jobs = [ScoreJob(self.model_path, path, os.path.join(score_dir, os.path.basename(path) + ".npy")) for path in ctx.inputs]
-        todo = [j for j in jobs if not os.path.exists(j.scores_path)]
+            fs.makedirs(ctx.rejected_dir)
+        jobs = [ScoreJob(self.model_path, path, fs.join(score_dir, fs.basename(path) + ".npy")) for path in ctx.inputs]
+        todo = [j for j in jobs if not fs.exists(j.scores_path)]
         if todo:
             ctx.executor.map(score_shard, todo, desc="quality: score", labels=[j.shard for j in todo])
-        per_shard = [np.load(j.scores_path) for j in jobs]
+        per_shard = [fs.load_npy(j.scores_path) for j in jobs]
         scores = np.concatenate(per_shard) if per_shard else np.empty(0, np.float32)
         n = len(scores)
         k = min(n, math.floor(self.top_fraction * n + 0.5))
@@ -108,8 +109,8 @@ class TopFractionClassifier(Classifier, GlobalStep):
         for job, s in zip(jobs, per_shard, strict=True):
             quota = min(ties_left, int((s == cut).sum()))
             ties_left -= quota
-            rejected = os.path.join(ctx.rejected_dir, f"{self.name}-{os.path.basename(job.shard)}") if ctx.rejected_dir else None
-            cuts.append(CutJob(job.shard, job.scores_path, os.path.join(ctx.output_dir, os.path.basename(job.shard)),
+            rejected = fs.join(ctx.rejected_dir, f"{self.name}-{fs.basename(job.shard)}") if ctx.rejected_dir else None
+            cuts.append(CutJob(job.shard, job.scores_path, fs.join(ctx.output_dir, fs.basename(job.shard)),
                                rejected, cut, quota, ctx.schema, f"{self.name}:{BELOW}"))
         results = ctx.executor.map(cut_shard, cuts, desc="quality: cut", labels=[c.shard for c in cuts]) if cuts else []
         stats = StepStats(self.name)
@@ -139,13 +140,11 @@ class ScoreJob:
 def score_shard(job: ScoreJob) -> dict:
     """Phase 1: the score of every row of one shard, saved atomically as .npy (row order)."""
     model = load_model(job.model_path)
-    pf = pq.ParquetFile(job.shard)
+    pf = fs.parquet_file(job.shard)
     parts = [model.score(b.column("text").to_pylist()) for b in pf.iter_batches(batch_size=READ_BATCH, columns=["text"])]
     scores = np.concatenate(parts).astype(np.float32) if parts else np.empty(0, np.float32)
-    tmp = f"{job.scores_path}.tmp.{os.getpid()}"
-    with open(tmp, "wb") as f:
+    with fs.atomic_open(job.scores_path, "wb", tmp_name=f"{fs.basename(job.scores_path)}.tmp.{os.getpid()}") as f:
         np.save(f, scores)
-    os.replace(tmp, job.scores_path)
     return {"docs": len(scores)}
 
 
@@ -177,21 +176,44 @@ def _conform(batch: pa.RecordBatch, scores: np.ndarray, schema: pa.Schema) -> pa
 def cut_shard(job: CutJob) -> dict:
     """Phase 2: write the kept rows of one shard to the output (and the dropped ones to rejected)."""
     t0 = time.perf_counter()
-    scores = np.load(job.scores_path)
+    scores = fs.load_npy(job.scores_path)
     keep = scores > job.cut
     tied = np.flatnonzero(scores == job.cut)
     keep[tied[: job.ties_to_keep]] = True
     stats = StepStats("quality")
     rej_schema = job.schema.append(pa.field("drop_reason", pa.string(), nullable=False))
     writers: dict[str, pq.ParquetWriter] = {}
+    staged = {p: fs.Staged(p, tmp_name=f"{fs.basename(p)}.tmp") for p in filter(None, (job.output, job.rejected))}
 
     def write(path: str, schema: pa.Schema, table: pa.Table) -> None:
         if path not in writers:
-            writers[path] = pq.ParquetWriter(f"{path}.tmp", schema, compression="zstd", compression_level=3)
+            writers[path] = pq.ParquetWriter(staged[path].tmp, schema, compression="zstd", compression_level=3)
         writers[path].write_table(table)
 
+    try:
+        _cut_rows(job, scores, keep, stats, rej_schema, write)
+    except BaseException:
+        for w in writers.values():
+            w.close()
+        for st in staged.values():
+            st.discard()
+        raise
+    for w in writers.values():
+        w.close()
+    for path, st in staged.items():
+        if path in writers:
+            st.commit()
+        else:
+            st.discard()
+            fs.remove(path)  # a stale shard from an earlier attempt must not survive an empty result
+    stats.seconds = time.perf_counter() - t0
+    return stats.to_dict()
+
+
+def _cut_rows(job: CutJob, scores: np.ndarray, keep: np.ndarray, stats: StepStats, rej_schema: pa.Schema, write) -> None:
+    """Count and route the rows of one shard: kept ones to the output, dropped ones to rejected."""
     start = 0
-    for batch in pq.ParquetFile(job.shard).iter_batches(batch_size=READ_BATCH):
+    for batch in fs.parquet_file(job.shard).iter_batches(batch_size=READ_BATCH):
         s, k = scores[start : start + len(batch)], keep[start : start + len(batch)]
         start += len(batch)
         table = _conform(batch, s, job.schema)
@@ -212,12 +234,3 @@ def cut_shard(job: CutJob) -> dict:
             write(job.rejected, rej_schema, pa.Table.from_arrays([*rej.columns, reasons], schema=rej_schema))
     if start != len(scores):
         raise RuntimeError(f"{job.shard} has {start} rows but {len(scores)} saved scores: delete {job.scores_path} and rerun")
-    for w in writers.values():
-        w.close()
-    for path in filter(None, (job.output, job.rejected)):
-        if path in writers:
-            os.replace(f"{path}.tmp", path)
-        elif os.path.exists(path):
-            os.remove(path)  # a stale shard from an earlier attempt must not survive an empty result
-    stats.seconds = time.perf_counter() - t0
-    return stats.to_dict()

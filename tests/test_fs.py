@@ -1,0 +1,169 @@
+"""Runs through fsspec URLs: file:// gives the same run as plain paths, memory:// holds a whole run with dedup."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import uuid
+from pathlib import Path
+
+import fsspec
+import pyarrow.parquet as pq
+import pytest
+
+from curate import Pipeline, dedup, fs, readers
+from curate.cli import main as cli
+from curate.document import Document, shard_schema
+from curate.executor import LocalExecutor
+from curate.writers import Parquet
+
+WARCS = "warc/cc/*.warc.gz"  # three small Common Crawl WARC files
+WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+
+PIPELINE_FILE = """
+from curate import Pipeline, extract, readers
+pipeline = Pipeline(name="urls", reader=readers.Warc(), steps=[extract.Resiliparse(), lambda d: len(d.text) > 200])
+"""
+
+
+def shard_tables(files: list[str]) -> dict[str, list[dict]]:
+    return {fs.basename(p): fs.read_table(p).to_pylist() for p in files}
+
+
+def step_rows(out: str) -> list[dict]:
+    with fs.open(fs.join(out, "stats.json"), "r", encoding="utf-8") as f:
+        steps = json.load(f)["steps"]
+    return [{k: v for k, v in s.items() if k != "seconds" and k != "extra"} for s in steps]
+
+
+def test_file_urls_give_the_same_run_as_plain_paths(shared, tmp_path, capsys):
+    pipe_file = tmp_path / "urls.py"
+    pipe_file.write_text(PIPELINE_FILE)
+    plain, url = tmp_path / "plain", f"file://{tmp_path}/url"
+    common = [str(pipe_file), "--workers", "1", "--no-progress", "--rejected"]
+    assert cli(["run", *common, "--input", str(shared / WARCS), "--output", str(plain)]) == 0
+    assert cli(["run", *common, "--input", f"file://{shared / WARCS}", "--output", url]) == 0
+
+    for sub in ("data", "rejected"):
+        a = shard_tables(fs.glob(str(plain / sub / "*.parquet")))
+        b = shard_tables(fs.glob(f"{url}/{sub}/*.parquet"))
+        assert a and a == b  # same shard names, same rows, every column
+    assert step_rows(str(plain)) == step_rows(url)
+    assert sorted(os.listdir(plain / "_done")) == sorted(fs.listdir(f"{url}/_done"))
+    manifests = [json.loads(Path(p, "manifest.json").read_text()) for p in (plain, tmp_path / "url")]
+    assert manifests[0]["outputs"] == manifests[1]["outputs"]
+    assert all(i.startswith("file://") for i in manifests[1]["inputs"])
+    assert not [p for p in (tmp_path / "url").rglob("*") if ".tmp" in p.name]
+
+    # the commands that read a run take the URL too
+    capsys.readouterr()
+    assert cli(["stats", url]) == 0 and cli(["inspect", url, "-n", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "extract" in printed and "── " in printed
+
+
+@pytest.fixture
+def memory_root():
+    root = f"memory://peneira-{uuid.uuid4().hex[:8]}"
+    yield root
+    mem = fsspec.filesystem("memory")
+    if mem.exists(root):
+        mem.rm(root, recursive=True)
+
+
+class Recording(LocalExecutor):
+    """A one-process executor that records which tasks each map call ran."""
+
+    def __init__(self):
+        super().__init__(1, progress=False)
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def map(self, fn, items, desc="tasks", labels=()):
+        self.calls.append((desc, list(labels)))
+        return super().map(fn, items, desc, labels)
+
+
+def test_memory_run_with_dedup_matches_local_and_resumes(shared, tmp_path, memory_root):
+    with gzip.open(shared / WEB, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f]
+    rows = [{"id": d["id"], "text": d["text"]} for d in docs]
+    rows.append({"id": "zz-upper", "text": docs[5]["text"].upper()})  # an exact duplicate up to case
+    rows += [{"id": f"{d['id']}~near", "text": d["text"] + " one more line"} for d in docs[10:40]]
+    inputs_local, inputs_mem = [], []
+    for k in range(3):
+        body = "".join(json.dumps(r) + "\n" for r in rows[k::3])
+        (tmp_path / f"part{k}.jsonl").write_text(body)
+        inputs_local.append(str(tmp_path / f"part{k}.jsonl"))
+        with fs.open(f"{memory_root}/in/part{k}.jsonl", "w", encoding="utf-8") as f:
+            f.write(body)
+        inputs_mem.append(f"{memory_root}/in/part{k}.jsonl")
+
+    def pipeline():
+        steps = [lambda d: len(d.text) > 0, dedup.Exact(), dedup.MinHash(), lambda d: len(d.text) > 50]
+        return Pipeline(name="mem", reader=readers.Jsonl(), steps=steps)
+
+    out_local, out_mem = str(tmp_path / "out"), f"{memory_root}/out"
+    pipeline().run(inputs_local, out_local, executor=LocalExecutor(1, progress=False), rejected=True)
+    ex = Recording()
+    m = pipeline().run(f"{memory_root}/in/*.jsonl", out_mem, executor=ex, rejected=True)
+
+    assert m["inputs"] == [f"memory:///{memory_root[len('memory://'):]}/in/part{k}.jsonl" for k in range(3)]
+    data_local = shard_tables(fs.glob(f"{out_local}/data/*.parquet"))
+    data_mem = shard_tables(fs.glob(f"{out_mem}/data/*.parquet"))
+    assert data_local and data_local == data_mem
+    assert shard_tables(fs.glob(f"{out_local}/rejected/*.parquet")) == shard_tables(fs.glob(f"{out_mem}/rejected/*.parquet"))
+    steps = {s["name"]: s for s in step_rows(out_mem)}
+    assert steps["exact"]["dropped"]["exact:duplicate"] >= 1 and steps["minhash"]["dropped"]["minhash:duplicate"] >= 25
+    assert step_rows(out_local) == step_rows(out_mem)
+    assert fs.exists(f"{out_mem}/_work/global2/_phases/buckets") and fs.exists(f"{out_mem}/manifest.json")
+    assert not [p for p in fsspec.filesystem("memory").find(memory_root) if ".tmp" in p]
+    assert any("minhash" in desc or "signatures" in desc for desc, _ in ex.calls)
+
+    # resume: a finished run runs nothing; with one stage-0 marker gone, exactly that task runs again
+    ex = Recording()
+    pipeline().run(f"{memory_root}/in/*.jsonl", out_mem, executor=ex, rejected=True)
+    assert ex.calls == []
+    fs.remove(f"{out_mem}/_done/stage0-part-00001")
+    pipeline().run(f"{memory_root}/in/*.jsonl", out_mem, executor=ex, rejected=True)
+    assert ex.calls == [("mem stage 0", [inputs_mem[1].replace("memory://", "memory:///")])]
+    assert shard_tables(fs.glob(f"{out_mem}/data/*.parquet")) == data_local
+
+
+@pytest.mark.parametrize("kind", ["local", "file", "memory"])
+def test_atomic_publish_leaves_no_partial_file(tmp_path, memory_root, monkeypatch, kind):
+    spool = tmp_path / "spool"
+    monkeypatch.setenv("PENEIRA_SPOOL", str(spool))
+    base = {"local": str(tmp_path / "d"), "file": f"file://{tmp_path}/d", "memory": f"{memory_root}/d"}[kind]
+    path = fs.join(base, "x.bin")
+    fs.atomic_write_text(path, "old")
+
+    with pytest.raises(RuntimeError), fs.atomic_open(path, "wb") as f:
+        f.write(b"partial")
+        raise RuntimeError("writer died")
+    with fs.open(path, "r", encoding="utf-8") as f:
+        assert f.read() == "old"  # the old file is untouched
+    with pytest.raises(RuntimeError), fs.atomic_open(fs.join(base, "new.bin"), "wb") as f:
+        f.write(b"partial")
+        raise RuntimeError("writer died")
+    assert not fs.exists(fs.join(base, "new.bin"))
+
+    # a shard writer that fails before commit leaves nothing under a final name either
+    w = Parquet(row_group_docs=2).open(fs.join(base, "data"), "part-00000", shard_schema({}))
+    for i in range(5):
+        w.write(Document(id=str(i), text="t" * 10, source="web"))
+    w._flush()
+    w.abort()
+    assert fs.listdir(fs.join(base, "data")) == []
+
+    w = Parquet(row_group_docs=2).open(fs.join(base, "data"), "part-00000", shard_schema({}))
+    for i in range(5):
+        w.write(Document(id=str(i), text="t" * 10, source="web"))
+    (final,) = w.commit()
+    assert fs.listdir(fs.join(base, "data")) == ["part-00000-000.parquet"]
+    assert fs.read_table(final).num_rows == 5
+
+    assert sorted(fs.listdir(base)) == ["data", "x.bin"]  # no temporary file beside the outputs
+    assert not spool.exists() or not os.listdir(spool)  # nor in the spool of uploads
+    if kind == "memory":
+        assert pq.ParquetFile(fs.open(final, "rb")).metadata.num_rows == 5

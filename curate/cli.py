@@ -21,12 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgParser(prog="curate", description="Peneira: curate pretraining data.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=ArgParser)
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"curate.commands.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"curate.commands.{name}":
-                continue  # not written yet
-            raise
+        mod = importlib.import_module(f"curate.commands.{name}")
         p = mod.add_parser(sub)
         p.set_defaults(func=mod.main)
     return parser

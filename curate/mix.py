@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from curate import fs
 from curate.corpus import read_batches, resolve_inputs
 from curate.document import CORE_COLUMNS, TEXT_SCHEMA
 from curate.executor import Executor, LocalExecutor
@@ -132,9 +133,8 @@ def _write(item: tuple[str, str, np.ndarray, np.ndarray, str, int]) -> dict[str,
     t = t.set_column(t.schema.get_field_index("id"), "id", ids)
     t = t.set_column(t.schema.get_field_index("source"), "source", pa.array([source] * len(rows), pa.string()))
     t = t.append_column("mix_epoch", pa.array(epoch, pa.int16())).cast(MIX_SCHEMA)
-    tmp = os.path.join(os.path.dirname(dest), f".{os.path.basename(dest)}.tmp")
-    pq.write_table(t, tmp, compression="zstd", row_group_size=10_000)
-    os.replace(tmp, dest)
+    with fs.atomic_open(dest, "wb") as f:
+        pq.write_table(t, f, compression="zstd", row_group_size=10_000)
     chars = pc.sum(pc.utf8_length(t["text"])).as_py() or 0
     return {"docs": len(rows), "chars": chars, "tokens": float(np.sum(tokens[rows])), "file": dest}
 
@@ -209,8 +209,8 @@ def mix(
         raise UsageError("--max-epochs and --chars-per-token must be positive")
     files = {s.name: resolve_inputs(s.path) for s in sources}
     seen: dict[str, str] = {}
-    for name, fs in files.items():
-        for f in fs:
+    for name, paths in files.items():
+        for f in paths:
             other = seen.setdefault(os.path.realpath(f), name)
             if other != name:
                 raise UsageError(f"{f} is in both sources {other!r} and {name!r}")
@@ -281,23 +281,27 @@ def mix(
 
 
 def _prepare_output(out: str) -> None:
-    """An empty directory, or an earlier mix (whose shards are replaced); anything else is refused."""
-    if not os.path.isdir(out) or not os.listdir(out):
-        os.makedirs(out, exist_ok=True)
-        return
+    """Make `out` ready for a mix: an empty directory, or an earlier mix (finished or interrupted) whose shards
+    are replaced; anything else is refused.
+
+    The old manifest is first replaced by an unfinished one, then the old shards are removed: a mix interrupted
+    at any point is still recognised as one by its rerun, and no manifest ever lists shards that are gone.
+    """
     mpath = os.path.join(out, "manifest.json")
-    try:
-        with open(mpath) as f:
-            is_mix = json.load(f).get("kind") == "mix"
-    except (OSError, ValueError):
-        is_mix = False
-    if not is_mix:
-        raise UsageError(f"{out} exists and is not an earlier `curate mix` output: choose an empty --out")
+    if os.path.isdir(out) and os.listdir(out):
+        try:
+            with open(mpath) as f:
+                is_mix = json.load(f).get("kind") == "mix"
+        except (OSError, ValueError):
+            is_mix = False
+        if not is_mix:
+            raise UsageError(f"{out} exists and is not an earlier `curate mix` output: choose an empty --out")
+    os.makedirs(out, exist_ok=True)
+    atomic_write_text(mpath, json.dumps({"kind": "mix", "complete": False}))
     data_dir = os.path.join(out, "data")
     for name in os.listdir(data_dir) if os.path.isdir(data_dir) else []:
-        if name.startswith("part-") and name.endswith(".parquet"):
+        if name.startswith(("part-", ".part-")) and ".parquet" in name:  # shards, and temp files of a killed run
             os.remove(os.path.join(data_dir, name))
-    os.remove(mpath)
 
 
 def format_plan(manifest: dict[str, Any]) -> str:

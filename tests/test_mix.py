@@ -148,3 +148,26 @@ def test_parse_source_and_count():
     ]
     with pytest.raises(UsageError):
         parse_count("many")
+
+
+def test_interrupted_mix_reruns_into_the_same_output(shared, tmp_path, monkeypatch):
+    """A mix killed while writing shards leaves data/ without a finished manifest; its rerun must still accept
+    the directory, replace the partial shards and end with only its own."""
+    import curate.mix as mix_mod
+
+    def killed(item):
+        raise KeyboardInterrupt  # the process dies in the write phase
+
+    out = tmp_path / "m"
+    src = {"pt": (str(shared / PT), 1.0)}
+    monkeypatch.setattr(mix_mod, "_write", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _mix(src, out, tokens=20_000)
+    assert json.loads((out / "manifest.json").read_text()) == {"kind": "mix", "complete": False}
+    stale = out / "data" / "part-00099-000.parquet"
+    stale.write_bytes(b"partial")
+    (out / "data" / ".part-00000-000.parquet.tmp.123").write_bytes(b"partial")
+    monkeypatch.undo()
+    m = _mix(src, out, tokens=20_000)
+    assert sorted(p.name for p in (out / "data").iterdir()) == [Path(o).name for o in m["outputs"]]
+    assert json.loads((out / "manifest.json").read_text())["actual"] == m["actual"]

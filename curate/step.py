@@ -80,7 +80,7 @@ class FunctionStep(Step):
             return Reject("rejected")
         if isinstance(out, (Document, Reject)):
             return out
-        raise TypeError(f"step {self.step_name!r} returned {type(out).__name__}; expected bool, Document or None")
+        raise TypeError(f"step {self.name!r} returned {type(out).__name__}; expected bool, Document or None")
 
 
 @dataclass

@@ -195,3 +195,14 @@ def test_pipeline_file_without_pipeline_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli(["run", str(bad), "--workers", "many"])
     assert e.value.code == 2
+
+
+def test_function_step_of_a_wrong_return_type_names_the_step():
+    from curate.document import Document
+    from curate.step import FunctionStep
+
+    def score(doc):
+        return 0.5
+
+    with pytest.raises(TypeError, match=r"^step 'score' returned float; expected bool, Document or None$"):
+        FunctionStep(score).apply(Document(id="1", text="x", source="web"))

@@ -167,17 +167,19 @@ class Warc(Reader):
         return Document(id=make_id(self.source, rid), text=text, source=self.source, url=url, date=date)
 
 
-def _open_text(path: str) -> io.TextIOBase:
-    src = fs.open(path, "rb") if fs.is_url(path) else path  # gzip and zstandard take a path or a file
-    if path.endswith(".gz"):
-        return gzip.open(src, "rt", encoding="utf-8", errors="replace")
-    if path.endswith(".zst"):
-        import zstandard
+@contextlib.contextmanager
+def _open_text(path: str) -> Iterator[io.TextIOBase]:
+    """Text lines of a plain, .gz or .zst file (local or URL), closing every layer on exit: gzip and zstandard
+    leave a file object they were handed open, which would leak one fsspec handle per URL input."""
+    with contextlib.ExitStack() as stack:
+        f = stack.enter_context(fs.open(path, "rb"))
+        if path.endswith(".gz"):
+            f = stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb"))
+        elif path.endswith(".zst"):
+            import zstandard
 
-        return io.TextIOWrapper(zstandard.open(src, "rb"), encoding="utf-8", errors="replace")
-    if fs.is_url(path):
-        return io.TextIOWrapper(src, encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+            f = stack.enter_context(zstandard.open(f, "rb"))
+        yield stack.enter_context(io.TextIOWrapper(f, encoding="utf-8", errors="replace"))
 
 
 class Jsonl(Reader):

@@ -120,3 +120,22 @@ def test_parquet_custom_columns_wrong_schema_and_not_parquet(tmp_path):
     junk.write_bytes(b"PAR1 this is not parquet")
     docs, stats = read(readers.Parquet(), junk)
     assert docs == [] and dict(stats.dropped) == {"read:not_parquet": 1}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".jsonl.zst"])
+def test_jsonl_closes_the_file_it_opened(tmp_path, monkeypatch, suffix):
+    """Every handle the reader opens (an fsspec file for a URL) is closed once the file is read."""
+    import zstandard
+
+    from curate import fs
+
+    raw = b"".join(json.dumps({"text": f"doc {i}"}).encode() + b"\n" for i in range(3))
+    pack = {".jsonl": bytes, ".jsonl.gz": gzip.compress, ".jsonl.zst": zstandard.ZstdCompressor().compress}[suffix]
+    (tmp_path / f"in{suffix}").write_bytes(pack(raw))
+    url = f"file://{tmp_path}/in{suffix}"  # opened through fsspec, as any URL
+    opened = []
+    real_open = fs.open
+    monkeypatch.setattr(fs, "open", lambda *a, **k: opened.append(real_open(*a, **k)) or opened[-1])
+    docs = list(readers.Jsonl().read(url, StepStats("read")))
+    assert [d.text for d in docs] == ["doc 0", "doc 1", "doc 2"]
+    assert len(opened) == 1 and opened[0].closed

@@ -171,3 +171,15 @@ def test_interrupted_mix_reruns_into_the_same_output(shared, tmp_path, monkeypat
     m = _mix(src, out, tokens=20_000)
     assert sorted(p.name for p in (out / "data").iterdir()) == [Path(o).name for o in m["outputs"]]
     assert json.loads((out / "manifest.json").read_text())["actual"] == m["actual"]
+
+
+@pytest.mark.parametrize("command", ["mix", "tokenize"])
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_cli_refuses_workers_below_one(tmp_path, capsys, command, workers):
+    """`--workers 0` is an error, as in `curate run`, not a silent "all CPUs"."""
+    args = {"mix": ["mix", "--source", f"a={tmp_path}:1", "--tokens", "1K"],
+            "tokenize": ["tokenize", str(tmp_path), "--tokenizer", str(tmp_path / "tok.json")]}[command]
+    assert cli([*args, "--out", str(tmp_path / "o"), "--workers", workers]) == 2
+    err = capsys.readouterr().err
+    assert f"--workers must be >= 1, got {workers}" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

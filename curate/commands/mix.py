@@ -37,9 +37,9 @@ def main(args) -> int:
     tokens = parse_count(args.tokens)
     if args.tokenizer and not os.path.isfile(args.tokenizer):
         raise UsageError(f"--tokenizer {args.tokenizer}: no such file")
+    if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     workers = args.workers or os.cpu_count() or 1
-    if workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
     manifest = mix(
         sources,
         tokens,

@@ -28,9 +28,9 @@ def main(args) -> int:
     from curate.executor import LocalExecutor
     from curate.tokenize import tokenize
 
+    if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     workers = args.workers or os.cpu_count() or 1
-    if workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
     m = tokenize(
         args.inputs,
         args.tokenizer,

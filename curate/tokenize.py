@@ -9,7 +9,6 @@ Python API (the CLI commands `curate tokenizer train` and `curate tokenize` are 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -25,8 +24,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from curate import fs
 from curate.corpus import estimated_chars, read_batches, resolve_inputs
 from curate.executor import Executor, LocalExecutor
+from curate.models import sha256_of as sha256_file
 from curate.pipeline import UsageError
 from curate.writers import atomic_write_text
 
@@ -35,14 +36,6 @@ PAD = "<|pad|>"
 SPECIAL_TOKENS = [EOS, PAD]  # EOS first: id 0 in every Peneira tokenizer
 FORMAT = "peneira.tokens/1"  # must match train.data.FORMAT
 DTYPES = {"uint16": np.uint16, "uint32": np.uint32}
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _unit(key: str, seed: int = 0) -> float:
@@ -118,10 +111,9 @@ def train_tokenizer(
     if seen["docs"] == 0:
         raise UsageError(f"no documents to train a tokenizer on in {inputs}")
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tok.save(str(tmp))
-    os.replace(tmp, out)
+    staged = fs.Staged(out)
+    tok.save(staged.tmp)
+    staged.commit()
     return {"path": str(out), "vocab_size": tok.get_vocab_size(), "sha256": sha256_file(out), **seen}
 
 
@@ -157,16 +149,43 @@ class _Task:
 
 
 def _tokenize_file(task: _Task) -> dict[str, Any]:
-    """One input file -> train/part-NNNNN.parquet and val/part-NNNNN.parquet, written under temp names."""
+    """One input file -> train/part-NNNNN.parquet and val/part-NNNNN.parquet, published only once both are whole
+    (a failed task leaves neither, and its `_done` record, written last, is what a rerun trusts)."""
     if task.threads:  # one Rust thread per process when processes already fill the cores
         os.environ["RAYON_NUM_THREADS"] = str(task.threads)
     tok = load_tokenizer(task.tokenizer)
+    token_type = pa.from_numpy_dtype(DTYPES[task.dtype])
+    schema = pa.schema([pa.field("tokens", pa.list_(token_type)), pa.field("source", pa.string())])
+    name = f"part-{task.index:05d}.parquet"
+    writers: dict[str, tuple[fs.Staged, pq.ParquetWriter]] = {}
+    counts = {s: {"docs": 0, "tokens": 0, "tokens_per_source": Counter()} for s in ("train", "val")}
+    try:
+        _encode_file(task, tok, schema, name, writers, counts)
+    except BaseException:
+        for staged, w in writers.values():  # close the writers and drop their temp files: nothing is published
+            w.close()
+            staged.discard()
+        raise
+    shards = {}
+    for split, (staged, w) in writers.items():
+        w.close()
+        staged.commit()
+        c = counts[split]
+        shards[split] = {
+            "file": f"{split}/{name}",
+            "docs": c["docs"],
+            "tokens": c["tokens"],
+            "tokens_per_source": dict(sorted(c["tokens_per_source"].items())),
+        }
+    result = {"input": task.path, "docs": sum(c["docs"] for c in counts.values()), "shards": shards}
+    atomic_write_text(os.path.join(task.out, "_done", f"{name}.json"), json.dumps(result))
+    return result
+
+
+def _encode_file(task: _Task, tok, schema: pa.Schema, name: str, writers: dict, counts: dict) -> None:
+    """Encode one input file batch by batch, appending each split's documents to its (temporary) shard."""
     eos = tok.token_to_id(EOS)
     dtype = DTYPES[task.dtype]
-    schema = pa.schema([pa.field("tokens", pa.list_(pa.from_numpy_dtype(dtype))), pa.field("source", pa.string())])
-    name = f"part-{task.index:05d}.parquet"
-    writers: dict[str, pq.ParquetWriter] = {}
-    counts = {s: {"docs": 0, "tokens": 0, "tokens_per_source": Counter()} for s in ("train", "val")}
     for batch in read_batches(task.path, batch_size=task.batch_docs):
         encs = tok.encode_batch_fast(batch.texts, add_special_tokens=False)
         lengths = np.fromiter((len(e.ids) + 1 for e in encs), dtype=np.int64, count=len(encs))
@@ -191,31 +210,14 @@ def _tokenize_file(task: _Task) -> dict[str, Any]:
                 schema=schema,
             )
             if split not in writers:
-                os.makedirs(os.path.join(task.out, split), exist_ok=True)
-                writers[split] = pq.ParquetWriter(
-                    os.path.join(task.out, split, f".{name}.tmp"), schema, compression="zstd"
-                )
-            writers[split].write_table(table)
+                staged = fs.Staged(os.path.join(task.out, split, name), tmp_name=f".{name}.tmp")
+                writers[split] = (staged, pq.ParquetWriter(staged.tmp, schema, compression="zstd"))
+            writers[split][1].write_table(table)
             c = counts[split]
             c["docs"] += len(idx)
             c["tokens"] += int(lengths[idx].sum())
             for s, n in zip(srcs, lengths[idx], strict=True):
                 c["tokens_per_source"][s] += int(n)
-    shards = {}
-    for split, w in writers.items():
-        w.close()
-        final = os.path.join(task.out, split, name)
-        os.replace(os.path.join(task.out, split, f".{name}.tmp"), final)
-        c = counts[split]
-        shards[split] = {
-            "file": f"{split}/{name}",
-            "docs": c["docs"],
-            "tokens": c["tokens"],
-            "tokens_per_source": dict(sorted(c["tokens_per_source"].items())),
-        }
-    result = {"input": task.path, "docs": sum(c["docs"] for c in counts.values()), "shards": shards}
-    atomic_write_text(os.path.join(task.out, "_done", f"{name}.json"), json.dumps(result))
-    return result
 
 
 def tokenize(
@@ -257,8 +259,9 @@ def tokenize(
         "inputs": files,
     }
     _check_config(out, config)
-    shutil.copyfile(tokenizer, os.path.join(out, ".tokenizer.json.tmp"))
-    os.replace(os.path.join(out, ".tokenizer.json.tmp"), os.path.join(out, "tokenizer.json"))
+    staged = fs.Staged(os.path.join(out, "tokenizer.json"))
+    shutil.copyfile(tokenizer, staged.tmp)
+    staged.commit()
 
     executor = executor or LocalExecutor(workers)
     threads = 1 if getattr(executor, "workers", 1) > 1 else 0

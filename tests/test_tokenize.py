@@ -164,3 +164,29 @@ def test_cli_tokenizer_and_tokenize(shared, tmp_path, capsys):
     assert cli(["tokenizer", "train", pt, "--vocab-size", "100", "--out", str(tmp_path / "s.json")]) == 2
     ds = TokenDataset(tmp_path / "k")
     assert ds.dtype == np.uint16 and ds.sources == ["text"] and ds.num_docs == m["splits"]["train"]["docs"]
+
+
+def test_a_failed_task_publishes_nothing_and_its_rerun_completes(built, shared, tmp_path, monkeypatch):
+    """A file that breaks after its first batch leaves neither shard nor temp file behind; the rerun writes both."""
+    import curate.tokenize as tk
+    from curate.executor import TaskFailures
+
+    _, tok_path, _ = built
+    real = tk.read_batches
+
+    def breaks_midway(path, batch_size):
+        yield next(real(path, batch_size=batch_size))
+        raise OSError("connection reset")
+
+    monkeypatch.setattr(tk, "read_batches", breaks_midway)
+    out = tmp_path / "k"
+    run = lambda: tokenize(str(shared / PT), tok_path, out, val_fraction=0.2, batch_docs=50,  # noqa: E731
+                           executor=LocalExecutor(1, progress=False))
+    with pytest.raises(TaskFailures, match="connection reset"):
+        run()
+    assert [p.name for p in out.rglob("*") if p.is_file() and p.parent.name in ("train", "val")] == []
+    monkeypatch.undo()
+    m = run()
+    assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*.parquet")) == \
+        ["train/part-00000.parquet", "val/part-00000.parquet"]
+    assert m["splits"]["train"]["docs"] + m["splits"]["val"]["docs"] == 486

@@ -61,6 +61,12 @@ def test_file_urls_give_the_same_run_as_plain_paths(shared, tmp_path, capsys):
     assert cli(["stats", url]) == 0 and cli(["inspect", url, "-n", "1"]) == 0
     printed = capsys.readouterr().out
     assert "extract" in printed and "── " in printed
+    first = [r for f in fs.glob(f"{url}/data/*.parquet") for r in fs.read_table(f).to_pylist()][:2]
+    assert cli(["inspect", url, "-n", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("── ") == 2 and all(f"── {r['id']}  source=" in printed for r in first)
+    assert cli(["inspect", url, "-n", "1", "--rejected"]) == 0
+    assert capsys.readouterr().out.count("drop_reason=") == 1
 
 
 @pytest.fixture

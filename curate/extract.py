@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from curate.document import Document
-from curate.step import Reject, Result, Step
+from curate.step import Reject, Result, Step, check
 
 
 class ExtractTimeout(Exception):
@@ -66,10 +66,10 @@ class _Extractor(Step):
 
     def __init__(self, timeout: float = 5.0, max_html_chars: int = 2_000_000, min_chars: int = 1,
                  max_depth: int = 512):
-        self.timeout = timeout
-        self.max_html_chars = max_html_chars
-        self.min_chars = min_chars
-        self.max_depth = max_depth
+        self.timeout = check(self, "timeout", timeout, float, lo=0)  # 0: no time limit
+        self.max_html_chars = check(self, "max_html_chars", max_html_chars, int, lo=1)
+        self.min_chars = check(self, "min_chars", min_chars, int, lo=0)
+        self.max_depth = check(self, "max_depth", max_depth, int, lo=1)
 
     def extract(self, doc: Document) -> str | None:
         raise NotImplementedError
@@ -101,9 +101,9 @@ class Trafilatura(_Extractor):
 
     def __init__(self, favor_precision: bool = True, include_tables: bool = True, deduplicate: bool = False, **kw):
         super().__init__(**kw)
-        self.favor_precision = favor_precision
-        self.include_tables = include_tables
-        self.deduplicate = deduplicate
+        self.favor_precision = check(self, "favor_precision", favor_precision, bool)
+        self.include_tables = check(self, "include_tables", include_tables, bool)
+        self.deduplicate = check(self, "deduplicate", deduplicate, bool)
 
     def setup(self) -> None:
         import trafilatura
@@ -126,7 +126,7 @@ class Resiliparse(_Extractor):
 
     def __init__(self, main_content: bool = True, **kw):
         super().__init__(**kw)
-        self.main_content = main_content
+        self.main_content = check(self, "main_content", main_content, bool)
 
     def setup(self) -> None:
         from resiliparse.extract.html2text import extract_plain_text

@@ -10,6 +10,9 @@ import pyarrow.parquet as pq
 
 from curate import fs
 from curate.document import Document
+from curate.step import check, config_error
+
+COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 
 
 @dataclass
@@ -23,6 +26,15 @@ class Parquet:
     compression_level: int = 3
     max_shard_bytes: int = 512 * 1024 * 1024
     row_group_docs: int = 10_000
+
+    def __post_init__(self) -> None:
+        codec = self.compression.lower() if isinstance(self.compression, str) else self.compression
+        check(self, "compression", codec, choices=COMPRESSIONS)
+        check(self, "compression_level", self.compression_level, int, optional=True)
+        if codec in ("snappy", "none") and self.compression_level is not None:
+            raise config_error(self, f"compression_level must be None with compression={self.compression!r}")
+        check(self, "max_shard_bytes", self.max_shard_bytes, int, lo=1)
+        check(self, "row_group_docs", self.row_group_docs, int, lo=1)
 
     def open(self, directory: str, stem: str, schema: pa.Schema) -> ShardWriter:
         return ShardWriter(self, directory, stem, schema)

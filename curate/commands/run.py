@@ -30,7 +30,10 @@ def add_parser(sub):
 def load_pipeline(path: str) -> Pipeline:
     if not os.path.isfile(path):
         raise UsageError(f"pipeline file {path!r} does not exist")
-    namespace = runpy.run_path(path, run_name="__pipeline__")
+    try:
+        namespace = runpy.run_path(path, run_name="__pipeline__")
+    except (ValueError, TypeError) as e:  # a bad config value or argument in the file (UsageError included)
+        raise UsageError(f"{path}: {e}") from e
     pipeline = namespace.get("pipeline")
     if not isinstance(pipeline, Pipeline):
         raise UsageError(f"{path} defines no `pipeline = Pipeline(...)`")

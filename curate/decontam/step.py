@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from typing import ClassVar
@@ -9,7 +10,7 @@ from typing import ClassVar
 from curate.decontam.index import Match, NgramIndex, merge_spans
 from curate.document import Document
 from curate.stats import StepStats
-from curate.step import Reject, Result, Step
+from curate.step import Reject, Result, Step, check, config_error
 
 MODES = ("drop", "redact")
 SNIPPET_CHARS = 200  # matched text kept in metadata per match, for `curate decontam report`
@@ -43,15 +44,13 @@ class Decontaminate(Step):
         max_pieces: int = 10,
         min_chars_left: int = 200,
     ):
-        if mode not in MODES:
-            raise ValueError(f"Decontaminate: mode must be one of {MODES}, got {mode!r}")
-        if window_chars < 0 or max_pieces < 1 or min_chars_left < 0:
-            raise ValueError("Decontaminate: window_chars and min_chars_left must be >= 0, max_pieces >= 1")
+        if not isinstance(index_path, (str, os.PathLike)) or not os.fspath(index_path):
+            raise config_error(self, f"index_path must be a path, got {index_path!r}")
         self.index_path = str(index_path)
-        self.mode = mode
-        self.window_chars = window_chars
-        self.max_pieces = max_pieces
-        self.min_chars_left = min_chars_left
+        self.mode = check(self, "mode", mode, choices=MODES)
+        self.window_chars = check(self, "window_chars", window_chars, int, lo=0)
+        self.max_pieces = check(self, "max_pieces", max_pieces, int, lo=1)
+        self.min_chars_left = check(self, "min_chars_left", min_chars_left, int, lo=0)
         self._index: NgramIndex | None = None
         self._counts: Counter = Counter()
 

@@ -23,7 +23,7 @@ from curate import fs
 from curate.dedup import common
 from curate.dedup.text import normalize_batch
 from curate.stats import StepStats
-from curate.step import GlobalContext, GlobalStep
+from curate.step import GlobalContext, GlobalStep, check, config_error
 
 KEYS = ("text", "url", "text+url")
 
@@ -116,10 +116,11 @@ class Exact(GlobalStep):
     name: ClassVar[str] = "exact"
 
     def __init__(self, key: str = "text", keep: str = "first", partitions: int | None = None):
-        if key not in KEYS:
-            raise ValueError(f"key must be one of {', '.join(KEYS)}; got {key!r}")
-        self.key = key
-        self.keep = common.check_keep(keep)
+        self.key = check(self, "key", key, choices=KEYS)
+        self.keep = check(self, "keep", keep, choices=common.KEEP_POLICIES)
+        check(self, "partitions", partitions, int, lo=1, optional=True)
+        if partitions and partitions & (partitions - 1):
+            raise config_error(self, f"partitions must be a power of two or None, got {partitions}")
         self.partitions = partitions
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:

@@ -30,7 +30,7 @@ from curate import fs
 from curate.dedup import common
 from curate.dedup.signatures import permutations, signatures
 from curate.stats import StepStats
-from curate.step import GlobalContext, GlobalStep
+from curate.step import GlobalContext, GlobalStep, check, config_error
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -257,15 +257,19 @@ class MinHash(GlobalStep):
 
     def __init__(self, bands: int = 14, rows: int = 8, threshold: float | None = None, ngram: int = 5,
                  seed: int = 1, keep: str = "first", partitions: int | None = None, batch_docs: int = 4096):
-        if bands < 1 or rows < 1 or ngram < 1:
-            raise ValueError(f"bands, rows and ngram must be >= 1; got {bands}, {rows}, {ngram}")
+        check(self, "bands", bands, int, lo=1, hi=256)  # band numbers are stored as uint8
+        check(self, "rows", rows, int, lo=1)
+        check(self, "ngram", ngram, int, lo=1)
+        check(self, "seed", seed, int, lo=0, hi=2**32 - 1)  # numpy RandomState seeds
+        check(self, "threshold", threshold, float, lo=0, hi=1, lo_open=True, optional=True)
         self.bands, self.rows, self.ngram, self.seed = bands, rows, ngram, seed
         self.threshold = threshold if threshold is not None else round((1 / bands) ** (1 / rows), 4)
-        if not 0 < self.threshold <= 1:
-            raise ValueError(f"threshold must be in (0, 1]; got {self.threshold}")
-        self.keep = common.check_keep(keep)
+        self.keep = check(self, "keep", keep, choices=common.KEEP_POLICIES)
+        check(self, "partitions", partitions, int, lo=1, optional=True)
+        if partitions and partitions & (partitions - 1):
+            raise config_error(self, f"partitions must be a power of two or None, got {partitions}")
         self.partitions = partitions
-        self.batch_docs = batch_docs
+        self.batch_docs = check(self, "batch_docs", batch_docs, int, lo=1)
 
     @classmethod
     def for_threshold(cls, threshold: float, num_perm: int = 112, **kw) -> MinHash:

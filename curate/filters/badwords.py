@@ -8,12 +8,13 @@ the few word sequences that start with a phrase's first word. This is what makes
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 from curate.document import Document
 from curate.filters._text import TOKEN_RE, read_word_file, shipped_languages, shipped_words, text_stats
 from curate.stats import StepStats
-from curate.step import Filter
+from curate.step import Filter, check, check_file, check_strings, config_error
 
 
 class _Lexicon:
@@ -83,9 +84,17 @@ class BadWords(Filter):
         lists: Mapping[str, Iterable[str] | str] | None = None,
         default_lang: str = "en",
     ):
-        self.languages = tuple(languages)
-        self.lists = dict(lists) if lists else None
-        self.default_lang = default_lang
+        if not lists:
+            self.languages = check_strings(self, "languages", languages, choices=shipped_languages("ldnoobw"))
+            self.lists = None
+        else:
+            self.languages = check_strings(self, "languages", languages)
+            if not isinstance(lists, Mapping):
+                raise config_error(self, f"lists must be a dict {{language: words or file path}}, got {lists!r}")
+            self.lists = {check(self, "lists language", lang, str): check_file(self, f"lists[{lang!r}]", v)
+                          if isinstance(v, (str, os.PathLike)) else check_strings(self, f"lists[{lang!r}]", v)
+                          for lang, v in lists.items()}
+        self.default_lang = check(self, "default_lang", default_lang, str)
         self._matcher: BadWordMatcher | None = None
         self._no_list = 0
         self._found: dict[str, int] = {}

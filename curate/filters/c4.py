@@ -14,9 +14,10 @@ import re
 from collections import Counter
 
 from curate.document import Document
+from curate.filters._text import shipped_languages
 from curate.filters.badwords import BadWordMatcher
 from curate.stats import StepStats
-from curate.step import Reject, Result, Step
+from curate.step import Reject, Result, Step, check, check_strings
 
 CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]", re.IGNORECASE)
 POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")
@@ -58,18 +59,19 @@ class C4(Step):
         bad_words_languages: tuple[str, ...] = ("en",),
         default_lang: str = "en",
     ):
-        self.min_words_per_line = min_words_per_line
-        self.min_sentences = min_sentences
-        self.max_word_length = max_word_length
-        self.remove_citations = remove_citations
-        self.require_terminal_punct = require_terminal_punct
-        self.end_marks = tuple(end_marks)
-        self.drop_javascript_lines = drop_javascript_lines
-        self.drop_policy_lines = drop_policy_lines
-        self.drop_lorem_ipsum = drop_lorem_ipsum
-        self.drop_curly_bracket = drop_curly_bracket
-        self.bad_words_languages = tuple(bad_words_languages)
-        self.default_lang = default_lang
+        self.min_words_per_line = check(self, "min_words_per_line", min_words_per_line, int, lo=0)
+        self.min_sentences = check(self, "min_sentences", min_sentences, int, lo=0)
+        self.max_word_length = check(self, "max_word_length", max_word_length, int, lo=0)  # 0: no limit
+        self.remove_citations = check(self, "remove_citations", remove_citations, bool)
+        self.require_terminal_punct = check(self, "require_terminal_punct", require_terminal_punct, bool)
+        self.end_marks = check_strings(self, "end_marks", end_marks, empty=not require_terminal_punct)
+        self.drop_javascript_lines = check(self, "drop_javascript_lines", drop_javascript_lines, bool)
+        self.drop_policy_lines = check(self, "drop_policy_lines", drop_policy_lines, bool)
+        self.drop_lorem_ipsum = check(self, "drop_lorem_ipsum", drop_lorem_ipsum, bool)
+        self.drop_curly_bracket = check(self, "drop_curly_bracket", drop_curly_bracket, bool)
+        self.bad_words_languages = check_strings(self, "bad_words_languages", bad_words_languages,
+                                                 choices=shipped_languages("ldnoobw"))
+        self.default_lang = check(self, "default_lang", default_lang, str)
         self._bad: BadWordMatcher | None = None
         self._lines: Counter = Counter()
         self._rewritten = 0

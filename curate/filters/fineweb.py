@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from curate.document import Document
 from curate.filters._text import TERMINAL_PUNCTUATION, find_duplicates, text_stats
-from curate.step import Filter
+from curate.step import Filter, check, check_strings
 
 
 class FineWeb(Filter):
@@ -28,13 +28,14 @@ class FineWeb(Filter):
         max_newline_word_ratio: float = 0.3,
         end_chars: tuple[str, ...] = TERMINAL_PUNCTUATION,
     ):
-        self.min_punct_line_ratio = min_punct_line_ratio
-        self.punct_exclude_zero = punct_exclude_zero
-        self.max_short_line_ratio = max_short_line_ratio
-        self.short_line_chars = short_line_chars
-        self.max_dup_line_char_ratio = max_dup_line_char_ratio
-        self.max_newline_word_ratio = max_newline_word_ratio
-        self.end_chars = tuple(end_chars)
+        self.min_punct_line_ratio = check(self, "min_punct_line_ratio", min_punct_line_ratio, float, lo=0, hi=1)
+        self.punct_exclude_zero = check(self, "punct_exclude_zero", punct_exclude_zero, bool)
+        self.max_short_line_ratio = check(self, "max_short_line_ratio", max_short_line_ratio, float, lo=0, hi=1)
+        self.short_line_chars = check(self, "short_line_chars", short_line_chars, int, lo=0)
+        self.max_dup_line_char_ratio = check(self, "max_dup_line_char_ratio", max_dup_line_char_ratio, float, lo=0, hi=1)
+        # newlines per word: a share only by habit, a page of one-word lines has 1
+        self.max_newline_word_ratio = check(self, "max_newline_word_ratio", max_newline_word_ratio, float, lo=0)
+        self.end_chars = check_strings(self, "end_chars", end_chars, empty=False)
 
     def reject_rule(self, doc: Document) -> str | None:
         st = text_stats(doc.text)

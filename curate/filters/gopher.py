@@ -14,7 +14,7 @@ import numpy as np
 from curate.document import Document
 from curate.filters._text import HAS_LETTER, find_duplicates, shipped_words, text_stats
 from curate.stats import StepStats
-from curate.step import Filter
+from curate.step import Filter, check, check_order, check_strings, config_error
 
 # The paper's list: a document must contain at least two of these English words.
 GOPHER_STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
@@ -25,9 +25,21 @@ ELLIPSES = ("...", "…")
 def _stop_word_table(stop_words: Iterable[str] | Mapping[str, Iterable[str]] | None) -> dict[str, frozenset[str]]:
     if stop_words is None:
         return {}
+    owner = "GopherQuality"
     if isinstance(stop_words, Mapping):
-        return {lang: frozenset(w.lower() for w in ws) for lang, ws in stop_words.items()}
-    return {"*": frozenset(w.lower() for w in stop_words)}
+        return {check(owner, "stop_words language", lang, str): frozenset(
+            w.lower() for w in check_strings(owner, f"stop_words[{lang!r}]", ws)) for lang, ws in stop_words.items()}
+    return {"*": frozenset(w.lower() for w in check_strings(owner, "stop_words", stop_words))}
+
+
+def _ngram_limits(owner: str, name: str, limits: Mapping[int, float]) -> dict[int, float]:
+    """{n: fraction} with n >= 2 (the n-gram rules start at bigrams)."""
+    if not isinstance(limits, Mapping):
+        raise config_error(owner, f"{name} must be a dict {{n: fraction}}, got {limits!r}")
+    for n, frac in limits.items():
+        check(owner, f"{name} n-gram size", n, int, lo=2)
+        check(owner, f"{name}[{n}]", frac, float, lo=0, hi=1)
+    return dict(limits)
 
 
 class GopherQuality(Filter):
@@ -62,19 +74,23 @@ class GopherQuality(Filter):
         default_lang: str = "en",
         punctuation_counts_as_words: bool = True,
     ):
-        self.min_words = min_words
-        self.max_words = max_words
-        self.min_mean_word_length = min_mean_word_length
-        self.max_mean_word_length = max_mean_word_length
-        self.max_hash_ratio = max_hash_ratio
-        self.max_ellipsis_ratio = max_ellipsis_ratio
-        self.max_bullet_lines_ratio = max_bullet_lines_ratio
-        self.max_ellipsis_lines_ratio = max_ellipsis_lines_ratio
-        self.min_alpha_words_ratio = min_alpha_words_ratio
-        self.min_stop_words = min_stop_words
+        self.min_words = check(self, "min_words", min_words, int, lo=0)
+        self.max_words = check(self, "max_words", max_words, int, lo=0)
+        check_order(self, "min_words", min_words, "max_words", max_words)
+        self.min_mean_word_length = check(self, "min_mean_word_length", min_mean_word_length, float, lo=0)
+        self.max_mean_word_length = check(self, "max_mean_word_length", max_mean_word_length, float, lo=0)
+        check_order(self, "min_mean_word_length", min_mean_word_length, "max_mean_word_length", max_mean_word_length)
+        # per-word counts, not shares: a page can hold more "#" than words
+        self.max_hash_ratio = check(self, "max_hash_ratio", max_hash_ratio, float, lo=0)
+        self.max_ellipsis_ratio = check(self, "max_ellipsis_ratio", max_ellipsis_ratio, float, lo=0)
+        self.max_bullet_lines_ratio = check(self, "max_bullet_lines_ratio", max_bullet_lines_ratio, float, lo=0, hi=1)
+        self.max_ellipsis_lines_ratio = check(self, "max_ellipsis_lines_ratio", max_ellipsis_lines_ratio, float,
+                                              lo=0, hi=1)
+        self.min_alpha_words_ratio = check(self, "min_alpha_words_ratio", min_alpha_words_ratio, float, lo=0, hi=1)
+        self.min_stop_words = check(self, "min_stop_words", min_stop_words, int, lo=0)
         self.stop_words = _stop_word_table(stop_words)
-        self.default_lang = default_lang
-        self.punctuation_counts_as_words = punctuation_counts_as_words
+        self.default_lang = check(self, "default_lang", default_lang, str)
+        self.punctuation_counts_as_words = check(self, "punctuation_counts_as_words", punctuation_counts_as_words, bool)
         self._unavailable = 0
 
     def _stop_words(self, lang: str) -> frozenset[str] | None:
@@ -168,16 +184,17 @@ class GopherRepetition(Filter):
         max_top_ngram_char_frac: Mapping[int, float] | None = None,
         max_dup_ngram_char_frac: Mapping[int, float] | None = None,
     ):
-        self.max_dup_line_frac = max_dup_line_frac
-        self.max_dup_para_frac = max_dup_para_frac
-        self.max_dup_line_char_frac = max_dup_line_char_frac
-        self.max_dup_para_char_frac = max_dup_para_char_frac
+        self.max_dup_line_frac = check(self, "max_dup_line_frac", max_dup_line_frac, float, lo=0, hi=1)
+        self.max_dup_para_frac = check(self, "max_dup_para_frac", max_dup_para_frac, float, lo=0, hi=1)
+        self.max_dup_line_char_frac = check(self, "max_dup_line_char_frac", max_dup_line_char_frac, float, lo=0, hi=1)
+        self.max_dup_para_char_frac = check(self, "max_dup_para_char_frac", max_dup_para_char_frac, float, lo=0, hi=1)
         if max_top_ngram_char_frac is None:
             max_top_ngram_char_frac = {2: 0.20, 3: 0.18, 4: 0.16}
         if max_dup_ngram_char_frac is None:
             max_dup_ngram_char_frac = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
-        self.max_top_ngram_char_frac = dict(max_top_ngram_char_frac)  # n -> limit; {} turns the rule off
-        self.max_dup_ngram_char_frac = dict(max_dup_ngram_char_frac)
+        # n -> limit; {} turns the rule off
+        self.max_top_ngram_char_frac = _ngram_limits("GopherRepetition", "max_top_ngram_char_frac", max_top_ngram_char_frac)
+        self.max_dup_ngram_char_frac = _ngram_limits("GopherRepetition", "max_dup_ngram_char_frac", max_dup_ngram_char_frac)
 
     def reject_rule(self, doc: Document) -> str | None:
         text = doc.text

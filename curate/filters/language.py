@@ -10,7 +10,16 @@ from curate import models
 from curate.document import Document
 from curate.filters._text import HAS_LETTER
 from curate.stats import StepStats
-from curate.step import Reject, Result, Step
+from curate.step import Reject, Result, Step, check, check_strings, config_error
+
+# The labels of lid.176: a code outside them would never match, so every document would be `unlisted`.
+LID176_LANGUAGES = frozenset("""
+af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb co cs cv cy da de
+diq dsb dty dv el eml en eo es et eu fa fi fr frr fy ga gd gl gn gom gu gv he hi hif hr hsb ht hu hy ia id ie ilo
+io is it ja jbo jv ka kk km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn mr mrj ms
+mt mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pfl pl pms pnb ps pt qu rm ro ru rue sa sah sc scn
+sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv ug uk ur uz vec vep vi vls vo wa war wuu xal xmf
+yi yo yue zh""".split())  # noqa: SIM905
 
 
 class Language(Step):
@@ -34,10 +43,15 @@ class Language(Step):
         model_path: str | os.PathLike | None = None,
         max_chars: int = 10_000,
     ):
-        self.languages = None if languages is None else tuple(languages)
-        self.threshold = threshold
+        if model_path is not None and not isinstance(model_path, (str, os.PathLike)):
+            raise config_error(self, f"model_path must be a path or None, got {model_path!r}")
+        # another model (model_path, $PENEIRA_LID_MODEL) may have other labels: then any code goes
+        known = LID176_LANGUAGES if model_path is None and not os.environ.get(models.MODELS["lid"].env) else None
+        self.languages = None if languages is None else check_strings(self, "languages", languages, choices=known,
+                                                                      empty=False)
+        self.threshold = check(self, "threshold", threshold, float, lo=0, hi=1)
         self.model_path = model_path
-        self.max_chars = max_chars
+        self.max_chars = check(self, "max_chars", max_chars, int, lo=1)
         self._model = None
         self._seen: Counter = Counter()
 

@@ -7,7 +7,7 @@ import re
 
 from curate.document import Document
 from curate.stats import StepStats
-from curate.step import Step
+from curate.step import Step, check, config_error
 
 EMAIL = re.compile(
     r"(?<![\w.+-])[\w.+-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
@@ -41,8 +41,11 @@ class Pii(Step):
         email_placeholder: str = "<EMAIL>",
         ip_placeholder: str = "<IP_ADDRESS>",
     ):
-        self.emails = emails
-        self.ips = ips
+        self.emails = check(self, "emails", emails, bool)
+        self.ips = check(self, "ips", ips, bool)
+        for name, value in (("email_placeholder", email_placeholder), ("ip_placeholder", ip_placeholder)):
+            if not isinstance(value, str):  # "" is allowed: it deletes the address
+                raise config_error(self, f"{name} must be a string, got {value!r}")
         self.email_placeholder = email_placeholder
         self.ip_placeholder = ip_placeholder
         self._counts = {"emails": 0, "ips": 0, "docs_redacted": 0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -9,7 +10,7 @@ from urllib.parse import urlsplit
 from curate.document import Document
 from curate.filters._text import read_word_file, shipped_words
 from curate.stats import StepStats
-from curate.step import Filter
+from curate.step import Filter, check, check_file, check_strings
 
 _URL_WORDS = re.compile(r"[^a-z0-9]+")
 
@@ -20,6 +21,19 @@ def _load(entries: str | Iterable[str] | None) -> frozenset[str]:
         return frozenset()
     items = read_word_file(entries) if isinstance(entries, str) else list(entries)
     return frozenset(e.strip().lower() for e in items if e.strip())
+
+
+def _check_list(owner: Filter, name: str, entries: str | os.PathLike | Iterable[str] | None):
+    """None, a path to an existing file, or a list of strings (blank entries are skipped on load)."""
+    if entries is None:
+        return None
+    if isinstance(entries, (str, os.PathLike)):
+        return check_file(owner, name, entries)
+    if not isinstance(entries, Iterable):
+        check_strings(owner, name, entries)  # raises: not a list
+    items = list(entries)
+    check_strings(owner, name, [e for e in items if e != ""])  # raises at the first non-string
+    return items
 
 
 def host_of(url: str) -> str:
@@ -54,11 +68,11 @@ class Url(Filter):
         soft_banned_words: str | Iterable[str] | None = None,
         min_soft_banned_words: int = 2,
     ):
-        self.blocked_domains = blocked_domains
-        self.blocked_urls = blocked_urls
-        self.banned_words = banned_words
-        self.soft_banned_words = soft_banned_words
-        self.min_soft_banned_words = min_soft_banned_words
+        self.blocked_domains = _check_list(self, "blocked_domains", blocked_domains)
+        self.blocked_urls = _check_list(self, "blocked_urls", blocked_urls)
+        self.banned_words = _check_list(self, "banned_words", banned_words)
+        self.soft_banned_words = _check_list(self, "soft_banned_words", soft_banned_words)
+        self.min_soft_banned_words = check(self, "min_soft_banned_words", min_soft_banned_words, int, lo=1)
         self._no_url = 0
         self._lists: tuple[frozenset[str], ...] | None = None
 

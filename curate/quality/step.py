@@ -17,7 +17,7 @@ from curate.document import Document
 from curate.pipeline import UsageError
 from curate.quality.model import QualityModel, load_model
 from curate.stats import StepStats
-from curate.step import GlobalContext, GlobalStep, Reject, Result, Step
+from curate.step import GlobalContext, GlobalStep, Reject, Result, Step, check, config_error
 
 BELOW = "below_threshold"
 READ_BATCH = 1024
@@ -42,10 +42,10 @@ class Classifier(Step):
     def __init__(self, model_path: str | os.PathLike, *, threshold: float | None = None, top_fraction: float | None = None):
         if (threshold is None) == (top_fraction is None):
             raise UsageError("quality.Classifier needs exactly one of threshold= (a score cut) or top_fraction= (a share to keep)")
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise UsageError(f"quality.Classifier threshold must be in [0, 1], got {threshold}")
-        if top_fraction is not None and not 0.0 < top_fraction <= 1.0:
-            raise UsageError(f"quality.Classifier top_fraction must be in (0, 1], got {top_fraction}")
+        check("Classifier", "threshold", threshold, float, lo=0, hi=1, optional=True)
+        check("Classifier", "top_fraction", top_fraction, float, lo=0, hi=1, lo_open=True, optional=True)
+        if not isinstance(model_path, (str, os.PathLike)) or not os.fspath(model_path):
+            raise config_error("Classifier", f"model_path must be a path, got {model_path!r}")
         self.model_path = os.fspath(model_path)
         self.threshold = threshold
         self.top_fraction = top_fraction

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -110,6 +111,13 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path, monkeyp
     state = checkpoint.load(tmp_path / "ckpt.pt")
     assert state["step"] == 4
     assert all(torch.isfinite(v).all() for v in state["model"].values())
+    assert f"the last good checkpoint is {tmp_path / 'ckpt.pt'} (step 4)" in result.diverged
+
+    # a new run (not resumed) into the same directory: the checkpoint there is another run's, not a good one of this run
+    calls["n"] = 0
+    again = train(dataclasses.replace(cfg, ckpt_every=0))
+    assert again.step == 4 and "no checkpoint was written yet" in again.diverged
+    assert checkpoint.load(tmp_path / "ckpt.pt")["step"] == 4  # the earlier file is left alone
 
 
 def test_sample_and_surprise_from_checkpoint(trained, capsys):

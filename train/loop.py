@@ -123,6 +123,7 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
     raw = GPT(mcfg).to(device)  # the unwrapped module: its state_dict has no `_orig_mod.`/`module.` prefixes
     optimizer = build_optimizer(raw, cfg, device)
     step, first_loss = 0, None
+    saved_step = None  # step of the checkpoint this run resumed from or last wrote (a file left by another run is not ours)
     if resume and ckpt_path.is_file():
         state = checkpoint.load(ckpt_path, map_location=device)
         raw.load_state_dict(state["model"])
@@ -130,6 +131,7 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         loader.load_state_dict(state["loader"])
         checkpoint.set_rng_state(state["rng"])
         step, first_loss = state["step"], state["first_loss"]
+        saved_step = step
         say(f"resumed from {ckpt_path} at step {step}")
     elif resume:
         say(f"--resume: no checkpoint in {out}, starting from scratch")
@@ -173,8 +175,8 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         if not (math.isfinite(loss_value) and math.isfinite(norm_value)) or (
             cfg.divergence_factor and loss_value > cfg.divergence_factor * first_loss
         ):
-            kept = (f"the last good checkpoint is {ckpt_path} (step {checkpoint.load(ckpt_path)['step']})"
-                    if ckpt_path.is_file() else "no checkpoint was written yet")
+            kept = (f"the last good checkpoint is {ckpt_path} (step {saved_step})"
+                    if saved_step is not None else "no checkpoint was written yet")
             result.diverged = (f"loss diverged at step {step + 1}: loss {loss_value:.4g}, grad norm {norm_value:.4g} "
                                f"(first loss {first_loss:.4g}, lr {optimizer_lr(cfg, lr_scale):.3g}); stopped, {kept}. "
                                "Try a lower lr, more warmup_steps or grad_clip.")
@@ -212,18 +214,22 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
                 record["val_loss"] = result.val_loss
             log.write(record)
             interval_time, interval_steps = 0.0, 0
-        if master and ((cfg.ckpt_every and step % cfg.ckpt_every == 0) or step == stop):
+        ckpt_due = (cfg.ckpt_every and step % cfg.ckpt_every == 0) or step == stop
+        if master and ckpt_due:
             checkpoint.save_atomic({
                 "model": raw.state_dict(), "optimizer": optimizer.state_dict(), "loader": loader.state_dict(),
                 "rng": checkpoint.rng_state(), "step": step, "first_loss": first_loss,
                 "config": cfg.to_dict(), "model_config": asdict(mcfg), "eos_id": train_set.eos_id,
                 "tokenizer": train_set.manifest.get("tokenizer"),
             }, ckpt_path)
-            if cfg.plots:
+            if cfg.plots and step != stop:  # the final plot is drawn once, below
                 plot_run(out / "metrics.jsonl", out)
+        if ckpt_due:
+            saved_step = step
     bar.close()
-    if master and cfg.plots and (out / "metrics.jsonl").stat().st_size:
-        plot_run(out / "metrics.jsonl", out)
+    metrics_file = out / "metrics.jsonl"
+    if master and cfg.plots and metrics_file.is_file() and metrics_file.stat().st_size:
+        plot_run(metrics_file, out)
     if master and not result.diverged:
         summary = {"step": step, "loss": result.losses[-1] if result.losses else None, "val_loss": result.val_loss}
         print(f"done: {json.dumps(summary)}; checkpoint {ckpt_path}")

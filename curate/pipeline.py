@@ -162,7 +162,8 @@ class Run:
         """Refuse to resume into an output made by a different pipeline: that would mix two corpora."""
         fs.makedirs(fs.join(self.out, "_work"))
         path = fs.join(self.out, "_work", "config.json")
-        config = {"pipeline": self.p.describe(), "inputs": self.files, "limit": self.limit}
+        config = {"pipeline": self.p.describe(), "inputs": self.files, "limit": self.limit,
+                  "rejected": self.rejected_dir is not None}  # a resume without it would leave rejected/ partial
         if fs.exists(path):
             with fs.open(path, "r", encoding="utf-8") as f:
                 old = json.load(f)

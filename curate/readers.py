@@ -176,10 +176,48 @@ def _open_text(path: str) -> Iterator[io.TextIOBase]:
         if path.endswith(".gz"):
             f = stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb"))
         elif path.endswith(".zst"):
-            import zstandard
-
-            f = stack.enter_context(zstandard.open(f, "rb"))
+            f = stack.enter_context(io.BufferedReader(_StrictZstd(f)))
         yield stack.enter_context(io.TextIOWrapper(f, encoding="utf-8", errors="replace"))
+
+
+class _StrictZstd(io.RawIOBase):
+    """Decompressed zstd frames that raise EOFError when the input ends inside a frame.
+
+    zstandard's own reader returns a truncated file's prefix as if it were whole, which would turn a
+    half-copied shard into silently missing documents instead of a counted `read:corrupt_stream`.
+    """
+
+    def __init__(self, raw: Any):
+        import zstandard
+
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self.raw, self.dec, self.pending = raw, self._new(), b""
+        self.in_frame = False  # bytes of a frame were fed and its end not seen yet
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        while not self.pending:
+            chunk = self.raw.read(1 << 16)
+            if not chunk:
+                if self.in_frame:
+                    raise EOFError("zstd input ends inside a frame (truncated file)")
+                return 0
+            self.pending = self._feed(chunk)
+        n = min(len(buf), len(self.pending))
+        buf[:n], self.pending = self.pending[:n], self.pending[n:]
+        return n
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out = []
+        while chunk:
+            out.append(self.dec.decompress(chunk))
+            self.in_frame = not self.dec.eof
+            chunk = b""
+            if self.dec.eof:  # the frame is complete; more input is a concatenated frame
+                chunk, self.dec = self.dec.unused_data, self._new()
+        return b"".join(out)
 
 
 class Jsonl(Reader):

@@ -98,6 +98,21 @@ def test_jsonl_zst_equals_gz(shared, tmp_path):
     assert [(d.id, d.text) for d in a] == [(d.id, d.text) for d in b]
 
 
+def test_jsonl_zst_truncated_is_counted_and_concatenated_frames_read(shared, tmp_path):
+    import zstandard
+
+    frame = zstandard.ZstdCompressor().compress(gzip.decompress((shared / DOLMA).read_bytes()))
+    two = tmp_path / "two.jsonl.zst"
+    two.write_bytes(frame + frame)  # `cat a.zst b.zst` is a valid zstd file
+    docs, stats = read(readers.Jsonl(), two)
+    assert len(docs) == 2 * 697 and not stats.dropped
+    cut = tmp_path / "cut.jsonl.zst"
+    cut.write_bytes(frame[: len(frame) // 2])
+    docs, stats = read(readers.Jsonl(), cut)
+    assert 0 < len(docs) < 697
+    assert stats.dropped == {"read:corrupt_stream": 1}
+
+
 def test_jsonl_custom_keys_and_bad_lines(shared, tmp_path):
     docs, _ = read(readers.Jsonl(text_key="prompt", id_key="task_id"), shared / "benchmarks/humaneval/HumanEval.jsonl.gz")
     assert len(docs) == 164 and docs[0].id == "HumanEval/0" and "def " in docs[0].text

@@ -17,11 +17,15 @@ def save_atomic(state: dict[str, Any], path: Path) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over the old checkpoint: the rename is
     atomic, so a kill at any moment leaves either the previous checkpoint or the new one, never half of one."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk or a kill mid-write must not leave a half file behind
+        raise
 
 
 def rng_state() -> dict[str, Any]:

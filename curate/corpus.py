@@ -52,22 +52,22 @@ def read_batches(path: str, batch_size: int = 1024, source: str | None = None) -
     parse are skipped: this reads finished corpora, where the curation run already counted them.
     """
     if path.endswith(".parquet"):
-        pf = pq.ParquetFile(path)
-        names = pf.schema_arrow.names
-        if "text" not in names:
-            raise UsageError(f"{path}: no 'text' column (columns: {names})")
-        cols = [c for c in ("id", "text", "source") if c in names]
-        start = 0
-        for rb in pf.iter_batches(batch_size=batch_size, columns=cols):
-            n = rb.num_rows
-            texts = rb.column("text").to_pylist()
-            ids = rb.column("id").to_pylist() if "id" in cols else [f"{path}:{start + i}" for i in range(n)]
-            srcs = [source] * n if source or "source" not in cols else rb.column("source").to_pylist()
-            keep = [i for i, t in enumerate(texts) if isinstance(t, str)]
-            if len(keep) < n:
-                ids, texts, srcs = [ids[i] for i in keep], [texts[i] for i in keep], [srcs[i] for i in keep]
-            start += n
-            yield Batch([str(i) for i in ids], texts, [s or "unknown" for s in srcs])
+        with pq.ParquetFile(path) as pf:  # closed when the generator ends
+            names = pf.schema_arrow.names
+            if "text" not in names:
+                raise UsageError(f"{path}: no 'text' column (columns: {names})")
+            cols = [c for c in ("id", "text", "source") if c in names]
+            start = 0
+            for rb in pf.iter_batches(batch_size=batch_size, columns=cols):
+                n = rb.num_rows
+                texts = rb.column("text").to_pylist()
+                ids = rb.column("id").to_pylist() if "id" in cols else [f"{path}:{start + i}" for i in range(n)]
+                srcs = [source] * n if source or "source" not in cols else rb.column("source").to_pylist()
+                keep = [i for i, t in enumerate(texts) if isinstance(t, str)]
+                if len(keep) < n:
+                    ids, texts, srcs = [ids[i] for i in keep], [texts[i] for i in keep], [srcs[i] for i in keep]
+                start += n
+                yield Batch([str(i) for i in ids], texts, [s or "unknown" for s in srcs])
         return
     from curate.readers import Jsonl
 

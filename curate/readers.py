@@ -272,6 +272,10 @@ class Parquet(Reader):
             self.skip(stats, "not_parquet")
             stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
             return
+        with pf:  # ParquetFile keeps its file open until closed
+            yield from self._rows(pf, path, stats)
+
+    def _rows(self, pf: Any, path: str, stats: StepStats) -> Iterator[Document]:
         names = pf.schema_arrow.names
         if self.text_key not in names:
             self.skip(stats, "bad_schema")

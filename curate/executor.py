@@ -46,21 +46,48 @@ def call_captured(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
         return False, (f"{type(e).__name__}: {e}", traceback.format_exc())
 
 
-class Progress:
-    """A progress bar over tasks that also shows documents per second from finished task results."""
+# Live document counts. Tasks call `count_docs` as they read; in this process it feeds the bar
+# directly, in pool workers it adds to a shared counter that the parent polls. Where nothing listens
+# (Ray workers) it does nothing, and the bar counts documents as tasks finish instead.
+_ON_DOCS: Callable[[int], None] | None = None
+_SHARED_DOCS: Any = None
 
-    def __init__(self, total: int, desc: str, enabled: bool):
+
+def count_docs(n: int) -> None:
+    if _ON_DOCS is not None:
+        _ON_DOCS(n)
+    elif _SHARED_DOCS is not None:
+        with _SHARED_DOCS.get_lock():
+            _SHARED_DOCS.value += n
+
+
+def _init_pool_worker(counter: Any) -> None:
+    global _SHARED_DOCS
+    _SHARED_DOCS = counter
+
+
+class Progress:
+    """A progress bar over tasks with documents per second, live when tasks report as they go."""
+
+    def __init__(self, total: int, desc: str, enabled: bool, live: bool = False):
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, desc=desc, unit="task", disable=not enabled, file=sys.stderr, dynamic_ncols=True)
         self.docs = 0
+        self.live = live  # documents come from count_docs, not from finished results
         self.start = time.perf_counter()
 
+    def set_docs(self, docs: int) -> None:
+        self.docs = docs
+        rate = docs / max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"{docs:,} docs, {rate:,.0f} docs/s")
+
+    def add_docs(self, n: int) -> None:
+        self.set_docs(self.docs + n)
+
     def done(self, result: Any) -> None:
-        if isinstance(result, dict):
-            self.docs += int(result.get("docs", 0))
-        rate = self.docs / max(time.perf_counter() - self.start, 1e-9)
-        self.bar.set_postfix_str(f"{self.docs:,} docs, {rate:,.0f} docs/s")
+        if not self.live and isinstance(result, dict):
+            self.add_docs(int(result.get("docs", 0)))
         self.bar.update(1)
 
     def close(self) -> None:
@@ -100,26 +127,32 @@ class LocalExecutor(Executor):
         self.progress = progress
 
     def map(self, fn, items, desc="tasks", labels=()):
-        bar = Progress(len(items), desc, self.progress)
+        global _ON_DOCS
+        bar = Progress(len(items), desc, self.progress, live=True)
         outcomes: list[tuple[bool, Any]] = [(False, ("not run", ""))] * len(items)
         try:
             if self.workers == 1 or len(items) <= 1:
+                _ON_DOCS = bar.add_docs
                 for i, item in enumerate(items):
                     outcomes[i] = call_captured(fn, item)
                     bar.done(outcomes[i][1] if outcomes[i][0] else None)
             else:
                 self._pool_map(fn, items, outcomes, bar)
         finally:
+            _ON_DOCS = None
             bar.close()
         return self._collect(outcomes, labels)
 
     def _pool_map(self, fn, items, outcomes, bar) -> None:
         ctx = mp.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(items)), mp_context=ctx) as pool:
+        counter = ctx.Value("q", 0)
+        workers = min(self.workers, len(items))
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_pool_worker, initargs=(counter,)) as pool:
             futures = {pool.submit(call_captured, fn, item): i for i, item in enumerate(items)}
             pending = set(futures)
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                bar.set_docs(counter.value)
                 for fut in finished:
                     i = futures[fut]
                     try:

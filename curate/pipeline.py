@@ -19,7 +19,7 @@ import cloudpickle
 
 from curate import fs
 from curate.document import Document, shard_schema
-from curate.executor import Executor, make_executor
+from curate.executor import Executor, count_docs, make_executor
 from curate.readers import Parquet as ParquetReader
 from curate.readers import Reader
 from curate.stats import StepStats, merge_step_lists
@@ -311,9 +311,11 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej) -> dict:
         read_stats.chars_in += len(doc.html if doc.html is not None else doc.text)  # raw size as read
         batch.append(doc)
         if len(batch) >= BATCH_DOCS:
+            count_docs(len(batch))
             _run_batch(stage.steps, step_stats, batch, writer, rej)
             batch = []
     if batch:
+        count_docs(len(batch))
         _run_batch(stage.steps, step_stats, batch, writer, rej)
     for s, st in zip(stage.steps, step_stats, strict=True):
         if st.docs_in and st.errors == st.docs_in and st.docs_in >= 3:
@@ -325,7 +327,7 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej) -> dict:
     outputs = writer.commit()
     if rej is not None:
         rej.commit()
-    result = {"path": task.path, "outputs": outputs, "docs": read_stats.docs_in,
+    result = {"path": task.path, "outputs": outputs, "docs": read_stats.docs_out,
               "steps": [s.to_dict() for s in [read_stats, *step_stats]]}
     atomic_write_text(task.stats_path, json.dumps(result))
     atomic_write_text(task.done_path, "")

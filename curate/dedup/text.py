@@ -4,13 +4,19 @@ Two copies of a page differ in ways that say nothing about their content: case, 
 Unicode compatibility forms (full-width letters, ligatures), numbers (dates, counters, prices) and
 whitespace. Both dedup steps compare documents after folding all of these away:
 
-1. Unicode NFKC, then lowercase (Python's `str` methods);
+1. Unicode NFKC, then lowercase (exactly `unicodedata.normalize("NFKC", t).lower()`);
 2. every decimal digit becomes `0`;
 3. every run of characters that are not letters, marks or numbers (punctuation, symbols,
    whitespace, `_`) becomes one space, with none at either end.
 
-Steps 2 and 3 run compiled over a whole batch (a code-point class table and one pass over the
-UTF-8 bytes), because as regular expressions they cost more than hashing the shingles.
+All three steps run in one compiled pass over the UTF-8 bytes of a batch (numba), with
+per-code-point tables built once per process from the running Python's `unicodedata`, because
+Python's NFKC and regular expressions cost more than hashing the shingles. NFKC may be applied one
+character at a time wherever each character starts a normalisation segment (its NFKD begins with
+a starter that no composition takes as its second part; see `_tables`), and `str.lower` may be
+except for `Σ` (final sigma) and `İ`. A document containing any other character (combining marks,
+conjoining jamo, ...) is normalised and lowercased by Python instead, and the compiled pass does
+steps 2 and 3 only; both routes give the same bytes.
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ import numpy as np
 import pyarrow as pa
 
 SEP, WORD, DIGIT = 0, 1, 2
+MAPPED, PYTHON = 3, 4  # kinds of `_tables`: replaced by a pool entry; document goes through Python
+
+
+@lru_cache(maxsize=1)
+def _categories() -> np.ndarray:
+    every = "".join(map(chr, range(0x110000)))
+    return np.frombuffer("".join(map(unicodedata.category, every)).encode("ascii"), dtype=np.uint8).reshape(-1, 2)
 
 
 @lru_cache(maxsize=1)
@@ -32,44 +45,167 @@ def char_classes() -> np.ndarray:
     Built once per process from the two-letter general categories of all code points at once
     (about half a second), so it always matches the running Python's Unicode version.
     """
-    every = "".join(map(chr, range(0x110000)))
-    cats = np.frombuffer("".join(map(unicodedata.category, every)).encode("ascii"), dtype=np.uint8).reshape(-1, 2)
+    cats = _categories()
     table = np.zeros(0x110000, dtype=np.uint8)
     table[np.isin(cats[:, 0], np.frombuffer(b"LMN", dtype=np.uint8))] = WORD
     table[(cats[:, 0] == ord("N")) & (cats[:, 1] == ord("d"))] = DIGIT
     return table
 
 
+def _per_char(form: str, chars: list[str]) -> list[str]:
+    """`unicodedata.normalize(form, c)` of each character, in one call (NUL separates them: it is a
+    starter that nothing composes with, so it splits the string into independent segments)."""
+    return unicodedata.normalize(form, "\x00".join(chars)).split("\x00")
+
+
+@lru_cache(maxsize=1)
+def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the compiled pass does with each code point: (kind, start, pool_cp, pool_cls, ascii_out).
+
+    kind[c] is SEP, WORD or DIGIT when `nfkc(c).lower() == c` (copy its bytes; that class),
+    MAPPED when it is other characters (pool_cp[start[c]:start[c + 1]], of classes pool_cls), and
+    PYTHON when the document must be normalised by Python (never an ASCII character):
+
+    * c does not start a segment: NFKD(c) is empty, or begins with a non-starter (canonical
+      combining class > 0), or with a character that appears after the first place in some
+      canonical decomposition (which includes every character a composition takes as its second
+      part, and the conjoining jamo V and T). Then NFKC of the text may join c to what precedes.
+      Otherwise NFKC(a + c + b) == NFKC(a) + NFKC(c + b) for all a, b: nothing before c reorders or
+      composes with c's decomposition or anything after it (its first character is a starter that
+      blocks them). So a document of such characters only is NFKC'd character by character.
+    * NFKC(c) contains `Σ` (lowercased by context) or a character whose lowercase is not one
+      character (`İ`), so `str.lower` is not per character.
+
+    Only assigned code points (general category not Cn, Co, Cs) but NUL are looked up; the others have no
+    decomposition, case or combining class. ASCII is included, as its own kinds.
+    """
+    cats = _categories()
+    classes = char_classes()
+    unassigned = (cats[:, 0] == ord("C")) & np.isin(cats[:, 1], np.frombuffer(b"nos", np.uint8))
+    cps = np.flatnonzero(~unassigned)[1:]  # NUL (a separator below) is SEP as it is
+    chars = [chr(c) for c in cps.tolist()]
+    nfkc, nfkd, nfd = _per_char("NFKC", chars), _per_char("NFKD", chars), _per_char("NFD", chars)
+    lower = "\x00".join(nfkc).lower().split("\x00")  # no context: NUL is neither cased nor case-ignorable
+    later = {ch for d in nfd for ch in d[1:]}
+    for c in chars:  # single-level decompositions too, in case a second part decomposes further
+        parts = unicodedata.decomposition(c).split()
+        if len(parts) > 1 and not parts[0].startswith("<"):
+            later.update(chr(int(x, 16)) for x in parts[1:])
+    kind = classes.copy()
+    start = np.zeros(0x110001, dtype=np.int32)
+    lengths = np.zeros(0x110000, dtype=np.int32)
+    pool: list[int] = []
+    for cp, c, k, d, lo in zip(cps.tolist(), chars, nfkc, nfkd, lower, strict=True):
+        if (
+            not d
+            or unicodedata.combining(d[0])
+            or d[0] in later
+            or any(ch == "\u03a3" or len(ch.lower()) != 1 for ch in k)
+        ):
+            kind[cp] = PYTHON
+        elif lo != c:
+            kind[cp] = MAPPED
+            lengths[cp] = len(lo)
+            pool.extend(map(ord, lo))
+    start[1:] = np.cumsum(lengths)
+    pool_cp = np.array(pool, dtype=np.int32)
+    ascii_out = np.zeros(128, dtype=np.uint8)  # the byte an ASCII character becomes, 0 for SEP
+    for b in range(1, 128):
+        assert kind[b] != PYTHON and (kind[b] != MAPPED or start[b + 1] - start[b] == 1)
+        lo = ord(chr(b).lower())
+        ascii_out[b] = 0 if classes[lo] == SEP else 48 if classes[lo] == DIGIT else lo
+    return kind, start, pool_cp, classes[pool_cp], ascii_out
+
+
+@numba.njit(cache=True, inline="always")
+def _put(out, n, cp):
+    """Write code point cp as UTF-8 at out[n]; returns the new n."""
+    if cp < 0x80:
+        out[n] = cp
+        return n + 1
+    if cp < 0x800:
+        out[n] = 0xC0 | (cp >> 6)
+        out[n + 1] = 0x80 | (cp & 0x3F)
+        return n + 2
+    if cp < 0x10000:
+        out[n] = 0xE0 | (cp >> 12)
+        out[n + 1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[n + 2] = 0x80 | (cp & 0x3F)
+        return n + 3
+    out[n] = 0xF0 | (cp >> 18)
+    out[n + 1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[n + 2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[n + 3] = 0x80 | (cp & 0x3F)
+    return n + 4
+
+
 @numba.njit(cache=True)
-def _fold(data, offsets, table, out, out_offsets):
-    """Write the normalised bytes of each document of `data` (UTF-8) to `out`; returns the bytes used."""
-    n = 0
-    for d in range(offsets.shape[0] - 1):
+def _fold(data, offsets, classes, kind, start, pool_cp, pool_cls, ascii_out, mapping, out, out_offsets, python, first):
+    """Write the normalised bytes of documents `first`... of `data` (UTF-8) to `out`; returns the
+    bytes used, or -1 - d when a replacement needs more room than `out` has in document d.
+
+    With `mapping`, every step runs here, except that a document holding a PYTHON character is left
+    empty and flagged in `python`. Without, the text is taken as NFKC'd and lowercased already.
+    """
+    n = out_offsets[first]
+    total = offsets[offsets.shape[0] - 1]
+    for d in range(first, offsets.shape[0] - 1):
         out_offsets[d] = n
-        start = n
+        begin = n
         pending_space = False
         i, hi = offsets[d], offsets[d + 1]
         while i < hi:
             b0 = data[i]
-            if b0 < 0x80:
-                cp, size = np.int64(b0), 1
-            elif b0 < 0xE0:
+            if b0 < 0x80:  # ASCII, without branches that depend on the text: one byte out or none
+                w = ascii_out[b0] != 0
+                out[n] = 32
+                n += pending_space & w
+                out[n] = ascii_out[b0]
+                n += w
+                pending_space = (not w) & (n > begin)
+                i += 1
+                continue
+            if b0 < 0xE0:
                 cp, size = ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F), 2
             elif b0 < 0xF0:
-                cp, size = ((np.int64(b0) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F), 3
+                cp = ((np.int64(b0) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F)
+                size = 3
             else:
                 cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
                 cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
                 size = 4
-            cls = table[cp] if cp < 0x110000 else 0
-            if cls == 0:
-                pending_space = n > start
+            k = kind[cp] if mapping else classes[cp]
+            if k == SEP:
+                pending_space = n > begin
+            elif k == MAPPED:
+                lo, up = start[cp], start[cp + 1]
+                if n + 5 * (up - lo) + (total - i) + 2 > out.shape[0]:
+                    out_offsets[d] = begin
+                    return -1 - d
+                for j in range(lo, up):
+                    cls = pool_cls[j]
+                    if cls == SEP:
+                        pending_space = n > begin
+                    else:
+                        if pending_space:
+                            out[n] = 32
+                            n += 1
+                            pending_space = False
+                        if cls == DIGIT:
+                            out[n] = 48
+                            n += 1
+                        else:
+                            n = _put(out, n, pool_cp[j])
+            elif k == PYTHON:
+                python[d] = True
+                n = begin
+                break
             else:
                 if pending_space:
                     out[n] = 32
                     n += 1
                     pending_space = False
-                if cls == 2:
+                if k == DIGIT:
                     out[n] = 48
                     n += 1
                 else:
@@ -81,17 +217,54 @@ def _fold(data, offsets, table, out, out_offsets):
     return n
 
 
-def normalize_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised UTF-8 of many texts: (bytes, offsets), document d at bytes[offsets[d]:offsets[d+1]]."""
-    folded = [t if t.isascii() else unicodedata.normalize("NFKC", t) for t in texts]
-    arr = pa.array([t.lower() for t in folded], type=pa.large_string())
+@numba.njit(cache=True)
+def _splice(out, offsets, out2, offsets2, redone, res, res_offsets):
+    """Documents of `out` with those flagged in `redone` taken, in order, from `out2` instead."""
+    n, r = 0, 0
+    for d in range(offsets.shape[0] - 1):
+        res_offsets[d] = n
+        if redone[d]:
+            src, lo, hi = out2, offsets2[r], offsets2[r + 1]
+            r += 1
+        else:
+            src, lo, hi = out, offsets[d], offsets[d + 1]
+        res[n : n + hi - lo] = src[lo:hi]
+        n += hi - lo
+    res_offsets[offsets.shape[0] - 1] = n
+
+
+def _utf8(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    arr = pa.array(texts, type=pa.large_string())
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=len(arr) + 1)
     raw = arr.buffers()[2]
-    data = np.frombuffer(raw, dtype=np.uint8) if raw is not None else np.zeros(0, np.uint8)
-    out = np.empty(max(int(offsets[-1]), 1), dtype=np.uint8)
-    out_offsets = np.empty(len(texts) + 1, dtype=np.int64)
-    n = _fold(data, offsets, char_classes(), out, out_offsets)
-    return out[:n], out_offsets
+    return (np.frombuffer(raw, dtype=np.uint8) if raw is not None else np.zeros(0, np.uint8)), offsets
+
+
+def _run(texts: list[str], mapping: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    data, offsets = _utf8(texts)
+    out = np.empty(int(offsets[-1]) + 2, dtype=np.uint8)
+    out_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    python = np.zeros(len(texts), dtype=np.bool_)
+    n = _fold(data, offsets, char_classes(), *_tables(), mapping, out, out_offsets, python, 0)
+    while n < 0:  # a replacement longer than the text it replaces ran out of room: grow, resume
+        bigger = np.empty(2 * len(out), dtype=np.uint8)
+        bigger[: len(out)] = out
+        out = bigger
+        n = _fold(data, offsets, char_classes(), *_tables(), mapping, out, out_offsets, python, -1 - n)
+    return out[:n], out_offsets, python
+
+
+def normalize_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised UTF-8 of many texts: (bytes, offsets), document d at bytes[offsets[d]:offsets[d+1]]."""
+    out, offsets, python = _run(texts, True)
+    if not python.any():
+        return out, offsets
+    redo = [unicodedata.normalize("NFKC", texts[d]).lower() for d in np.flatnonzero(python).tolist()]
+    out2, offsets2, _ = _run(redo, False)
+    res = np.empty(len(out) + len(out2), dtype=np.uint8)
+    res_offsets = np.empty_like(offsets)
+    _splice(out, offsets, out2, offsets2, python, res, res_offsets)
+    return res, res_offsets
 
 
 def normalize(text: str) -> str:

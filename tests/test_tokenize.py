@@ -120,46 +120,16 @@ def test_vocab_over_dtype_and_bad_tokenizers(built, tmp_path):
 def test_cli_tokenizer_and_tokenize(shared, tmp_path, capsys):
     pt = str(shared / PT)
     assert cli(["tokenizer", "train", pt, "--vocab-size", "512", "--out", str(tmp_path / "t.json")]) == 0
-    assert (
-        cli(
-            [
-                "tokenize",
-                pt,
-                "--tokenizer",
-                str(tmp_path / "t.json"),
-                "--out",
-                str(tmp_path / "k"),
-                "--val-fraction",
-                "0.05",
-                "--workers",
-                "2",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
+    tokenize = ["tokenize", pt, "--tokenizer", str(tmp_path / "t.json"), "--out", str(tmp_path / "k"),
+                "--val-fraction", "0.05", "--no-progress"]
+    assert cli([*tokenize, "--workers", "2"]) == 0
     out = capsys.readouterr().out
     m = json.loads((tmp_path / "k" / "manifest.json").read_text())
     assert m["splits"]["train"]["docs"] + m["splits"]["val"]["docs"] == 486
     assert m["splits"]["val"]["docs"] == sum(_unit(str(i)) < 0.05 for b in read_batches(pt) for i in b.ids)
     assert f"{m['splits']['train']['tokens']:,} tokens" in out
     # rerun resumes (nothing to redo) and yields the same manifest counts
-    assert (
-        cli(
-            [
-                "tokenize",
-                pt,
-                "--tokenizer",
-                str(tmp_path / "t.json"),
-                "--out",
-                str(tmp_path / "k"),
-                "--val-fraction",
-                "0.05",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
+    assert cli(tokenize) == 0
     assert json.loads((tmp_path / "k" / "manifest.json").read_text())["splits"] == m["splits"]
     assert cli(["tokenizer", "train", pt, "--vocab-size", "100", "--out", str(tmp_path / "s.json")]) == 2
     ds = TokenDataset(tmp_path / "k")

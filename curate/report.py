@@ -220,7 +220,10 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def write_report(out: str) -> dict[str, str]:
-    """Write report.md (+ report/*.png) and a self-contained report.html into `out`; returns their paths."""
+    """Write report.md (+ report/*.png) and a self-contained report.html into `out`; returns their paths.
+
+    Each file is staged and published whole (`fs.atomic_open`), so a report interrupted half-way, or
+    rerun over an older one, never leaves a truncated page next to the run."""
     name, stats = load_stats(out)
     corpus = load_corpus(out)
     pngs = _charts(stats, corpus)
@@ -230,14 +233,14 @@ def write_report(out: str) -> dict[str, str]:
     chart_dir = fs.join(out, "report")
     fs.makedirs(chart_dir)
     for chart, data in pngs.items():
-        with fs.open(fs.join(chart_dir, f"{chart}.png"), "wb") as f:
+        with fs.atomic_open(fs.join(chart_dir, f"{chart}.png"), "wb") as f:
             f.write(data)
 
     md = [f"# Report: {name}", "", head, ""]
     md += [f"## {CHART_TITLES[c]}\n\n![{CHART_TITLES[c]}](report/{c}.png)\n" for c in pngs]
     md += [f"## {title} (table)\n\n{_md_table(h, rows)}\n" for title, h, rows in tables if rows]
     md_path = fs.join(out, "report.md")
-    with fs.open(md_path, "w", encoding="utf-8") as f:
+    with fs.atomic_open(md_path, "w", encoding="utf-8") as f:
         f.write("\n".join(md))
 
     def html_table(h: list[str], rows: list[list[str]]) -> str:
@@ -262,6 +265,6 @@ def write_report(out: str) -> dict[str, str]:
         f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
     )
     html_path = fs.join(out, "report.html")
-    with fs.open(html_path, "w", encoding="utf-8") as f:
+    with fs.atomic_open(html_path, "w", encoding="utf-8") as f:
         f.write(page)
     return {"md": md_path, "html": html_path, "charts": chart_dir}

@@ -32,7 +32,11 @@ def test_run_counts(run_dir):
     assert steps["read"]["docs_out"] == 697
     assert steps["language"]["docs_out"] == 253
     assert steps["pii"]["docs_out"] == steps["fineweb"]["docs_out"] == 112
-    assert steps["c4"]["extra"]["docs_rewritten"] > 0
+    assert steps["gopher_repetition"]["docs_out"] == 199 and steps["c4"]["docs_out"] == 134
+    assert steps["c4"]["extra"] == {"docs_rewritten": 134, "lines_javascript": 1, "lines_no_terminal_punct": 3424,
+                                    "lines_too_few_words": 273}
+    assert steps["gopher_quality"]["docs_out"] == 117
+    assert steps["pii"]["extra"] == {"emails": 0, "ips": 0, "docs_redacted": 0}
 
 
 def test_report_files_and_charts(run_dir, capsys):
@@ -46,6 +50,10 @@ def test_report_files_and_charts(run_dir, capsys):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"](report/{chart}.png)" in md
     assert "| c4:too_few_sentences |" in md
+    # written whole (staged, then renamed): no temporary file is left beside the charts or the pages
+    assert sorted(p.name for p in (run_dir / "report").iterdir()) == sorted(
+        f"{c}.png" for c in ("funnel", "drops", "length", "lang_score", "languages"))
+    assert not [p.name for p in run_dir.iterdir() if ".tmp" in p.name]
     html = (run_dir / "report.html").read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", html)
     assert len(images) == 5  # no quality_score column in this run, so no quality chart

@@ -43,6 +43,9 @@ def test_gopher_quality_word_count_bounds():
     big = filters.GopherQuality(max_words=100_000)
     assert rule(big, " ".join(["the", "and"] + ["word"] * 99_998)) is None
     assert rule(big, " ".join(["the", "and"] + ["word"] * 99_999)) == "too_many_words"
+    # no lower bound: a text without words is still too short, not a division by zero
+    assert rule(filters.GopherQuality(min_words=0), "") == "too_few_words"
+    assert rule(filters.GopherQuality(min_words=0), " ... \n") == "too_few_words"
 
 
 def test_gopher_quality_mean_word_length_bounds():

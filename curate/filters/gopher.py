@@ -107,7 +107,7 @@ class GopherQuality(Filter):
         st = text_stats(doc.text)
         words = st.words
         n = len(words)
-        if n < self.min_words:
+        if n < self.min_words or n == 0:  # with min_words=0, a text of no words has no ratios to take
             return "too_few_words"
         if n > self.max_words:
             return "too_many_words"

@@ -257,6 +257,10 @@ def test_url_filter(tmp_path):
     assert rule(u, "t", url="https://ok.org/win-free-prizes") == "soft_banned_words"
     assert rule(u, "t", url="https://ok.org/win-prizes") is None
     assert rule(u, "t") is None
+    www = filters.Url(blocked_domains=["www.site.example"])
+    assert rule(www, "t", url="http://www.site.example/a") == "blocked_domain"  # both lose their "www."
+    assert rule(www, "t", url="https://shop.site.example/a") == "blocked_domain"
+    assert rule(www, "t", url="https://othersite.example/a") is None
     st = StepStats("url")
     u.finish(st)
     assert st.extra == {"no_url": 1}

@@ -80,8 +80,9 @@ class Url(Filter):
         banned = self.banned_words
         if banned is None:
             banned = [w for w in shipped_words("ldnoobw", "en") if w.isalnum()]
-        self._lists = (_load(self.blocked_domains), _load(self.blocked_urls), _load(banned),
-                       _load(self.soft_banned_words))
+        # hosts lose their "www." (host_of), so an entry must too, or "www.example.com" would never match
+        domains = frozenset(d.removeprefix("www.") for d in _load(self.blocked_domains))
+        self._lists = (domains, _load(self.blocked_urls), _load(banned), _load(self.soft_banned_words))
 
     def reject_rule(self, doc: Document) -> str | None:
         if self._lists is None:

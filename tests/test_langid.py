@@ -32,7 +32,7 @@ def test_tatoeba_accuracy(shared, lang):
     preds = lang.predict([text for _, text in rows])
     correct = sum(p == gold for (gold, _), (p, _) in zip(rows, preds, strict=True))
     assert len(rows) == 438
-    assert correct / len(rows) >= 0.91  # measured 403 / 438 = 0.920; most misses are zh/wuu, uz/tg, ht/su
+    assert correct == 403  # 0.920 of 438, from a fixed model; most misses are zh/wuu, uz/tg, ht/su
 
 
 def test_portuguese_documents_get_pt(shared, lang):
@@ -54,7 +54,10 @@ def test_reasons_and_stats(lang):
     ]
     out = lang.apply_batch(docs)
     assert [r.rule if isinstance(r, Reject) else r.lang for r in out] == ["en", "unlisted", "empty", "pt"]
-    assert docs[0].lang_score > 0.65 and docs[1].lang == "de"
+    # every labelled document carries its top score, kept or not; the one without letters gets none
+    assert [d.lang for d in docs] == ["en", "de", None, "pt"]
+    assert [d.lang_score for d in (docs[0], docs[1], docs[3])] == pytest.approx([0.9622, 0.9934, 0.9974], abs=1e-4)
+    assert docs[2].lang_score is None
     st = StepStats("language")
     lang.finish(st)
     assert st.extra == {"lang:en": 1, "lang:de": 1, "lang:pt": 1}

@@ -61,8 +61,11 @@ def test_training_balances_and_holds_out(trained):
 
 def test_heldout_metrics_floor(trained):
     m = trained[0].metrics
-    assert m.roc_auc >= 0.98  # measured 0.9887
-    assert m.f1 >= 0.9 and m.precision >= 0.85 and m.recall >= 0.95  # measured 0.936, 0.898, 0.978
+    # one thread and a fixed seed make training reproducible: 132 of the 135 positives are found, with
+    # 15 negatives let through (132 / 147), and the ranking is nearly perfect
+    assert (m.precision, m.recall) == (pytest.approx(132 / 147), pytest.approx(132 / 135))
+    assert m.f1 == pytest.approx(0.9362, abs=1e-4)
+    assert m.roc_auc == pytest.approx(0.9887, abs=1e-4)
 
 
 def test_known_fixtures_land_on_the_right_side(trained, shared):
@@ -71,6 +74,7 @@ def test_known_fixtures_land_on_the_right_side(trained, shared):
     high, low = model.score([(fixtures / "high_quality_wiki_reference.txt").read_text(encoding="utf-8"),
                              (fixtures / "low_quality_cc.txt").read_text(encoding="utf-8")])
     assert high > 0.5 > low, (high, low)
+    assert (high, low) == (pytest.approx(0.6256, abs=1e-4), pytest.approx(0.4546, abs=1e-4))
 
 
 def test_metrics_against_hand_computed_values():
@@ -101,7 +105,9 @@ def test_cli_eval_and_train(trained, shared, tmp_path, capsys):
                 "--plot", str(tmp_path / "pr.png"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["metrics"]["n_pos"], out["metrics"]["n_neg"]) == (108, 211)
-    assert out["metrics"]["roc_auc"] > 0.95
+    # no SMS passes for prose; 87 of the 108 Botchan chunks do
+    assert (out["metrics"]["precision"], out["metrics"]["recall"]) == (1.0, pytest.approx(87 / 108))
+    assert out["metrics"]["roc_auc"] == pytest.approx(0.9824, abs=1e-4)
     assert (tmp_path / "pr.png").read_bytes()[:4] == b"\x89PNG"
     model = tmp_path / "small.bin"
     assert cli(["quality", "train", "--positive", botchan, "--negative", str(tmp / "sms.txt"), "--out", str(model),

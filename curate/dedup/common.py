@@ -34,12 +34,6 @@ KEEP_POLICIES = ("first", "longest", "quality")
 ROWS_PER_PARTITION = 16_000_000  # rows one grouping task holds in memory (about 0.5 GB with polars)
 
 
-def check_keep(keep: str) -> str:
-    if keep not in KEEP_POLICIES:
-        raise ValueError(f"keep must be one of {', '.join(KEEP_POLICIES)}; got {keep!r}")
-    return keep
-
-
 def keep_order(keep: str) -> tuple[list[str], list[bool]]:
     """Sort columns and directions that put the document to keep first in its group.
 

@@ -120,7 +120,7 @@ class GopherQuality(Filter):
         n_tokens = n + st.n_symbols if self.punctuation_counts_as_words else n
         if text.count("#") / n_tokens > self.max_hash_ratio:
             return "hash_ratio"
-        if (text.count("...") + text.count("…")) / n_tokens > self.max_ellipsis_ratio:
+        if sum(map(text.count, ELLIPSES)) / n_tokens > self.max_ellipsis_ratio:
             return "ellipsis_ratio"
         lines = [s for s in st.lines if s.strip()]
         if sum(s.lstrip().startswith(BULLETS) for s in lines) / len(lines) > self.max_bullet_lines_ratio:

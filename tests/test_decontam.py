@@ -295,7 +295,10 @@ def test_pipeline_drop_and_report(index_dir, benches, web, tmp_path, capsys):
     assert step["extra"]["docs_hit:icl"] == 3 and step["extra"]["docs_hit:humaneval"] == 1
     assert step["extra"]["benchmarks"]["humaneval"] == 164
     assert cli_main(["decontam", "report", str(out), "--json"]) == 0
-    rep = json.loads(capsys.readouterr().out)["benchmarks"]
+    full = json.loads(capsys.readouterr().out)
+    rep = full["benchmarks"]
+    assert cli_main(["decontam", "report", f"file://{out}", "--json"]) == 0  # run files go through curate.fs
+    assert json.loads(capsys.readouterr().out) == full
     assert rep["humaneval"]["items_hit"] == 1 and rep["humaneval"]["docs"][0]["items"] == ["HumanEval/3"]
     assert (rep["icl"]["items_hit"], rep["icl"]["docs_hit"], rep["icl"]["matches"]) == (1, 3, 6)
     assert rep["mmlu"]["items_hit"] == 0 and rep["mmlu"]["items_total"] == 14327

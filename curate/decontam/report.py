@@ -7,22 +7,19 @@ not written); the per-item and per-document detail comes from `metadata["deconta
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 from collections import defaultdict
 from typing import Any
 
-import pyarrow.parquet as pq
-
+from curate import fs
 from curate.pipeline import UsageError
 
 
 def _step_extra(out: str) -> dict[str, Any] | None:
-    path = os.path.join(out, "stats.json")
-    if not os.path.exists(path):
+    path = fs.join(out, "stats.json")
+    if not fs.exists(path):
         raise UsageError(f"{out} has no stats.json (not a finished run?)")
-    with open(path) as f:
+    with fs.open(path, "r", encoding="utf-8") as f:
         steps = json.load(f)["steps"]
     extras = [s["extra"] for s in steps if s["name"].startswith("decontam")]
     if not extras:
@@ -37,10 +34,10 @@ def _step_extra(out: str) -> dict[str, Any] | None:
 def _hit_rows(out: str) -> list[dict[str, Any]]:
     rows = []
     for where in ("data", "rejected"):
-        for path in sorted(glob.glob(os.path.join(out, where, "*.parquet"))):
-            names = pq.read_schema(path).names
+        for path in fs.glob(fs.join(out, where, "*.parquet")):  # a run may live at an fsspec URL
+            names = fs.parquet_file(path).schema_arrow.names
             cols = [c for c in ("id", "url", "metadata", "drop_reason") if c in names]
-            for rec in pq.read_table(path, columns=cols).to_pylist():
+            for rec in fs.read_table(path, columns=cols).to_pylist():
                 meta = rec.get("metadata")
                 if not meta or '"decontam"' not in meta:
                     continue

@@ -5,7 +5,8 @@ Per line, in order: drop lines with a word over `max_word_length` characters; st
 drop lines with fewer than `min_words_per_line` words; a surviving line with "lorem ipsum" or "{" drops
 the whole page; drop lines mentioning "javascript" or cookie/terms boilerplate. The page is kept if its
 kept lines hold at least `min_sentences` sentences and no listed bad word, with its text rewritten to
-those lines. datatrove's variant (3 words per line, 5 sentences, `'` as end mark) is one argument away.
+those lines. datatrove's variant (3 words per line, 5 sentences, `'` as end mark) is three arguments away:
+`C4(min_words_per_line=3, min_sentences=5, end_marks=(".", "?", "!", '"', "'"))`.
 """
 
 from __future__ import annotations

@@ -106,6 +106,9 @@ def test_generic_loader_jsonl_csv_parquet(shared, tmp_path):
     assert len(items) == 1319 and items[0].segments == (rows[0]["question"],)
     csv_path = shared / "benchmarks/mmlu/test/anatomy_test.csv"
     assert len(load_benchmark(f"{csv_path}:question")) == 135
+    (tmp_path / "anatomy_test.csv.gz").write_bytes(gzip.compress(csv_path.read_bytes()))  # MMLU layout, gzipped
+    assert load_benchmark(str(tmp_path / "anatomy_test.csv.gz")) == load_benchmark(str(csv_path))
+    assert load_benchmark(str(csv_path))[0].key == "anatomy_test:1"
     with pytest.raises(BenchmarkError, match="none of the fields"):
         load_benchmark(f"{gsm}:prompt")
     with pytest.raises(BenchmarkError, match="does not exist"):

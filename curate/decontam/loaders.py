@@ -60,7 +60,7 @@ def _clean_lines(text: str) -> list[str]:
 
 def _open(path: Path) -> io.TextIOBase:
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8", newline="")  # newline="": the csv module's requirement
     return open(path, encoding="utf-8", newline="")
 
 
@@ -111,8 +111,8 @@ def icl_item(key: str, rec: dict[str, Any]) -> Item:
 def _mmlu_files(files: list[Path], root: Path) -> Iterator[Item]:
     """MMLU CSVs: question, four choices, answer. Item keys are `<file stem>:<row>`."""
     for f in files:
-        rel = f.relative_to(root).with_suffix("").as_posix()
-        with open(f, encoding="utf-8", newline="") as fh:
+        rel = f.relative_to(root).as_posix().removesuffix(".gz").removesuffix(".csv")  # the same key gzipped
+        with _open(f) as fh:  # load_benchmark sends .csv.gz files here too
             rows = list(csv.reader(fh))
         if rows and [c.strip().lower() for c in rows[0][:2]] == ["question", "choice0"]:
             rows = rows[1:]  # the HF cais/mmlu layout has a header; the original Hendrycks files do not

@@ -10,21 +10,12 @@ Token shards are built from real text (web_cc + Bosque) with a 2,048-token token
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = Path(os.environ.get("PENEIRA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-FILES = [
-    DATA / "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz",
-    DATA / "text/pt/bosque_docs.jsonl",
-]
+from _data import WEB_AND_PT as FILES
 
 
 def rate(fn, seconds: float) -> float:

@@ -16,7 +16,6 @@ that a busy shared machine does not skew the ratio; tokens/s is per core:
 from __future__ import annotations
 
 import os
-import sys
 
 os.environ["RAYON_NUM_THREADS"] = "1"  # before tokenizers starts its pool: per-core figures
 
@@ -26,13 +25,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = Path(os.environ.get("PENEIRA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-FILES = [
-    DATA / "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz",
-    DATA / "text/pt/bosque_docs.jsonl",
-]
+from _data import WEB_AND_PT as FILES  # noqa: E402
 
 
 def main() -> None:

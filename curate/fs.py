@@ -28,7 +28,7 @@ import contextlib
 import os
 import posixpath
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 __all__ = [
@@ -100,38 +100,30 @@ def open(path: str | os.PathLike, mode: str = "rb", **kwargs) -> IO:  # noqa: A0
     return fs.open(inner, mode, **kwargs)
 
 
-def exists(path: str | os.PathLike) -> bool:
+def _either(path: str | os.PathLike, local: Callable[[str], Any], remote: Callable[[Any, str], Any]) -> Any:
+    """`local(path)` for a plain path (no fsspec in the way), else `remote(filesystem, path_inside_it)`."""
     path = os.fspath(path)
     if not is_url(path):
-        return os.path.exists(path)
+        return local(path)
     fs, inner = url_to_fs(path)
-    return fs.exists(inner)
+    return remote(fs, inner)
+
+
+def exists(path: str | os.PathLike) -> bool:
+    return _either(path, os.path.exists, lambda fs, p: fs.exists(p))
 
 
 def isfile(path: str | os.PathLike) -> bool:
-    path = os.fspath(path)
-    if not is_url(path):
-        return os.path.isfile(path)
-    fs, inner = url_to_fs(path)
-    return fs.isfile(inner)
+    return _either(path, os.path.isfile, lambda fs, p: fs.isfile(p))
 
 
 def size(path: str | os.PathLike) -> int:
-    path = os.fspath(path)
-    if not is_url(path):
-        return os.path.getsize(path)
-    fs, inner = url_to_fs(path)
-    return fs.size(inner)
+    return _either(path, os.path.getsize, lambda fs, p: fs.size(p))
 
 
 def makedirs(path: str | os.PathLike) -> None:
     """Create a directory and its parents if missing (on object stores, where folders are implicit, a no-op)."""
-    path = os.fspath(path)
-    if not is_url(path):
-        os.makedirs(path, exist_ok=True)
-        return
-    fs, inner = url_to_fs(path)
-    fs.makedirs(inner, exist_ok=True)
+    _either(path, lambda p: os.makedirs(p, exist_ok=True), lambda fs, p: fs.makedirs(p, exist_ok=True))
 
 
 def listdir(path: str | os.PathLike) -> list[str]:

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from curate import extract, readers
-from curate.document import Document
-from curate.stats import StepStats
+from curate.core.document import Document
+from curate.core.stats import StepStats
 
 
 def read_all(reader: readers.Reader, files: list[Path]) -> list[Document]:

@@ -18,7 +18,7 @@ trap 'rm -rf "$WORK"' EXIT
 DATA=${1:-}
 if [ -z "$DATA" ]; then
   DATA=$WORK/tokens
-  "$PY" -c "import sys; from curate.tokenize import build_token_shards; build_token_shards(sys.argv[1], sys.argv[2], vocab_size=32768)" \
+  "$PY" -c "import sys; from curate.tokens.tokenize import build_token_shards; build_token_shards(sys.argv[1], sys.argv[2], vocab_size=32768)" \
     ../shared/data/text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz "$DATA"
 fi
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader

@@ -29,7 +29,7 @@ def rate(fn, seconds: float) -> float:
 
 
 def main() -> None:
-    from curate.tokenize import build_token_shards
+    from curate.tokens.tokenize import build_token_shards
     from train.data import Loader, TokenDataset
     from train.model import GPT, GPTConfig
 

@@ -166,7 +166,7 @@ def _one(rng: random.Random, paras: list[str], made: list[str], handle, i: int) 
 
 def bench_pipeline(texts: list[str], n: int, workers: int, files: int) -> None:
     from curate import Pipeline, dedup, readers
-    from curate.executor import LocalExecutor
+    from curate.run.executors.local import LocalExecutor
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)

@@ -23,10 +23,10 @@ from pathlib import Path
 import cloudpickle
 
 from curate import Pipeline, extract, readers, writers
-from curate.executor import LocalExecutor
-from curate.pipeline import StreamTask, run_stream_task
-from curate.ray_executor import RayExecutor
-from curate.stats import StepStats
+from curate.core.stats import StepStats
+from curate.run.executors.local import LocalExecutor
+from curate.run.executors.ray import RayExecutor
+from curate.run.pipeline import StreamTask, run_stream_task
 
 ROOT = Path(__file__).resolve().parents[1]
 WARCS = sorted(str(p) for p in (ROOT.parent / "shared" / "data" / "warc").rglob("*.warc.gz"))

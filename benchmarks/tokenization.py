@@ -29,8 +29,8 @@ from _data import WEB_AND_PT as FILES  # noqa: E402
 
 
 def main() -> None:
-    from curate.corpus import read_batches
-    from curate.tokenize import _Task, _tokenize_file, load_tokenizer, train_tokenizer
+    from curate.io.corpus import read_batches
+    from curate.tokens.tokenize import _Task, _tokenize_file, load_tokenizer, train_tokenizer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)

@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1 is stable on a shared box)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from curate.tokenize import build_token_shards
+    from curate.tokens.tokenize import build_token_shards
 
     with tempfile.TemporaryDirectory() as tmp:
         data = build_token_shards(WEB, Path(tmp) / "tokens", vocab_size=2048)

@@ -1,5 +1,5 @@
 import sys
 
-from curate.cli import main
+from curate.cli.main import main
 
 sys.exit(main())

@@ -41,9 +41,9 @@ def mixed_tokens(
     shared: Path, tmp: Path, vocab_size: int = 2048, val_fraction: float = 0.02
 ) -> tuple[Path, Path, Path]:
     """A 300K-token mix of web, wiki and pt, a tokenizer trained on it, and its token shards."""
-    from curate.executor import LocalExecutor
-    from curate.mix import mix
-    from curate.tokenize import tokenize, train_tokenizer
+    from curate.run.executors.local import LocalExecutor
+    from curate.tokens.mix import mix
+    from curate.tokens.tokenize import tokenize, train_tokenizer
 
     ex = LocalExecutor(1, progress=False)
     mix(sources(shared, tmp), tokens=300_000, out=tmp / "mix", executor=ex)

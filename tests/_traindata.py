@@ -15,7 +15,7 @@ SMALL = {"n_layer": 2, "n_head": 4, "n_embd": 64, "seq_len": 64, "micro_batch": 
 
 def token_shards(shared: Path, tmp_factory: pytest.TempPathFactory) -> Path:
     """Built once per test session (both trainer test files reuse the directory)."""
-    from curate.tokenize import build_token_shards
+    from curate.tokens.tokenize import build_token_shards
 
     out = tmp_factory.getbasetemp() / "train_tokens"
     if not (out / "manifest.json").is_file():

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from curate import Pipeline, extract, readers
-from curate.document import Document
-from curate.stats import StepStats
+from curate.core.document import Document
+from curate.core.stats import StepStats
 
 GOOD_HTML = b"<html><body><article><p>" + b"A perfectly ordinary paragraph of readable text. " * 20 + b"</p></article></body></html>"
 WARC_READERS = [readers.Warc, readers.FastWarc]

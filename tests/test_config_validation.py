@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from curate import dedup, extract, filters, quality, writers
-from curate.cli import main as cli
+from curate.cli.main import main as cli
+from curate.core.errors import UsageError
 from curate.decontam.step import Decontaminate
-from curate.pipeline import UsageError
 
 # (class name, parameter name, constructor call): one representative bad value per parameter family.
 BAD = [

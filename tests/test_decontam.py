@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import Pipeline, readers
-from curate.cli import main as cli_main
+from curate.cli.main import main as cli_main
+from curate.core.document import Document
+from curate.core.step import Reject
 from curate.decontam import BenchmarkError, Decontaminate, NgramIndex, build_index, load_benchmark
 from curate.decontam.index import IndexFormatError
 from curate.decontam.text import words
-from curate.document import Document
-from curate.step import Reject
 
 WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
 
@@ -300,7 +300,7 @@ def test_pipeline_drop_and_report(index_dir, benches, web, tmp_path, capsys):
     assert cli_main(["decontam", "report", str(out), "--json"]) == 0
     full = json.loads(capsys.readouterr().out)
     rep = full["benchmarks"]
-    assert cli_main(["decontam", "report", f"file://{out}", "--json"]) == 0  # run files go through curate.fs
+    assert cli_main(["decontam", "report", f"file://{out}", "--json"]) == 0  # run files go through curate.io.fs
     assert json.loads(capsys.readouterr().out) == full
     assert rep["humaneval"]["items_hit"] == 1 and rep["humaneval"]["docs"][0]["items"] == ["HumanEval/3"]
     assert (rep["icl"]["items_hit"], rep["icl"]["docs_hit"], rep["icl"]["matches"]) == (1, 3, 6)

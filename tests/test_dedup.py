@@ -15,12 +15,13 @@ import pytest
 from datasketch import MinHash as DsMinHash
 
 from curate import Pipeline, dedup, readers
-from curate.cli import main as cli_main
+from curate.cli.main import main as cli_main
 from curate.dedup import exact as exact_mod
 from curate.dedup import minhash as minhash_mod
 from curate.dedup.signatures import signatures
 from curate.dedup.text import normalize, shingles
-from curate.executor import LocalExecutor, TaskFailures
+from curate.run.executors.base import TaskFailures
+from curate.run.executors.local import LocalExecutor
 
 sigmod = importlib.import_module("curate.dedup.signatures")  # the package exports the function under this name
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from curate import extract, readers
-from curate.demo import generate
-from curate.stats import StepStats
+from curate.core.stats import StepStats
+from curate.demo.crawl import generate
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_articles_look_like_prose_and_spam_does_not(demo, extracted):
 
 
 def test_cli_generate_and_bad_options(tmp_path, capsys):
-    from curate.cli import main
+    from curate.cli.main import main
 
     assert main(["demo", "generate", "--out", str(tmp_path / "d"), "--pages", "40", "--seed", "1"]) == 0
     assert json.loads((tmp_path / "d/truth.json").read_text())["pages"] == 40

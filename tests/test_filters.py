@@ -9,8 +9,8 @@ import zipfile
 import pytest
 
 from curate import Document, Reject, filters
+from curate.core.stats import StepStats
 from curate.filters.c4 import count_sentences
-from curate.stats import StepStats
 
 
 def doc(text: str, lang: str | None = None, url: str | None = None) -> Document:

@@ -12,11 +12,12 @@ import fsspec
 import pyarrow.parquet as pq
 import pytest
 
-from curate import Pipeline, dedup, fs, readers
-from curate.cli import main as cli
-from curate.document import Document, shard_schema
-from curate.executor import LocalExecutor
-from curate.writers import Parquet
+from curate import Pipeline, dedup, readers
+from curate.cli.main import main as cli
+from curate.core.document import Document, shard_schema
+from curate.io import fs
+from curate.io.writers import Parquet
+from curate.run.executors.local import LocalExecutor
 
 WARCS = "warc/cc/*.warc.gz"  # three small Common Crawl WARC files
 WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from curate import Document, Reject, filters, models
-from curate.cli import main as cli
-from curate.stats import StepStats
+from curate import Document, Reject, filters
+from curate.cli.main import main as cli
+from curate.core.stats import StepStats
+from curate.io import models
 
 # Tatoeba's gold labels are CLD2 codes; these name the same language differently in lid.176.
 CLD2_TO_LID = {"zh-Hant": "zh", "iw": "he", "jw": "jv"}

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from _tokdata import PT, WEB, sources
 
-from curate.cli import main as cli
-from curate.executor import LocalExecutor
-from curate.mix import mix, parse_count, parse_source
-from curate.pipeline import UsageError
+from curate.cli.main import main as cli
+from curate.core.errors import UsageError
+from curate.run.executors.local import LocalExecutor
+from curate.tokens.mix import mix, parse_count, parse_source
 
 
 def _mix(srcs, out, **kw):
@@ -153,7 +153,7 @@ def test_parse_source_and_count():
 def test_interrupted_mix_reruns_into_the_same_output(shared, tmp_path, monkeypatch):
     """A mix killed while writing shards leaves data/ without a finished manifest; its rerun must still accept
     the directory, replace the partial shards and end with only its own."""
-    import curate.mix as mix_mod
+    import curate.tokens.mix as mix_mod
 
     def killed(item):
         raise KeyboardInterrupt  # the process dies in the write phase

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import Pipeline, extract, readers
-from curate.cli import main as cli
-from curate.document import TEXT_SCHEMA
+from curate.cli.main import main as cli
+from curate.core.document import TEXT_SCHEMA
 
 WARCS = "warc/**/*.warc*.gz"
 CURATE = [sys.executable, "-m", "curate"]
@@ -115,7 +115,7 @@ def test_kill_and_rerun_ends_with_exactly_the_uninterrupted_output(shared, tmp_p
     pipe = tmp_path / "slow.py"
     pipe.write_text(SLOW_PIPELINE)
     sys.path.insert(0, str(tmp_path))
-    from curate.commands.run import load_pipeline
+    from curate.cli.run import load_pipeline
 
     ref = tmp_path / "ref"
     load_pipeline(str(pipe)).run(inputs=str(shared / WARCS), output=str(ref), progress=False)
@@ -198,8 +198,8 @@ def test_pipeline_file_without_pipeline_exits_2(tmp_path, capsys):
 
 
 def test_function_step_of_a_wrong_return_type_names_the_step():
-    from curate.document import Document
-    from curate.step import FunctionStep
+    from curate.core.document import Document
+    from curate.core.step import FunctionStep
 
     def score(doc):
         return 0.5

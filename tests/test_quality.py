@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import Pipeline, quality, readers
-from curate.cli import main as cli
-from curate.pipeline import UsageError
+from curate.cli.main import main as cli
+from curate.core.errors import UsageError
 
 WEB_CC = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
 

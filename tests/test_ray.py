@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import Pipeline, Step, extract, readers, writers
-from curate.executor import LocalExecutor, TaskFailures
-from curate.pipeline import StepFailed
+from curate.core.errors import StepFailed
+from curate.run.executors.base import TaskFailures
+from curate.run.executors.local import LocalExecutor
 
 ray = pytest.importorskip("ray")
-from curate.ray_executor import RayExecutor  # noqa: E402
+from curate.run.executors.ray import RayExecutor  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -144,7 +145,7 @@ def test_extract_pipeline_same_on_local_and_ray(extract_runs):
 
 
 def test_tokenize_same_on_local_and_ray(extract_runs, tmp_path):
-    from curate.tokenize import tokenize, train_tokenizer
+    from curate.tokens.tokenize import tokenize, train_tokenizer
 
     shards = sorted(str(p) for p in (extract_runs[1] / "data").glob("*.parquet"))
     tok = tmp_path / "tok.json"

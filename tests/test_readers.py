@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curate import readers
-from curate.stats import StepStats
+from curate.core.stats import StepStats
+from curate.io import readers
 
 # text/html responses per real WARC file (SOURCES.md, section 1); the WET file holds one conversion.
 HTML_COUNTS = {
@@ -142,7 +142,7 @@ def test_jsonl_closes_the_file_it_opened(tmp_path, monkeypatch, suffix):
     """Every handle the reader opens (an fsspec file for a URL) is closed once the file is read."""
     import zstandard
 
-    from curate import fs
+    from curate.io import fs
 
     raw = b"".join(json.dumps({"text": f"doc {i}"}).encode() + b"\n" for i in range(3))
     pack = {".jsonl": bytes, ".jsonl.gz": gzip.compress, ".jsonl.zst": zstandard.ZstdCompressor().compress}[suffix]

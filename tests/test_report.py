@@ -9,8 +9,8 @@ import re
 import pytest
 
 from curate import Pipeline, filters, readers
-from curate.cli import main as cli
-from curate.report import write_report
+from curate.cli.main import main as cli
+from curate.report.build import write_report
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import pytest
 from _tokdata import PT, WEB, mixed_tokens
 from tokenizers import Tokenizer, models
 
-from curate.cli import main as cli
-from curate.corpus import read_batches
-from curate.executor import LocalExecutor
-from curate.pipeline import UsageError
-from curate.tokenize import EOS, _unit, load_tokenizer, split_key, tokenize
+from curate.cli.main import main as cli
+from curate.core.errors import UsageError
+from curate.io.corpus import read_batches
+from curate.run.executors.local import LocalExecutor
+from curate.tokens.tokenize import EOS, _unit, load_tokenizer, split_key, tokenize
 from train.data import TokenDataError, TokenDataset
 
 
@@ -138,8 +138,8 @@ def test_cli_tokenizer_and_tokenize(shared, tmp_path, capsys):
 
 def test_a_failed_task_publishes_nothing_and_its_rerun_completes(built, shared, tmp_path, monkeypatch):
     """A file that breaks after its first batch leaves neither shard nor temp file behind; the rerun writes both."""
-    import curate.tokenize as tk
-    from curate.executor import TaskFailures
+    import curate.tokens.tokenize as tk
+    from curate.run.executors.base import TaskFailures
 
     _, tok_path, _ = built
     real = tk.read_batches

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from curate.core.errors import UsageError
 from curate.decontam.loaders import Item
 from curate.decontam.text import NORMALIZATION, WordBatch, char_map, normalize
-from curate.pipeline import UsageError
-from curate.writers import atomic_write_text
+from curate.io.writers import atomic_write_text
 
 FORMAT = "peneira-decontam-index"
 VERSION = 1

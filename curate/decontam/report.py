@@ -11,8 +11,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from curate import fs
-from curate.pipeline import UsageError
+from curate.core.errors import UsageError
+from curate.io import fs
 
 
 def _step_extra(out: str) -> dict[str, Any] | None:

@@ -7,10 +7,11 @@ import re
 from collections import Counter
 from typing import ClassVar
 
+from curate.core.document import Document
+from curate.core.stats import StepStats
+from curate.core.step import Reject, Result, Step
+from curate.core.validate import check, config_error
 from curate.decontam.index import Match, NgramIndex, merge_spans
-from curate.document import Document
-from curate.stats import StepStats
-from curate.step import Reject, Result, Step, check, config_error
 
 MODES = ("drop", "redact")
 SNIPPET_CHARS = 200  # matched text kept in metadata per match, for `curate decontam report`

@@ -7,7 +7,7 @@ holding its result; a rerun skips tasks that have a marker. Documents are addres
 row position of an input that could change under us: the filter phase checks that each input
 shard still has the rows it had when the first phase read it.
 
-The work directory and the outputs may be URLs (`curate.fs`): files are written locally under a
+The work directory and the outputs may be URLs (`curate.io.fs`): files are written locally under a
 temporary name and published whole (rename on a local disk, one upload on an object store).
 """
 
@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate import fs
-from curate.step import GlobalContext
-from curate.writers import atomic_write_text
+from curate.core.step import GlobalContext
+from curate.io import fs
+from curate.io.writers import atomic_write_text
 
 KEEP_POLICIES = ("first", "longest", "quality")
 ROWS_PER_PARTITION = 16_000_000  # rows one grouping task holds in memory (about 0.5 GB with polars)
@@ -281,7 +281,7 @@ def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[i
 
 def step_stats(name: str, results: list[dict], extra: dict) -> list:
     """Sum the filter tasks' counters into the step's StepStats."""
-    from curate.stats import StepStats
+    from curate.core.stats import StepStats
 
     st = StepStats(name)
     for r in results:

@@ -19,11 +19,12 @@ import polars as pl
 import pyarrow as pa
 import xxhash
 
-from curate import fs
+from curate.core.stats import StepStats
+from curate.core.step import GlobalContext, GlobalStep
+from curate.core.validate import check, config_error
 from curate.dedup import common
 from curate.dedup.text import normalize_batch
-from curate.stats import StepStats
-from curate.step import GlobalContext, GlobalStep, check, config_error
+from curate.io import fs
 
 KEYS = ("text", "url", "text+url")
 

@@ -26,11 +26,12 @@ import polars as pl
 import pyarrow as pa
 import xxhash
 
-from curate import fs
+from curate.core.stats import StepStats
+from curate.core.step import GlobalContext, GlobalStep
+from curate.core.validate import check, config_error
 from curate.dedup import common
 from curate.dedup.signatures import permutations, signatures
-from curate.stats import StepStats
-from curate.step import GlobalContext, GlobalStep, check, config_error
+from curate.io import fs
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)

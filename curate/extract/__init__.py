@@ -8,8 +8,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from curate.document import Document
-from curate.step import Reject, Result, Step, check
+from curate.core.document import Document
+from curate.core.step import Reject, Result, Step
+from curate.core.validate import check
 
 
 class ExtractTimeout(Exception):

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from curate.document import Document
+from curate.core.document import Document
+from curate.core.stats import StepStats
+from curate.core.step import Filter
+from curate.core.validate import check, check_file, check_strings, config_error
 from curate.filters._text import TOKEN_RE, read_word_file, shipped_languages, shipped_words, text_stats
-from curate.stats import StepStats
-from curate.step import Filter, check, check_file, check_strings, config_error
 
 
 class _Lexicon:

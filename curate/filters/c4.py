@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from curate.document import Document
+from curate.core.document import Document
+from curate.core.stats import StepStats
+from curate.core.step import Reject, Result, Step
+from curate.core.validate import check, check_strings
 from curate.filters._text import shipped_languages
 from curate.filters.badwords import BadWordMatcher
-from curate.stats import StepStats
-from curate.step import Reject, Result, Step, check, check_strings
 
 CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]", re.IGNORECASE)
 POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")

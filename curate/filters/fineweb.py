@@ -4,9 +4,10 @@ newlines per word."""
 
 from __future__ import annotations
 
-from curate.document import Document
+from curate.core.document import Document
+from curate.core.step import Filter
+from curate.core.validate import check, check_strings
 from curate.filters._text import TERMINAL_PUNCTUATION, find_duplicates, text_stats
-from curate.step import Filter, check, check_strings
 
 
 class FineWeb(Filter):

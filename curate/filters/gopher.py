@@ -11,10 +11,11 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from curate.document import Document
+from curate.core.document import Document
+from curate.core.stats import StepStats
+from curate.core.step import Filter
+from curate.core.validate import check, check_order, check_strings, config_error
 from curate.filters._text import HAS_LETTER, find_duplicates, shipped_words, text_stats
-from curate.stats import StepStats
-from curate.step import Filter, check, check_order, check_strings, config_error
 
 # The paper's list: a document must contain at least two of these English words.
 GOPHER_STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})

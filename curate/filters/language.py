@@ -6,11 +6,12 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 
-from curate import models
-from curate.document import Document
+from curate.core.document import Document
+from curate.core.stats import StepStats
+from curate.core.step import Reject, Result, Step
+from curate.core.validate import check, check_strings, config_error
 from curate.filters._text import HAS_LETTER
-from curate.stats import StepStats
-from curate.step import Reject, Result, Step, check, check_strings, config_error
+from curate.io import models
 
 # The labels of lid.176: a code outside them would never match, so every document would be `unlisted`.
 LID176_LANGUAGES = frozenset("""

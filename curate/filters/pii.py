@@ -5,9 +5,10 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from curate.document import Document
-from curate.stats import StepStats
-from curate.step import Step, check, config_error
+from curate.core.document import Document
+from curate.core.stats import StepStats
+from curate.core.step import Step
+from curate.core.validate import check, config_error
 
 EMAIL = re.compile(
     r"(?<![\w.+-])[\w.+-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"

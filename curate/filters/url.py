@@ -7,10 +7,11 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from curate.document import Document
+from curate.core.document import Document
+from curate.core.stats import StepStats
+from curate.core.step import Filter
+from curate.core.validate import check, check_file, check_strings
 from curate.filters._text import read_word_file, shipped_words
-from curate.stats import StepStats
-from curate.step import Filter, check, check_file, check_strings
 
 _URL_WORDS = re.compile(r"[^a-z0-9]+")
 

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from curate.pipeline import UsageError
+from curate.core.errors import UsageError
+from curate.io.writers import atomic_write_text
 from curate.quality.metrics import Metrics, evaluate
 from curate.quality.text import CHUNK_WORDS, Corpus, load_corpus, normalize
-from curate.writers import atomic_write_text
 
 HQ, LQ = "__label__hq", "__label__lq"
 

@@ -12,12 +12,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate import fs
-from curate.document import Document
-from curate.pipeline import UsageError
+from curate.core.document import Document
+from curate.core.errors import UsageError
+from curate.core.stats import StepStats
+from curate.core.step import GlobalContext, GlobalStep, Reject, Result, Step
+from curate.core.validate import check, config_error
+from curate.io import fs
 from curate.quality.model import QualityModel, load_model
-from curate.stats import StepStats
-from curate.step import GlobalContext, GlobalStep, Reject, Result, Step, check, config_error
 
 BELOW = "below_threshold"
 READ_BATCH = 1024

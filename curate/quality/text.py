@@ -17,9 +17,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from curate.pipeline import UsageError, expand_inputs
-from curate.readers import Jsonl, Parquet
-from curate.stats import StepStats
+from curate.core.errors import UsageError
+from curate.core.stats import StepStats
+from curate.io.fs import expand_inputs
+from curate.io.readers import Jsonl, Parquet
 
 MAX_CHARS = 10_000  # predict cost is linear in length; the first 10k characters show the kind of page
 CHUNK_WORDS = 400  # plain-text files are cut into documents of about this many words (a web page's median)

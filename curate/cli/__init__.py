@@ -1,0 +1,1 @@
+"""The `curate` command: one module per subcommand, listed in `main.COMMANDS`."""

@@ -1,0 +1,55 @@
+"""curate mix --source NAME=PATH:WEIGHT ... --tokens 50M --out DIR: mix sources by weight to a token budget."""
+
+from __future__ import annotations
+
+import os
+
+from curate.core.errors import UsageError
+
+
+def add_parser(sub):
+    p = sub.add_parser("mix", help="mix curated sources by weight (fractions of final tokens) to a token budget")
+    p.add_argument(
+        "--source",
+        action="append",
+        required=True,
+        metavar="NAME=PATH:WEIGHT",
+        help="a source: run output, shard directory, file or glob, and its weight (repeatable)",
+    )
+    p.add_argument("--tokens", required=True, help="total tokens of the mix, e.g. 50M, 1.5B")
+    p.add_argument("--max-epochs", type=float, default=4.0, help="most passes over a small source (default 4)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--chars-per-token", type=float, default=4.0, help="token estimate when no --tokenizer is given (default 4.0)"
+    )
+    p.add_argument("--tokenizer", default=None, help="count tokens exactly with this tokenizer.json")
+    p.add_argument("--out", required=True, help="output directory (text shards in data/, manifest.json)")
+    p.add_argument("--workers", type=int, default=None, help="parallel tasks (default: all CPUs)")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(args) -> int:
+    from curate.run.executors.local import LocalExecutor
+    from curate.tokens.mix import format_plan, mix, parse_count, parse_source
+
+    sources = [parse_source(s) for s in args.source]  # every spec is checked before any work
+    tokens = parse_count(args.tokens)
+    if args.tokenizer and not os.path.isfile(args.tokenizer):
+        raise UsageError(f"--tokenizer {args.tokenizer}: no such file")
+    if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    workers = args.workers or os.cpu_count() or 1
+    manifest = mix(
+        sources,
+        tokens,
+        args.out,
+        max_epochs=args.max_epochs,
+        seed=args.seed,
+        chars_per_token=args.chars_per_token,
+        tokenizer=args.tokenizer,
+        executor=LocalExecutor(workers, progress=not args.no_progress),
+    )
+    print(format_plan(manifest))
+    print(f"wrote {len(manifest['outputs'])} shard(s) to {os.path.join(args.out, 'data')}")
+    return 0

@@ -1,0 +1,32 @@
+"""curate tokenizer train CORPUS --vocab-size N --out tok.json: train a byte-level BPE tokenizer."""
+
+from __future__ import annotations
+
+
+def add_parser(sub):
+    p = sub.add_parser("tokenizer", help="train a byte-level BPE tokenizer on a corpus")
+    tsub = p.add_subparsers(dest="tokenizer_command", required=True)
+    t = tsub.add_parser("train", help="train on a sample of a corpus (a mix, a run output, shards or JSONL)")
+    t.add_argument("inputs", nargs="+", help="corpus: run output, shard directory, file or glob")
+    t.add_argument("--vocab-size", type=int, required=True, help="vocabulary size, special tokens included")
+    t.add_argument("--out", required=True, help="where to write tokenizer.json")
+    t.add_argument("--sample-chars", type=float, default=5e8, help="characters to train on (default 5e8)")
+    t.add_argument("--min-frequency", type=int, default=2, help="fewest occurrences for a merge (default 2)")
+    t.add_argument("--seed", type=int, default=0, help="picks the sample")
+    return p
+
+
+def main(args) -> int:
+    from curate.tokens.tokenize import train_tokenizer
+
+    info = train_tokenizer(
+        args.inputs,
+        args.vocab_size,
+        args.out,
+        sample_chars=int(args.sample_chars),
+        min_frequency=args.min_frequency,
+        seed=args.seed,
+    )
+    print(f"trained on {info['docs']:,} documents ({info['chars']:,} characters): vocab {info['vocab_size']:,}")
+    print(f"wrote {info['path']} (sha256 {info['sha256']})")
+    return 0

@@ -1,0 +1,119 @@
+"""Steps: the unit of work. A streaming step sees documents in batches; a global step sees the corpus."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+
+from curate.core.document import Document
+from curate.core.validate import describe
+
+if TYPE_CHECKING:
+    from curate.core.stats import StepStats
+    from curate.run.executors.base import Executor  # a type only: core never imports the runner
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Returned by a step to drop a document; `rule` becomes the drop reason `step:rule`."""
+
+    rule: str
+
+
+Result = Document | Reject | None  # None drops with the rule "dropped"
+
+
+class Step:
+    """A streaming step: keeps, rewrites or drops each document.
+
+    Subclasses implement `apply` (one document) or, for vectorised work such as model inference,
+    `apply_batch`. Expensive state (models, indexes) is loaded in `setup`, which runs once per worker
+    process before the first batch, never in `__init__`, so pipelines stay cheap to build and pickle.
+    """
+
+    name: ClassVar[str] = "step"
+    columns: ClassVar[dict[str, pa.DataType]] = {}  # flat columns this step adds to the shards
+
+    def setup(self) -> None:
+        """Load models or indexes. Runs once per worker process."""
+
+    def apply(self, doc: Document) -> Result:
+        raise NotImplementedError
+
+    def apply_batch(self, docs: list[Document]) -> list[Result]:
+        return [self.apply(d) for d in docs]
+
+    def finish(self, stats: StepStats) -> None:
+        """Called at the end of each task with this step's stats, to record step-specific figures."""
+
+    def __repr__(self) -> str:
+        return describe(self)
+
+
+class Filter(Step):
+    """A step that only keeps or drops: implement `reject_rule`, returning a rule name or None to keep."""
+
+    def reject_rule(self, doc: Document) -> str | None:
+        raise NotImplementedError
+
+    def apply(self, doc: Document) -> Result:
+        rule = self.reject_rule(doc)
+        return doc if rule is None else Reject(rule)
+
+
+class FunctionStep(Step):
+    """Wraps a plain function `doc -> bool | Document | None` so that any callable is a step."""
+
+    def __init__(self, fn: Callable[[Document], Any], name: str | None = None):
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "function").replace("<lambda>", "lambda")
+
+    def apply(self, doc: Document) -> Result:
+        out = self.fn(doc)
+        if out is True:
+            return doc
+        if out is False or out is None:
+            return Reject("rejected")
+        if isinstance(out, (Document, Reject)):
+            return out
+        raise TypeError(f"step {self.name!r} returned {type(out).__name__}; expected bool, Document or None")
+
+
+@dataclass
+class GlobalContext:
+    """What a global step gets: the corpus so far as shards, and where to put its result.
+
+    Outputs must be written atomically, one output shard per input shard with the same file name,
+    so that later streaming stages keep a one-task-per-shard layout.
+    """
+
+    inputs: list[str]
+    output_dir: str
+    work_dir: str
+    executor: Executor
+    schema: pa.Schema
+    rejected_dir: str | None = None
+
+
+class GlobalStep(Step):
+    """A step that needs the whole corpus (dedup, mixing). It runs as phases between streaming stages."""
+
+    def run_global(self, ctx: GlobalContext) -> list[StepStats]:
+        raise NotImplementedError
+
+    def apply(self, doc: Document) -> Result:
+        raise TypeError(f"{type(self).__name__} is a global step and cannot run per document")
+
+
+def as_step(obj: Any) -> Step:
+    if isinstance(obj, Step):
+        return obj
+    if callable(obj):
+        if inspect.isclass(obj):
+            raise TypeError(f"{obj.__name__} is a class; put an instance in the steps list: {obj.__name__}()")
+        return FunctionStep(obj)
+    raise TypeError(f"pipeline step {obj!r} is neither a Step nor a callable")

@@ -1,0 +1,95 @@
+"""Reading a finished corpus (text shards, or JSONL) in columnar batches, for `mix`, `tokenizer` and `tokenize`.
+
+These commands only need (id, text, source) and run over whole corpora, so they read Parquet column
+batches directly instead of building a `Document` per row.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow.parquet as pq
+
+from curate.core.errors import UsageError
+from curate.core.stats import StepStats
+
+TEXT_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".jsonl.zst")
+
+
+def resolve_inputs(spec: str | os.PathLike) -> list[str]:
+    """Files of a corpus: a run's output directory (its `data/`), a directory of shards, a file, or a glob."""
+    spec = os.fspath(spec)
+    if os.path.isdir(spec):
+        root = os.path.join(spec, "data") if os.path.isdir(os.path.join(spec, "data")) else spec
+        files = sorted(
+            os.path.join(root, f) for f in os.listdir(root) if f.endswith(TEXT_SUFFIXES) and not f.startswith(".")
+        )
+    elif os.path.isfile(spec):
+        files = [spec]
+    else:
+        files = sorted(f for f in glob.glob(spec, recursive=True) if os.path.isfile(f))
+        if not files and not glob.has_magic(spec):
+            raise UsageError(f"{spec}: no such file or directory")
+    if not files:
+        raise UsageError(f"{spec}: no text shards ({', '.join(TEXT_SUFFIXES)}) found")
+    return files
+
+
+@dataclass
+class Batch:
+    ids: list[str]
+    texts: list[str]
+    sources: list[str]
+
+
+def read_batches(path: str, batch_size: int = 1024, source: str | None = None) -> Iterator[Batch]:
+    """(id, text, source) batches of one file. `source` overrides the file's own source names.
+
+    JSONL documents get `source` (default "text"). Rows without text and JSONL lines that do not
+    parse are skipped: this reads finished corpora, where the curation run already counted them.
+    """
+    if path.endswith(".parquet"):
+        with pq.ParquetFile(path) as pf:  # closed when the generator ends
+            names = pf.schema_arrow.names
+            if "text" not in names:
+                raise UsageError(f"{path}: no 'text' column (columns: {names})")
+            cols = [c for c in ("id", "text", "source") if c in names]
+            start = 0
+            for rb in pf.iter_batches(batch_size=batch_size, columns=cols):
+                n = rb.num_rows
+                texts = rb.column("text").to_pylist()
+                ids = rb.column("id").to_pylist() if "id" in cols else [f"{path}:{start + i}" for i in range(n)]
+                srcs = [source] * n if source or "source" not in cols else rb.column("source").to_pylist()
+                keep = [i for i, t in enumerate(texts) if isinstance(t, str)]
+                if len(keep) < n:
+                    ids, texts, srcs = [ids[i] for i in keep], [texts[i] for i in keep], [srcs[i] for i in keep]
+                start += n
+                yield Batch([str(i) for i in ids], texts, [s or "unknown" for s in srcs])
+        return
+    from curate.io.readers import Jsonl
+
+    stats = StepStats("read")
+    reader = Jsonl(source=source or "text")
+    batch = Batch([], [], [])
+    for doc in reader.read(path, stats):  # a JSONL "source" field is provenance, not a mixing source name
+        batch.ids.append(doc.id)
+        batch.texts.append(doc.text)
+        batch.sources.append(doc.source)
+        if len(batch.ids) >= batch_size:
+            yield batch
+            batch = Batch([], [], [])
+    if batch.ids:
+        yield batch
+
+
+def estimated_chars(path: str) -> int:
+    """A cheap size estimate (no decoding): Parquet text column's uncompressed bytes, or the file size."""
+    if path.endswith(".parquet"):
+        md = pq.ParquetFile(path).metadata
+        col = md.schema.to_arrow_schema().get_field_index("text")
+        return sum(md.row_group(r).column(col).total_uncompressed_size for r in range(md.num_row_groups))
+    size = os.path.getsize(path)
+    return size * 4 if path.endswith((".gz", ".zst")) else size

@@ -1,0 +1,304 @@
+"""Paths for runs: plain local paths as before, URLs (`file://`, `s3://`, `gs://`, `memory://`, …) through fsspec.
+
+Every function takes either a local path or a URL. A path without `://` never touches fsspec: it
+goes to `os` and `open` exactly as the code did before this module existed. A URL is resolved with
+`fsspec.core.url_to_fs`; results that name files (`glob`, `listdir`) keep the URL form, so a path
+that goes in as a URL comes back as one and can be handed to another process or node.
+
+Atomic publish (`Staged`, `atomic_open`, `atomic_write_text`): a writer writes a *local* temporary
+file, and `commit` makes it visible under the final name in one step. What "one step" means:
+
+| backend | temporary file | commit | a reader or a rerun sees |
+|---|---|---|---|
+| local path, `file://` | beside the final file (same directory, hidden name) | `rename` (atomic on POSIX) | the old file or the whole new one |
+| object stores (`s3://`, `gs://`, `az://`, …) | local spool directory (`$PENEIRA_SPOOL`, else the system temp dir) | one upload of the final object (`put_file`) | no object, or the whole object: stores publish an object only when its upload completes (a single PUT, or a multipart upload at its completion call) |
+| `memory://` (tests) | local spool | one `put_file` | no object, or the whole object |
+
+Nothing is ever renamed on an object store (a rename there is a copy plus a delete, neither atomic
+nor cheap). A writer that raises before commit leaves nothing under the final name (`discard`).
+A task killed mid-write leaves at most a temporary file: beside the final one on a local disk
+(hidden, never matched by `*.parquet`), or in the node's spool directory for object stores.
+Completion markers are still written last, so a marker present means every file before it is whole.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import posixpath
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from curate.core.errors import UsageError
+
+__all__ = [
+    "Staged", "atomic_open", "atomic_write_text", "basename", "dataset", "exists", "glob", "is_url", "isfile", "join", "listdir",
+    "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_table", "relpath", "remove", "size", "url_to_fs",
+]
+
+
+def is_url(path: str | os.PathLike) -> bool:
+    """A path with a protocol (`scheme://…`): handled by fsspec. Anything else is a plain local path."""
+    return "://" in os.fspath(path)
+
+
+def url_to_fs(path: str) -> tuple[Any, str]:
+    """(fsspec filesystem, path inside it) for a URL. The instances are cached by fsspec."""
+    from fsspec.core import url_to_fs as _url_to_fs
+
+    return _url_to_fs(path)
+
+
+def _is_local_fs(fs: Any) -> bool:
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
+
+
+def local_path(path: str | os.PathLike) -> str | None:
+    """The OS path of a plain path or a `file://` URL; None for any other filesystem."""
+    path = os.fspath(path)
+    if not is_url(path):
+        return path
+    fs, inner = url_to_fs(path)
+    return inner if _is_local_fs(fs) else None
+
+
+def join(base: str, *parts: str) -> str:
+    """Join path components; URLs with `/` whatever the OS."""
+    return posixpath.join(base, *parts) if is_url(base) else os.path.join(base, *parts)
+
+
+def basename(path: str) -> str:
+    return posixpath.basename(path) if is_url(path) else os.path.basename(path)
+
+
+def relpath(path: str, start: str) -> str:
+    """`path` relative to `start` (a directory holding it)."""
+    if not is_url(path):
+        return os.path.relpath(path, start)
+    fs, p = url_to_fs(path)
+    _, s = url_to_fs(start)
+    return posixpath.relpath(p, s)
+
+
+def _unstrip(fs: Any, inner: str, like: str) -> str:
+    """A path inside `fs` back as a URL with the protocol of `like`."""
+    proto = like.split("://", 1)[0]  # chained URLs (`simplecache::s3://…`) keep their chain
+    return f"{proto}://{fs._strip_protocol(inner)}"
+
+
+# ---------------------------------------------------------------- reading and inspecting
+
+
+def open(path: str | os.PathLike, mode: str = "rb", **kwargs) -> IO:  # noqa: A001 (shadows the builtin on purpose)
+    """Open a file; text modes take encoding= / errors= / newline= as the builtin does."""
+    path = os.fspath(path)
+    if not is_url(path):
+        return builtins.open(path, mode, **kwargs)
+    fs, inner = url_to_fs(path)
+    return fs.open(inner, mode, **kwargs)
+
+
+def _either(path: str | os.PathLike, local: Callable[[str], Any], remote: Callable[[Any, str], Any]) -> Any:
+    """`local(path)` for a plain path (no fsspec in the way), else `remote(filesystem, path_inside_it)`."""
+    path = os.fspath(path)
+    if not is_url(path):
+        return local(path)
+    fs, inner = url_to_fs(path)
+    return remote(fs, inner)
+
+
+def exists(path: str | os.PathLike) -> bool:
+    return _either(path, os.path.exists, lambda fs, p: fs.exists(p))
+
+
+def isfile(path: str | os.PathLike) -> bool:
+    return _either(path, os.path.isfile, lambda fs, p: fs.isfile(p))
+
+
+def size(path: str | os.PathLike) -> int:
+    return _either(path, os.path.getsize, lambda fs, p: fs.size(p))
+
+
+def makedirs(path: str | os.PathLike) -> None:
+    """Create a directory and its parents if missing (on object stores, where folders are implicit, a no-op)."""
+    _either(path, lambda p: os.makedirs(p, exist_ok=True), lambda fs, p: fs.makedirs(p, exist_ok=True))
+
+
+def listdir(path: str | os.PathLike) -> list[str]:
+    """Names (not paths) of the entries of a directory; [] for a directory that does not exist."""
+    path = os.fspath(path)
+    if not is_url(path):
+        return os.listdir(path) if os.path.isdir(path) else []
+    fs, inner = url_to_fs(path)
+    fs.invalidate_cache(inner)  # another process may have written since we last listed
+    if not fs.exists(inner):
+        return []
+    return [posixpath.basename(p.rstrip("/")) for p in fs.ls(inner, detail=False)]
+
+
+def glob(pattern: str | os.PathLike, files_only: bool = True) -> list[str]:
+    """Sorted matches of a glob pattern (`**` recurses); with `files_only`, directories are left out."""
+    import glob as _glob
+
+    pattern = os.fspath(pattern)
+    if not is_url(pattern):
+        hits = _glob.glob(os.path.expanduser(pattern), recursive=True)
+        return sorted(p for p in hits if not files_only or os.path.isfile(p))
+    fs, inner = url_to_fs(pattern)
+    fs.invalidate_cache()
+    found = fs.glob(inner, detail=True)
+    return sorted(_unstrip(fs, p, pattern) for p, info in found.items() if not files_only or info.get("type") == "file")
+
+
+def remove(path: str | os.PathLike, missing_ok: bool = True) -> None:
+    path = os.fspath(path)
+    try:
+        if not is_url(path):
+            os.remove(path)
+        else:
+            fs, inner = url_to_fs(path)
+            fs.rm_file(inner)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+
+
+def parquet_file(path: str | os.PathLike):
+    """`pyarrow.parquet.ParquetFile` of a local path or URL (read through fsspec, seekable)."""
+    import pyarrow.parquet as pq
+
+    path = os.fspath(path)
+    if not is_url(path):
+        return pq.ParquetFile(path)
+    fs, inner = url_to_fs(path)
+    return pq.ParquetFile(inner, filesystem=fs)
+
+
+def read_table(path: str | os.PathLike, **kwargs):
+    """`pyarrow.parquet.read_table` of a local path or URL."""
+    import pyarrow.parquet as pq
+
+    path = os.fspath(path)
+    if not is_url(path):
+        return pq.read_table(path, **kwargs)
+    fs, inner = url_to_fs(path)
+    return pq.read_table(inner, filesystem=fs, **kwargs)
+
+
+def dataset(paths: list[str], **kwargs):
+    """`pyarrow.dataset.dataset` over files that all live on one filesystem (local paths or URLs)."""
+    import pyarrow.dataset as ds
+
+    if not paths or not is_url(paths[0]):
+        return ds.dataset(paths, **kwargs)
+    fs, _ = url_to_fs(paths[0])
+    return ds.dataset([url_to_fs(p)[1] for p in paths], filesystem=fs, **kwargs)
+
+
+def load_npy(path: str | os.PathLike, mmap: bool = False):
+    """`numpy.load` of a local path (memory-mapped with `mmap`) or a URL (read whole into memory)."""
+    import numpy as np
+
+    path = os.fspath(path)
+    if not is_url(path):
+        return np.load(path, mmap_mode="r" if mmap else None)
+    with open(path, "rb") as f:
+        return np.load(f)
+
+
+# ---------------------------------------------------------------- atomic publish
+
+
+def spool_dir() -> str:
+    """Where temporary files bound for an object store are written first (local disk of this node)."""
+    d = os.environ.get("PENEIRA_SPOOL") or os.path.join(tempfile.gettempdir(), "peneira-spool")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class Staged:
+    """A file written under a local temporary name (`tmp`) and published at `path` by `commit`.
+
+    `tmp` is always a real local file, so anything that writes files (pyarrow writers, numpy memory
+    maps) writes it unchanged. For a local path or `file://` URL it lies beside the final file
+    (`tmp_name` chooses its name there; default `.NAME.tmp.PID`) and `commit` renames it; for any
+    other filesystem it lies in the spool directory and `commit` uploads it in one `put_file` (see
+    the module docstring for what each backend guarantees). `discard` removes the temporary file.
+    """
+
+    def __init__(self, path: str | os.PathLike, tmp_name: str | None = None):
+        self.path = os.fspath(path)
+        local = local_path(self.path)
+        self.local = local is not None
+        if self.local:
+            directory, name = os.path.split(local)
+            os.makedirs(directory or ".", exist_ok=True)
+            self.final = local
+            self.tmp = os.path.join(directory, tmp_name or f".{name}.tmp.{os.getpid()}")
+        else:
+            fd, self.tmp = tempfile.mkstemp(prefix=f"{posixpath.basename(self.path)}.", suffix=".tmp", dir=spool_dir())
+            os.close(fd)
+            self.final = self.path
+
+    def commit(self) -> str:
+        if self.local:
+            os.replace(self.tmp, self.final)
+        else:
+            fs, inner = url_to_fs(self.path)
+            parent = posixpath.dirname(inner)
+            try:
+                try:
+                    fs.put_file(self.tmp, inner)
+                except FileNotFoundError:  # a filesystem with real folders (sftp, hdfs): make them, once
+                    fs.makedirs(parent, exist_ok=True)
+                    fs.put_file(self.tmp, inner)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.tmp)
+            fs.invalidate_cache(parent)
+        return self.path
+
+    def discard(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.tmp)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "wb", tmp_name: str | None = None, fsync: bool = False,
+                **kwargs) -> Iterator[IO]:
+    """Write a file that appears whole at `path` when the block ends, or not at all if it raises."""
+    staged = Staged(path, tmp_name)
+    try:
+        with builtins.open(staged.tmp, mode, **kwargs) as f:
+            yield f
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write a small text file (stats, markers, configs) atomically; on local disks it is fsynced first."""
+    path = os.fspath(path)
+    tmp_name = f"{os.path.basename(path)}.tmp.{os.getpid()}" if not is_url(path) else None  # the name it always had
+    with atomic_open(path, "w", tmp_name=tmp_name, fsync=True, encoding="utf-8") as f:
+        f.write(text)
+
+
+def expand_inputs(patterns: str | list[str]) -> list[str]:
+    """Every file matching the glob patterns (local or URL), in order, without repeats; none is a `UsageError`."""
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    files: list[str] = []
+    for pat in patterns:
+        hits = glob(pat)  # a URL (file://, s3://, …) is listed through fsspec and its matches stay URLs
+        if not hits:
+            raise UsageError(f"no input files match {pat!r}")
+        files.extend(hits)
+    return list(dict.fromkeys(files))  # keep order, drop repeats

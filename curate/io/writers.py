@@ -1,0 +1,120 @@
+"""Writers: Parquet shards in the text contract, written atomically (temp file, then rename or one upload)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.core.document import Document
+from curate.core.validate import check, config_error
+from curate.io import fs
+
+COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
+
+
+@dataclass
+class Parquet:
+    """zstd Parquet shards. A task rolls to a new shard past `max_shard_bytes` of text.
+
+    Row groups of ~`row_group_docs` documents keep reads streaming and let readers skip by row group.
+    """
+
+    compression: str = "zstd"
+    compression_level: int = 3
+    max_shard_bytes: int = 512 * 1024 * 1024
+    row_group_docs: int = 10_000
+
+    def __post_init__(self) -> None:
+        codec = self.compression.lower() if isinstance(self.compression, str) else self.compression
+        check(self, "compression", codec, choices=COMPRESSIONS)
+        check(self, "compression_level", self.compression_level, int, optional=True)
+        if codec in ("snappy", "none") and self.compression_level is not None:
+            raise config_error(self, f"compression_level must be None with compression={self.compression!r}")
+        check(self, "max_shard_bytes", self.max_shard_bytes, int, lo=1)
+        check(self, "row_group_docs", self.row_group_docs, int, lo=1)
+
+    def open(self, directory: str, stem: str, schema: pa.Schema) -> ShardWriter:
+        return ShardWriter(self, directory, stem, schema)
+
+
+class ShardWriter:
+    """Writes `<stem>-NNN.parquet` files under temporary names; `commit` renames them into place.
+
+    Nothing is visible under the final names until commit, so a task killed midway leaves only
+    temp files. Temp names carry the writer's pid, so a worker orphaned by a killed run can never
+    write into the file of the rerun's task. Commit first deletes older shards and temp files of the
+    same stem, so a rerun leaves nothing stale behind.
+
+    `directory` may be a URL (see `curate.io.fs`): shards are then written in the local spool directory
+    and uploaded whole at commit, so an object store never holds a partial shard either.
+    """
+
+    def __init__(self, cfg: Parquet, directory: str, stem: str, schema: pa.Schema):
+        self.cfg, self.dir, self.stem, self.schema = cfg, directory, stem, schema
+        self.buffer: list[dict] = []
+        self.buffer_bytes = 0
+        self.shard_bytes = 0
+        self.files: list[fs.Staged] = []
+        self.writer: pq.ParquetWriter | None = None
+        self.rows = 0
+        fs.makedirs(directory)
+
+    def _stage(self, i: int) -> fs.Staged:
+        return fs.Staged(fs.join(self.dir, f"{self.stem}-{i:03d}.parquet"),
+                         tmp_name=f".{self.stem}-{i:03d}.{os.getpid()}.parquet.tmp")
+
+    def write(self, doc: Document, **columns) -> None:
+        rec = doc.to_record()
+        rec.update(columns)
+        self.buffer.append(rec)
+        self.buffer_bytes += len(doc.text)
+        if len(self.buffer) >= self.cfg.row_group_docs:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.buffer:
+            return
+        if self.writer is None:
+            staged = self._stage(len(self.files))
+            self.writer = pq.ParquetWriter(
+                staged.tmp,
+                self.schema,
+                compression=self.cfg.compression,
+                compression_level=self.cfg.compression_level,
+            )
+            self.files.append(staged)
+        table = pa.Table.from_pylist(self.buffer, schema=self.schema)
+        self.writer.write_table(table, row_group_size=self.cfg.row_group_docs)
+        self.rows += len(self.buffer)
+        self.shard_bytes += self.buffer_bytes
+        self.buffer, self.buffer_bytes = [], 0
+        if self.shard_bytes >= self.cfg.max_shard_bytes:
+            self.writer.close()
+            self.writer, self.shard_bytes = None, 0
+
+    def commit(self) -> list[str]:
+        """Close, then move the shards into place. Returns the final paths (none if no document)."""
+        self._flush()
+        if self.writer is not None:
+            self.writer.close()
+        mine = {os.path.basename(f.tmp) for f in self.files}
+        for name in fs.listdir(self.dir):
+            stale_shard = name.startswith(f"{self.stem}-") and name.endswith(".parquet")
+            stale_tmp = name.startswith(f".{self.stem}-") and name.endswith(".parquet.tmp") and name not in mine
+            if stale_shard or stale_tmp:
+                fs.remove(fs.join(self.dir, name))
+        return [staged.commit() for staged in self.files]
+
+    def abort(self) -> None:
+        """Drop the temporary shards (the task failed): nothing appears under a final name."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        for staged in self.files:
+            staged.discard()
+
+
+atomic_write_text = fs.atomic_write_text  # kept here: callers import it from curate.io.writers

@@ -1,0 +1,270 @@
+"""The run report: what a pipeline kept, what each rule removed, and what the kept corpus looks like.
+
+`write_report(OUT)` reads OUT/stats.json and the kept shards in OUT/data (only the columns it plots,
+shard by shard), and writes OUT/report.md (charts as PNG files in OUT/report/) and OUT/report.html,
+which embeds the same PNGs as base64 so it can be mailed or attached on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow.compute as pc
+
+from curate.core.stats import StepStats
+from curate.io import fs
+
+MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
+
+
+@dataclass
+class Corpus:
+    """Per-document figures of the kept shards (what the histograms need, nothing else)."""
+
+    chars: np.ndarray
+    lang_scores: np.ndarray
+    quality_scores: np.ndarray
+    langs: dict[str, int] = field(default_factory=dict)
+
+
+def load_stats(out: str) -> tuple[str, list[StepStats]]:
+    path = fs.join(out, "stats.json")
+    if not fs.exists(path):
+        raise FileNotFoundError(f"{out} has no stats.json (not a finished run?)")
+    with fs.open(path, "r", encoding="utf-8") as f:
+        doc = json.load(f)
+    return doc.get("pipeline", fs.basename(out.rstrip("/"))), [StepStats.from_dict(d) for d in doc["steps"]]
+
+
+def load_corpus(out: str) -> Corpus:
+    chars, lang_scores, quality = [], [], []
+    langs: dict[str, int] = {}
+    for path in fs.glob(fs.join(out, "data", "*.parquet")):
+        cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in fs.parquet_file(path).schema_arrow.names]
+        t = fs.read_table(path, columns=cols)
+        chars.append(pc.utf8_length(t["text"]).to_numpy(zero_copy_only=False))
+        for name, acc in (("lang_score", lang_scores), ("quality_score", quality)):
+            if name in t.column_names:
+                acc.append(t[name].drop_null().to_numpy(zero_copy_only=False))
+        if "lang" in t.column_names:
+            for row in pc.value_counts(t["lang"].drop_null()).to_pylist():
+                langs[row["values"]] = langs.get(row["values"], 0) + row["counts"]
+
+    def cat(parts: list) -> np.ndarray:
+        return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
+
+    return Corpus(cat(chars), cat(lang_scores), cat(quality), dict(sorted(langs.items(), key=lambda kv: -kv[1])))
+
+
+def _funnel(stats: list[StepStats]) -> list[tuple[str, int, int]]:
+    """(label, docs, chars) after each step. The first step is the reader: its input counts records
+    (WARC requests, metadata), not documents, so the funnel starts at what it read."""
+    return [(s.name, s.docs_out, s.chars_out) for s in stats]
+
+
+def _base(values: list[int]) -> int:
+    """What percentages are of: the first non-zero value (characters only exist after extraction)."""
+    return next((v for v in values if v), 0)
+
+
+def _reasons(stats: list[StepStats]) -> list[tuple[str, int, int]]:
+    rows = [(r, n, s.dropped_chars.get(r, 0)) for s in stats for r, n in s.dropped.items()]
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def _pct(a: float, b: float) -> str:
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def summary(name: str, stats: list[StepStats]) -> str:
+    """One sentence a person reads first."""
+    funnel = _funnel(stats)
+    if not funnel:
+        return f"Run `{name}` processed no documents."
+    (_, d0, _), (_, d1, c1) = funnel[0], funnel[-1]
+    c0 = _base([c for _, _, c in funnel])
+    skipped = sum(stats[0].dropped.values())
+    text = f"Run `{name}` read {d0:,} documents" + (f" ({skipped:,} other input records skipped)" if skipped else "")
+    text += f" and kept {d1:,} ({_pct(d1, d0)}), with {_pct(c1, c0)} of their characters."
+    reasons = _reasons(stats[1:])
+    if reasons:
+        r, n, _ = reasons[0]
+        text += f" The largest cut is `{r}` ({n:,} documents, {_pct(n, d0)} of the input)."
+    steps = [s for s in stats[1:] if sum(s.dropped.values())]
+    if steps:
+        worst = max(steps, key=lambda s: sum(s.dropped.values()))
+        text += f" Step `{worst.name}` removes the most: {sum(worst.dropped.values()):,} documents."
+    return text
+
+
+# ------------------------------------------------------------------ charts
+
+
+def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
+    """PNG bytes per chart name; charts without data are left out."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pngs: dict[str, bytes] = {}
+
+    def save(fig, name: str) -> None:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+        plt.close(fig)
+        pngs[name] = buf.getvalue()
+
+    funnel = _funnel(stats)
+    if funnel:
+        labels = [r[0] for r in funnel]
+        fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(labels) + 1.6), sharey=True)
+        for ax, idx, what in ((axes[0], 1, "documents"), (axes[1], 2, "characters")):
+            vals = [r[idx] for r in funnel]
+            base = _base(vals)
+            ax.barh(labels, vals, color="#4C72B0")
+            for y, v in enumerate(vals):
+                ax.text(v, y, f" {_pct(v, base)}", va="center", fontsize=8)
+            ax.set_title(f"{what} kept after each step")
+            ax.set_xlim(0, max(max(vals), 1) * 1.18)
+        axes[0].invert_yaxis()
+        save(fig, "funnel")
+
+    reasons = _reasons(stats[1:])[:MAX_REASONS]
+    if reasons:
+        fig, ax = plt.subplots(figsize=(9, 0.3 * len(reasons) + 1.2))
+        ax.barh([r[0] for r in reasons], [r[1] for r in reasons], color="#C44E52")
+        ax.invert_yaxis()
+        ax.set_title("documents dropped per reason")
+        ax.set_xlabel("documents")
+        save(fig, "drops")
+
+    if corpus.chars.size:
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        lo, hi = max(corpus.chars.min(), 1), max(corpus.chars.max(), 10)
+        ax.hist(np.maximum(corpus.chars, 1), bins=np.geomspace(lo, hi * 1.01, 40), color="#55A868")
+        ax.set_xscale("log")
+        ax.set_title(f"kept document length (median {np.median(corpus.chars):,.0f} characters)")
+        ax.set_xlabel("characters")
+        save(fig, "length")
+
+    for name, values, title in (
+        ("lang_score", corpus.lang_scores, "language score of kept documents"),
+        ("quality_score", corpus.quality_scores, "quality score of kept documents"),
+    ):
+        if values.size:
+            fig, ax = plt.subplots(figsize=(7, 3.2))
+            ax.hist(values, bins=np.linspace(0, 1, 41), color="#8172B2")
+            ax.set_title(title)
+            ax.set_xlabel("score")
+            save(fig, name)
+
+    if corpus.langs:
+        top = list(corpus.langs.items())[:15]
+        fig, ax = plt.subplots(figsize=(7, 0.3 * len(top) + 1.2))
+        ax.barh([k for k, _ in top], [v for _, v in top], color="#DD8452")
+        ax.invert_yaxis()
+        ax.set_title("languages of kept documents")
+        save(fig, "languages")
+    return pngs
+
+
+CHART_TITLES = {
+    "funnel": "Funnel",
+    "drops": "Drops per reason",
+    "length": "Document length",
+    "lang_score": "Language score",
+    "quality_score": "Quality score",
+    "languages": "Languages",
+}
+
+
+# ------------------------------------------------------------------ writing
+
+
+def _tables(stats: list[StepStats], corpus: Corpus) -> list[tuple[str, list[str], list[list[str]]]]:
+    funnel_rows = _funnel(stats)
+    d0 = funnel_rows[0][1] if funnel_rows else 0
+    c0 = _base([c for _, _, c in funnel_rows])
+    funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}", _pct(c, c0)] for n, d, c in funnel_rows]
+    reasons = [[r, f"{n:,}", _pct(n, d0), f"{c:,}"] for r, n, c in _reasons(stats[1:])]
+    reasons += [[r, f"{n:,}", "(input records)", ""] for r, n, _ in _reasons(stats[:1])]
+    extras = [[s.name, k, f"{v:,}" if isinstance(v, (int, float)) else str(v)] for s in stats for k, v in s.extra.items()]
+    errors = [[s.name, f"{s.errors:,}", s.error_sample or ""] for s in stats if s.errors]
+    out = [
+        ("Funnel", ["after", "documents", "share", "characters", "share"], funnel),
+        ("Drops per reason", ["reason", "documents", "of read", "characters"], reasons),
+    ]
+    if corpus.langs:
+        n = sum(corpus.langs.values())
+        out.append(("Languages", ["language", "documents", "share"], [[k, f"{v:,}", _pct(v, n)] for k, v in corpus.langs.items()]))
+    if extras:
+        out.append(("Step figures", ["step", "figure", "value"], extras))
+    if errors:
+        out.append(("Errors", ["step", "documents", "first error"], errors))
+    return out
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_report(out: str) -> dict[str, str]:
+    """Write report.md (+ report/*.png) and a self-contained report.html into `out`; returns their paths.
+
+    Each file is staged and published whole (`fs.atomic_open`), so a report interrupted half-way, or
+    rerun over an older one, never leaves a truncated page next to the run."""
+    name, stats = load_stats(out)
+    corpus = load_corpus(out)
+    pngs = _charts(stats, corpus)
+    tables = _tables(stats, corpus)
+    head = summary(name, stats)
+
+    chart_dir = fs.join(out, "report")
+    fs.makedirs(chart_dir)
+    for chart, data in pngs.items():
+        with fs.atomic_open(fs.join(chart_dir, f"{chart}.png"), "wb") as f:
+            f.write(data)
+
+    md = [f"# Report: {name}", "", head, ""]
+    md += [f"## {CHART_TITLES[c]}\n\n![{CHART_TITLES[c]}](report/{c}.png)\n" for c in pngs]
+    md += [f"## {title} (table)\n\n{_md_table(h, rows)}\n" for title, h, rows in tables if rows]
+    md_path = fs.join(out, "report.md")
+    with fs.atomic_open(md_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(md))
+
+    def html_table(h: list[str], rows: list[list[str]]) -> str:
+        th = "".join(f"<th>{html.escape(c)}</th>" for c in h)
+        trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table><tr>{th}</tr>{trs}</table>"
+
+    body = [f"<h1>Report: {html.escape(name)}</h1>", f"<p class='lead'>{html.escape(head).replace('`', '')}</p>"]
+    body += [
+        f"<h2>{CHART_TITLES[c]}</h2><img alt='{c}' src='data:image/png;base64,{base64.b64encode(d).decode()}'>"
+        for c, d in pngs.items()
+    ]
+    body += [f"<h2>{html.escape(t)}</h2>{html_table(h, rows)}" for t, h, rows in tables if rows]
+    style = (
+        "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}"
+        ".lead{font-size:1.15em;background:#f4f6fa;padding:.8em;border-radius:6px}"
+        "table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid #ccc;padding:2px 8px;"
+        "text-align:left;font-size:.9em}img{max-width:100%}"
+    )
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>Report: {html.escape(name)}</title>"
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
+    )
+    html_path = fs.join(out, "report.html")
+    with fs.atomic_open(html_path, "w", encoding="utf-8") as f:
+        f.write(page)
+    return {"md": md_path, "html": html_path, "charts": chart_dir}

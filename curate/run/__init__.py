@@ -1,0 +1,1 @@
+"""Pipelines compiled into stages, run task by task on an executor (`curate.run.executors`)."""

@@ -1,0 +1,91 @@
+"""The executor interface: `map` a module-level function over picklable items, results in item order.
+
+A new engine only has to say how to run tasks, never what a task does. Failures are collected, not
+raised mid-run: every other task still finishes (and is marked done), then `TaskFailures` says
+which failed and why.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class TaskError:
+    label: str
+    error: str  # the exception's type and message
+    detail: str  # the traceback
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.error}"
+
+
+class TaskFailures(RuntimeError):
+    def __init__(self, errors: list[TaskError], total: int):
+        self.errors = errors
+        lines = [f"{len(errors)} of {total} task(s) failed:"] + [f"  {e}" for e in errors[:10]]
+        if len(errors) > 10:
+            lines.append(f"  … and {len(errors) - 10} more")
+        lines.append(f"first traceback:\n{errors[0].detail}")
+        super().__init__("\n".join(lines))
+
+
+def call_captured(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+    """Run one task, turning an exception into data so that it crosses process boundaries intact."""
+    try:
+        return True, fn(item)
+    except Exception as e:
+        return False, (f"{type(e).__name__}: {e}", traceback.format_exc())
+
+
+class Progress:
+    """A progress bar over tasks with documents per second, live when tasks report as they go."""
+
+    def __init__(self, total: int, desc: str, enabled: bool, live: bool = False):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit="task", disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+        self.docs = 0
+        self.live = live  # documents come from count_docs, not from finished results
+        self.start = time.perf_counter()
+
+    def set_docs(self, docs: int) -> None:
+        self.docs = docs
+        rate = docs / max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"{docs:,} docs, {rate:,.0f} docs/s")
+
+    def add_docs(self, n: int) -> None:
+        self.set_docs(self.docs + n)
+
+    def done(self, result: Any) -> None:
+        if not self.live and isinstance(result, dict):
+            self.add_docs(int(result.get("docs", 0)))
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class Executor:
+    """Runs `fn(item)` for every item and returns the results in item order."""
+
+    progress: bool = True
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], desc: str = "tasks", labels: Sequence[str] = ()) -> list:
+        raise NotImplementedError
+
+    @staticmethod
+    def _collect(outcomes: list[tuple[bool, Any]], labels: Sequence[str]) -> list:
+        errors = [
+            TaskError(labels[i] if i < len(labels) else f"task {i}", *out)
+            for i, (ok, out) in enumerate(outcomes)
+            if not ok
+        ]
+        if errors:
+            raise TaskFailures(errors, len(outcomes))
+        return [out for _, out in outcomes]

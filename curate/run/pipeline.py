@@ -1,0 +1,374 @@
+"""Pipeline: a reader, steps and a writer, compiled into stages and run task by task on an executor.
+
+Streaming steps between two global steps form one stage, run as one task per input file (or shard).
+A global step (dedup, …) is a stage of its own. Every task writes atomically and then leaves a
+completion marker, so a rerun skips what is done and an interrupted run ends with exactly the
+documents of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from curate.core.document import Document, shard_schema
+from curate.core.errors import StepFailed, UsageError
+from curate.core.stats import StepStats, merge_step_lists
+from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
+from curate.io import fs
+from curate.io.fs import expand_inputs
+from curate.io.readers import Parquet as ParquetReader
+from curate.io.readers import Reader
+from curate.io.writers import Parquet as ParquetWriter
+from curate.io.writers import atomic_write_text
+from curate.run.executors import make_executor
+from curate.run.executors.base import Executor
+from curate.run.executors.local import count_docs
+
+BATCH_DOCS = 64
+FAIL_FAST_ERRORS = 10  # a step that raised on this many documents and succeeded on none stops the run
+
+
+
+
+
+@dataclass
+class StreamStage:
+    reader: Reader
+    steps: list[Step]
+    writer: ParquetWriter
+
+
+@dataclass
+class GlobalStage:
+    step: GlobalStep
+
+
+@dataclass
+class StreamTask:
+    payload: bytes  # the cloudpickled StreamStage (lambdas and all)
+    path: str
+    out_dir: str
+    stem: str
+    root: str  # the run's output directory
+    tag: str  # unique per task across stages: names its stats, marker and rejected shards
+    rejected_dir: str | None
+    limit: int | None
+    extra_columns: dict
+
+    @property
+    def stats_path(self) -> str:
+        return fs.join(self.root, "stats", f"{self.tag}.json")
+
+    @property
+    def done_path(self) -> str:
+        return fs.join(self.root, "_done", self.tag)
+
+
+@dataclass
+class Pipeline:
+    """What a pipeline file defines. `run` takes inputs and output from the CLI or from the call."""
+
+    name: str
+    reader: Reader
+    steps: list[Any] = field(default_factory=list)
+    writer: ParquetWriter = field(default_factory=ParquetWriter)
+    inputs: str | list[str] | None = None
+    output: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.reader, Reader):
+            raise UsageError(f"pipeline {self.name!r}: reader must be a curate.io.readers reader, got {self.reader!r}")
+        self.steps = [as_step(s) for s in self.steps]
+        seen: dict[str, int] = {}
+        for s in self.steps:  # two steps of one kind get numbered names so their stats stay apart
+            seen[s.name] = seen.get(s.name, 0) + 1
+            if seen[s.name] > 1:
+                s.name = f"{s.name}_{seen[s.name]}"
+
+    @property
+    def extra_columns(self) -> dict:
+        cols: dict = {}
+        for s in self.steps:
+            cols.update(s.columns)
+        return cols
+
+    def stages(self) -> list[StreamStage | GlobalStage]:
+        stages: list[StreamStage | GlobalStage] = [StreamStage(self.reader, [], self.writer)]
+        for s in self.steps:
+            if isinstance(s, GlobalStep):
+                stages.append(GlobalStage(s))
+            elif isinstance(stages[-1], StreamStage):
+                stages[-1].steps.append(s)
+            else:
+                stages.append(StreamStage(ParquetReader(), [s], self.writer))
+        return stages
+
+    def describe(self) -> dict:
+        return {"name": self.name, "reader": repr(self.reader), "steps": [repr(s) for s in self.steps]}
+
+    def run(
+        self,
+        inputs: str | list[str] | None = None,
+        output: str | None = None,
+        workers: int = 1,
+        executor: str | Executor = "local",
+        rejected: bool = False,
+        limit: int | None = None,
+        progress: bool = True,
+    ) -> dict:
+        inputs = inputs or self.inputs
+        output = output or self.output
+        if not inputs or not output:
+            raise UsageError("a run needs inputs and an output (--input/--output or Pipeline(inputs=, output=))")
+        if limit is not None and limit < 1:
+            raise UsageError(f"--limit must be >= 1, got {limit}")
+        files = expand_inputs(inputs)
+        ex = make_executor(executor, workers, progress) if isinstance(executor, str) else executor
+        return Run(self, files, output, ex, rejected, limit).execute()
+
+
+class Run:
+    """One execution of a pipeline into an output directory (see docs/data-contract.md for the layout).
+
+    The output may be a local path or a URL (`curate.io.fs`): every file of the run goes through `fs`.
+    """
+
+    def __init__(self, pipeline: Pipeline, files: list[str], output: str, executor: Executor, rejected: bool, limit):
+        self.p, self.files, self.out, self.ex = pipeline, files, output, executor
+        self.rejected_dir = fs.join(output, "rejected") if rejected else None
+        self.limit = limit
+        self.schema = shard_schema(pipeline.extra_columns)
+
+    def _check_config(self) -> None:
+        """Refuse to resume into an output made by a different pipeline: that would mix two corpora."""
+        fs.makedirs(fs.join(self.out, "_work"))
+        path = fs.join(self.out, "_work", "config.json")
+        config = {"pipeline": self.p.describe(), "inputs": self.files, "limit": self.limit,
+                  "rejected": self.rejected_dir is not None}  # a resume without it would leave rejected/ partial
+        if fs.exists(path):
+            with fs.open(path, "r", encoding="utf-8") as f:
+                old = json.load(f)
+            if old != config:
+                raise UsageError(
+                    f"{self.out} holds a run of a different pipeline or inputs; use a new --output or delete it"
+                )
+        else:
+            atomic_write_text(path, json.dumps(config, indent=1))
+
+    def execute(self) -> dict:
+        t0 = time.time()
+        self._check_config()
+        for d in ("_done", "stats"):
+            fs.makedirs(fs.join(self.out, d))
+        stages = self.p.stages()
+        shards, all_stats = self.files, []
+        for k, stage in enumerate(stages):
+            final = k == len(stages) - 1
+            out_dir = fs.join(self.out, "data") if final else fs.join(self.out, "_work", f"stage{k}")
+            if isinstance(stage, StreamStage):
+                shards, stats = self._stream(k, stage, shards, out_dir)
+            else:
+                shards, stats = self._global(k, stage.step, shards, out_dir)
+            all_stats.extend(stats)
+        stats_doc = {"pipeline": self.p.name, "steps": [s.to_dict() for s in all_stats]}
+        atomic_write_text(fs.join(self.out, "stats.json"), json.dumps(stats_doc, indent=1))
+        self._check_all_failed(all_stats)
+        manifest = self._manifest(all_stats, shards, time.time() - t0)
+        atomic_write_text(fs.join(self.out, "manifest.json"), json.dumps(manifest, indent=1, default=str))
+        return manifest
+
+    def _stream(self, k: int, stage: StreamStage, inputs: list[str], out_dir: str):
+        payload = cloudpickle.dumps(stage)
+        tasks = []
+        for i, path in enumerate(inputs):
+            stem = f"part-{i:05d}" if k == 0 else fs.basename(path).removesuffix(".parquet")
+            tasks.append(
+                StreamTask(
+                    payload=payload,
+                    path=path,
+                    out_dir=out_dir,
+                    stem=stem,
+                    root=self.out,
+                    tag=f"stage{k}-{stem}",
+                    rejected_dir=self.rejected_dir,
+                    limit=self.limit if k == 0 else None,
+                    extra_columns=self.p.extra_columns,
+                )
+            )
+        todo = [t for t in tasks if not fs.exists(t.done_path)]
+        if todo:
+            self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.path for t in todo])
+        results = []
+        for t in tasks:
+            with fs.open(t.stats_path, "r", encoding="utf-8") as f:
+                results.append(json.load(f))
+        stats = merge_step_lists([[StepStats.from_dict(d) for d in r["steps"]] for r in results])
+        return [p for r in results for p in r["outputs"]], stats
+
+    def _global(self, k: int, step: GlobalStep, inputs: list[str], out_dir: str):
+        done = fs.join(self.out, "_done", f"stage{k}-global")
+        stats_path = fs.join(self.out, "stats", f"stage{k}-global.json")
+        if not fs.exists(done):
+            ctx = GlobalContext(
+                inputs=inputs,
+                output_dir=out_dir,
+                work_dir=fs.join(self.out, "_work", f"global{k}"),
+                executor=self.ex,
+                schema=self.schema,
+                rejected_dir=self.rejected_dir,
+            )
+            fs.makedirs(out_dir)
+            fs.makedirs(ctx.work_dir)
+            stats = step.run_global(ctx)
+            outputs = [fs.join(out_dir, fs.basename(p)) for p in inputs]
+            record = {"steps": [s.to_dict() for s in stats], "outputs": [p for p in outputs if fs.exists(p)]}
+            atomic_write_text(stats_path, json.dumps(record))
+            atomic_write_text(done, "")
+        with fs.open(stats_path, "r", encoding="utf-8") as f:
+            record = json.load(f)
+        return record["outputs"], [StepStats.from_dict(d) for d in record["steps"]]
+
+    @staticmethod
+    def _check_all_failed(stats: list[StepStats]) -> None:
+        for s in stats:
+            if s.docs_in and s.errors == s.docs_in:
+                raise StepFailed(f"step {s.name!r} failed on all {s.docs_in} documents: {s.error_sample}")
+
+    def _manifest(self, stats: list[StepStats], shards: list[str], seconds: float) -> dict:
+        import pyarrow
+
+        import curate
+
+        return {
+            "pipeline": self.p.describe(),
+            "inputs": self.files,
+            "outputs": [fs.relpath(p, self.out) for p in shards],
+            "docs_read": stats[0].docs_in if stats else 0,
+            "docs_written": stats[-1].docs_out if stats else 0,
+            "chars_written": stats[-1].chars_out if stats else 0,
+            "seconds": round(seconds, 2),
+            "versions": {"peneira": curate.__version__, "python": platform.python_version(), "pyarrow": pyarrow.__version__},
+        }
+
+
+# ---------------------------------------------------------------- worker side
+
+_STAGE_CACHE: dict[int, StreamStage] = {}
+
+
+def _load_stage(payload: bytes) -> StreamStage:
+    """Unpickle a stage and run each step's setup once per worker process, however many tasks it runs."""
+    key = hash(payload)
+    if key not in _STAGE_CACHE:
+        stage = cloudpickle.loads(payload)
+        for s in stage.steps:
+            s.setup()
+        _STAGE_CACHE.clear()
+        _STAGE_CACHE[key] = stage
+    return _STAGE_CACHE[key]
+
+
+def run_stream_task(task: StreamTask) -> dict:
+    stage = _load_stage(task.payload)
+    writer = stage.writer.open(task.out_dir, task.stem, shard_schema(task.extra_columns))
+    rej = None
+    if task.rejected_dir:
+        rej = stage.writer.open(task.rejected_dir, task.tag, shard_schema(task.extra_columns, rejected=True))
+    try:
+        return _stream_task(task, stage, writer, rej)
+    except BaseException:
+        for w in (writer, rej):  # temporary shards only: nothing under a final name yet
+            if w is not None:
+                w.abort()
+        raise
+
+
+def _stream_task(task: StreamTask, stage: StreamStage, writer, rej) -> dict:
+    read_stats = StepStats(stage.reader.name)
+    step_stats = [StepStats(s.name) for s in stage.steps]
+    t_read = time.perf_counter()
+    batch: list[Document] = []
+    for doc in _limited(stage.reader.read(task.path, read_stats), task.limit):
+        read_stats.chars_in += len(doc.html if doc.html is not None else doc.text)  # raw size as read
+        batch.append(doc)
+        if len(batch) >= BATCH_DOCS:
+            count_docs(len(batch))
+            _run_batch(stage.steps, step_stats, batch, writer, rej)
+            batch = []
+    if batch:
+        count_docs(len(batch))
+        _run_batch(stage.steps, step_stats, batch, writer, rej)
+    for s, st in zip(stage.steps, step_stats, strict=True):
+        if st.docs_in and st.errors == st.docs_in and st.docs_in >= 3:
+            raise StepFailed(f"step {st.name!r} failed on all {st.docs_in} documents of {task.path}: {st.error_sample}")
+        s.finish(st)
+    read_stats.seconds = time.perf_counter() - t_read - sum(s.seconds for s in step_stats)
+    read_stats.docs_out = read_stats.docs_in - sum(read_stats.dropped.values())
+    read_stats.chars_out = read_stats.chars_in
+    outputs = writer.commit()
+    if rej is not None:
+        rej.commit()
+    result = {"path": task.path, "outputs": outputs, "docs": read_stats.docs_out,
+              "steps": [s.to_dict() for s in [read_stats, *step_stats]]}
+    atomic_write_text(task.stats_path, json.dumps(result))
+    atomic_write_text(task.done_path, "")
+    return result
+
+
+def _limited(docs, limit: int | None):
+    """Stop after `limit` documents without pulling one more (the reader counts what it yields)."""
+    for n, doc in enumerate(docs, start=1):
+        yield doc
+        if limit is not None and n >= limit:
+            return
+
+
+def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document], writer, rej) -> None:
+    for step, st in zip(steps, stats, strict=True):
+        if not batch:
+            return
+        t = time.perf_counter()
+        st.docs_in += len(batch)
+        st.chars_in += sum(len(d.text) for d in batch)
+        results = _apply(step, st, batch)
+        kept = []
+        for doc, res in zip(batch, results, strict=True):
+            if isinstance(res, Document):
+                kept.append(res)
+                continue
+            reason = f"{st.name}:{res.rule if isinstance(res, Reject) else 'rejected'}"
+            st.drop(reason, len(doc.text))
+            if rej is not None:
+                rej.write(doc, drop_reason=reason)
+        st.docs_out += len(kept)
+        st.chars_out += sum(len(d.text) for d in kept)
+        st.seconds += time.perf_counter() - t
+        batch = kept
+    for doc in batch:
+        writer.write(doc)
+
+
+def _apply(step: Step, st: StepStats, batch: list[Document]) -> list:
+    """Apply a step to a batch; if the batch raises, retry per document so one bad page costs one drop."""
+    try:
+        return step.apply_batch(batch)
+    except Exception:
+        pass
+    out = []
+    for doc in batch:
+        try:
+            out.append(step.apply_batch([doc])[0])
+        except Exception as e:
+            st.errors += 1
+            st.error_sample = st.error_sample or "".join(traceback.format_exception_only(e)).strip()
+            out.append(Reject("error"))
+            if st.errors >= FAIL_FAST_ERRORS and st.errors == st.docs_in - len(batch) + len(out):
+                raise StepFailed(f"step {st.name!r} raised on its first {st.errors} documents: {st.error_sample}") from e
+    return out

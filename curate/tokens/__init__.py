@@ -1,0 +1,1 @@
+"""From curated runs to training data: source mixing and tokenization into token shards."""

@@ -42,10 +42,15 @@ def main(argv: list[str] | None = None) -> int:
         args = _train_args(rest, "python -m train")
         import torch.distributed as dist
 
+        from train.checkpoint import ResumeError
+        from train.data import TokenDataError
         from train.loop import train
 
         try:
             result = train(args.cfg, resume=args.resume)
+        except (FileNotFoundError, TokenDataError, ResumeError) as e:  # the user's input, not a bug: one line
+            print(f"python -m train: error: {e}", file=sys.stderr)
+            return 2
         finally:
             if dist.is_initialized():
                 dist.destroy_process_group()

@@ -47,7 +47,8 @@ class Config:
     lr: float = 3e-3  # AdamW peak learning rate (for embeddings, head and norms when optimizer = muon)
     muon_lr: float = 0.02
     muon_momentum: float = 0.95
-    weight_decay: float = 0.1
+    muon_weight_decay: float = 0.01  # Muon's own decay per unit lr (Keller Jordan's Muon: 0.01 or 0 at lr 0.02)
+    weight_decay: float = 0.1  # AdamW's
     beta1: float = 0.9
     beta2: float = 0.95
     grad_clip: float = 1.0  # max global grad norm; 0 = off
@@ -87,7 +88,7 @@ class Config:
         for key in ("n_layer", "n_head", "n_embd", "stop_at", "warmup_steps", "eval_every", "ckpt_every"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key} must be >= 0, got {getattr(self, key)}")
-        for key in ("lr", "muon_lr", "weight_decay", "grad_clip", "divergence_factor"):
+        for key in ("lr", "muon_lr", "muon_weight_decay", "weight_decay", "grad_clip", "divergence_factor"):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key} must be >= 0, got {getattr(self, key)}")
         for key in ("beta1", "beta2", "muon_momentum", "decay_frac", "min_lr_frac"):

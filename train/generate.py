@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 
 from train import checkpoint
+from train.devices import resolve_device
 from train.model import GPT, GPTConfig
 
 
@@ -25,15 +26,24 @@ class Loaded:
     eos_id: int
     step: int
 
+    @property
+    def device(self) -> torch.device:
+        return self.model.embed.weight.device
+
+    def ids(self, ids: list[int]) -> torch.Tensor:
+        """A batch of one sequence, on the model's device."""
+        return torch.tensor([ids], device=self.device)
+
 
 def load_checkpoint(path: str | Path, device: str = "cpu") -> Loaded:
     """The model of a checkpoint, in eval mode, and its tokenizer (the copy the trainer put beside it, else the
     token directory's)."""
-    path = Path(path)
-    state = checkpoint.load(path, map_location=device)
-    model = GPT(GPTConfig(**state["model_config"]))
+    path, dev = Path(path), resolve_device(device)
+    state = checkpoint.load(path, map_location=dev)
+    with dev:
+        model = GPT(GPTConfig(**state["model_config"]))
     model.load_state_dict(state["model"])
-    model.to(device).eval()
+    model.eval()
     run_dir = path if path.is_dir() else path.parent
     candidates = [run_dir / "tokenizer.json"]
     data = state["config"].get("data")
@@ -52,8 +62,8 @@ def _encode(run: Loaded, text: str) -> list[int]:
 @torch.no_grad()
 def next_token_candidates(run: Loaded, prompt: str, k: int = 5) -> list[tuple[str, float]]:
     """The k most likely next tokens after `prompt`, with their probabilities."""
-    idx = torch.tensor([_encode(run, prompt)[-run.model.cfg.seq_len :]])
-    probs = F.softmax(run.model(idx)[0, -1, : run.model.cfg.vocab_size].float(), dim=-1)
+    idx = run.ids(_encode(run, prompt)[-run.model.cfg.seq_len :])
+    probs = F.softmax(run.model(idx)[0, -1, : run.model.cfg.vocab_size].float().cpu(), dim=-1)
     p, ids = probs.topk(k)
     return [(run.tokenizer.decode([i]), float(q)) for i, q in zip(ids.tolist(), p.tolist(), strict=True)]
 
@@ -61,13 +71,16 @@ def next_token_candidates(run: Loaded, prompt: str, k: int = 5) -> list[tuple[st
 @torch.no_grad()
 def sample(run: Loaded, prompt: str, max_new_tokens: int = 64, temperature: float = 1.0, top_k: int | None = 50,
            seed: int = 0) -> str:
-    """Continue `prompt` by sampling from the top-k tokens at `temperature`; stops at end of document."""
+    """Continue `prompt` by sampling from the top-k tokens at `temperature`; stops at end of document.
+
+    The model runs on its device; the draw is made on the CPU from the last position's logits (one small copy per
+    token, which reading the token back needs anyway), so a seed gives the same text on any device."""
     gen = torch.Generator().manual_seed(seed)
     ids = _encode(run, prompt)
     new: list[int] = []
     for _ in range(max_new_tokens):
-        idx = torch.tensor([(ids + new)[-run.model.cfg.seq_len :]])
-        logits = run.model(idx)[0, -1, : run.model.cfg.vocab_size].float()  # drop the padding columns
+        idx = run.ids((ids + new)[-run.model.cfg.seq_len :])
+        logits = run.model(idx)[0, -1, : run.model.cfg.vocab_size].float().cpu()  # drop the padding columns
         if temperature <= 0:
             nxt = int(logits.argmax())
         else:
@@ -86,8 +99,8 @@ def sample(run: Loaded, prompt: str, max_new_tokens: int = 64, temperature: floa
 def surprise(run: Loaded, text: str) -> list[tuple[str, float, float]]:
     """(token, probability the model gave it, -log p in nats) for each token of `text`. Their mean is the loss."""
     ids = _encode(run, text)[: run.model.cfg.seq_len + 1]
-    logits = run.model(torch.tensor([ids[:-1]]))[0, :, : run.model.cfg.vocab_size].float()
-    logp = F.log_softmax(logits, dim=-1).gather(1, torch.tensor(ids[1:])[:, None])[:, 0]
+    logits = run.model(run.ids(ids[:-1]))[0, :, : run.model.cfg.vocab_size].float()
+    logp = F.log_softmax(logits, dim=-1).gather(1, run.ids(ids[1:]).T)[:, 0]
     return [(run.tokenizer.decode([t]), math.exp(lp), -lp) for t, lp in zip(ids[1:], logp.tolist(), strict=True)]
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
+from collections import deque
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,11 +23,14 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 from train import checkpoint
+from train.checkpoint import ResumeError
 from train.config import Config
 from train.data import Loader, TokenDataset
+from train.devices import init_distributed
 from train.metrics import MetricsLog, peak_flops, plot_run
 from train.model import GPT, GPTConfig
 from train.optim import build_optimizer, lr_factor, set_lr
+from train.prefetch import Prefetcher
 
 
 @dataclass
@@ -35,20 +39,6 @@ class RunResult:
     losses: list[float] = field(default_factory=list)  # training loss of every step run in this invocation
     val_loss: float | None = None  # the last validation loss
     diverged: str | None = None  # why training stopped early, if it did
-
-
-def init_distributed(device: str) -> tuple[int, int, torch.device]:
-    """(rank, world_size, device). Under torchrun the environment names the rank; otherwise a single process."""
-    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    if device == "auto":
-        device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
-    return rank, world, dev
 
 
 def model_config(cfg: Config, vocab_size: int) -> GPTConfig:
@@ -75,18 +65,49 @@ def all_mean(x: torch.Tensor, world: int) -> torch.Tensor:
     return x
 
 
+def host_copy(t: torch.Tensor) -> Callable[[], list[float]]:
+    """Start copying a small device tensor to the host; the returned function waits for the copy and reads it. On
+    CUDA the copy is queued behind the step's kernels into pinned memory, so reading it a step later, while the next
+    step runs, costs the GPU nothing (a `.tolist()` right away would idle it until the host launched more work)."""
+    if t.device.type != "cuda":
+        return t.tolist
+    buf = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    buf.copy_(t, non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+    return lambda: (done.synchronize(), buf.tolist())[1]
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, loader: Loader, batches: int, device: torch.device, amp, world: int) -> float:
     """Mean loss over `batches` micro-batches per rank; the loader is fresh each time, so every evaluation (and every
     resumed run) scores exactly the same tokens and the curve is comparable point to point."""
     model.eval()
     total = torch.zeros((), device=device)
-    for _ in range(batches):
-        x, y = (t.to(device, non_blocking=True) for t in loader.next_batch())
-        with amp:
-            total += model(x, y).float()
+    with Prefetcher(loader, device) as batches_ahead:
+        for _ in range(batches):
+            x, y = batches_ahead.next_batch()
+            with amp:
+                total += model(x, y).float()
     model.train()
     return all_mean(total / batches, world).item()
+
+
+def check_resume(path: Path, state: dict[str, Any], cfg: Config, world: int) -> str:
+    """A run may resume with another micro_batch or number of processes (the loader continues from the global count
+    of samples consumed and accumulation is derived again), but not with another global batch or sequence length:
+    those define what a step is. Returns how the layout changed, for the log ("" when it did not)."""
+    saved = state["config"]
+    for key in ("batch_tokens", "seq_len"):
+        if saved[key] != getattr(cfg, key):
+            raise ResumeError(f"{path} was written with {key} = {saved[key]} and this run has {getattr(cfg, key)}: "
+                              "a resumed run keeps the global batch and sequence length (micro_batch and the number "
+                              "of processes may change); use a new --out to train with other values")
+    before = (state.get("world_size", 1), saved["micro_batch"])
+    if before == (world, cfg.micro_batch):
+        return ""
+    return (f" (written by world {before[0]} x micro_batch {before[1]}, continued with world {world} x micro_batch "
+            f"{cfg.micro_batch} x grad accumulation {cfg.grad_accum(world)}: same batches, up to float rounding)")
 
 
 def train(cfg: Config, resume: bool = False) -> RunResult:
@@ -121,22 +142,28 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
     torch.manual_seed(cfg.seed)  # identical initial weights on every rank (DDP would broadcast rank 0's anyway)
     mcfg = model_config(cfg, train_set.vocab_size)
     raw = GPT(mcfg).to(device)  # the unwrapped module: its state_dict has no `_orig_mod.`/`module.` prefixes
+    checkpoint.seed_rank(cfg.seed, rank)  # from here on each rank draws its own random numbers
     optimizer = build_optimizer(raw, cfg, device)
     step, first_loss = 0, None
     saved_step = None  # step of the checkpoint this run resumed from or last wrote (a file left by another run is not ours)
     if resume and ckpt_path.is_file():
         state = checkpoint.load(ckpt_path, map_location=device)
+        changed = check_resume(ckpt_path, state, cfg, world)
         raw.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         loader.load_state_dict(state["loader"])
-        checkpoint.set_rng_state(state["rng"])
+        checkpoint.restore_rng(state["rng"], rank, world, cfg.seed)
         step, first_loss = state["step"], state["first_loss"]
         saved_step = step
-        say(f"resumed from {ckpt_path} at step {step}")
+        say(f"resumed from {ckpt_path} at step {step}{changed}")
     elif resume:
         say(f"--resume: no checkpoint in {out}, starting from scratch")
-    fwd = torch.compile(raw) if compile_model else raw
-    model = DDP(fwd, device_ids=[device.index] if on_cuda else None) if world > 1 else fwd
+    if compile_model:
+        raw.compile_blocks()
+    # No buffer broadcast: the RoPE tables are computed identically on every rank, and broadcasting them would cost
+    # an all-reduce, a host sync and a broadcast before every forward.
+    model = DDP(raw, device_ids=[device.index] if on_cuda else None, broadcast_buffers=False) if world > 1 else raw
+    batches = Prefetcher(loader, device)
 
     flops_per_token, peak = raw.flops_per_token(), peak_flops(device)
     stop = min(cfg.stop_at or cfg.steps, cfg.steps)
@@ -145,13 +172,16 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
     say(f"batch: {cfg.batch_tokens:,} tokens/step = micro_batch {cfg.micro_batch} x seq_len {cfg.seq_len} x "
         f"grad accumulation {accum} x world {world}; {cfg.optimizer}, {cfg.schedule} schedule, steps {step}->{stop}")
     say(f"device: {device}{' (' + torch.cuda.get_device_name(device) + ')' if on_cuda else ''}, "
-        f"{'bf16 autocast' if use_bf16 else 'fp32'}, compile {'on' if compile_model else 'off'}")
+        f"{'bf16 autocast' if use_bf16 else 'fp32'}, compile {'per block' if compile_model else 'off'}")
 
     # ---- train ---------------------------------------------------------------------------------------------------
     log = MetricsLog(out / "metrics.jsonl", resume_step=step if resume else None) if master else None
     result = RunResult(step=step)
     bar = tqdm(total=stop, initial=step, disable=not (master and cfg.progress), unit="step", dynamic_ncols=True)
-    train_time, interval_time, interval_steps = 0.0, 0.0, 0
+    train_time, interval_time, interval_steps, tokens_per_s = 0.0, 0.0, 0, 0.0
+    # Steps whose loss and grad norm the host has not read yet: (step, lr factor, reader). They are read one step
+    # late, while the next step runs, so the loop never waits on the GPU just to look at two numbers.
+    unread: deque[tuple[int, float, Callable[[], list[float]]]] = deque()
     model.train()
     while step < stop:
         t0 = time.perf_counter()
@@ -159,7 +189,7 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         set_lr(optimizer, lr_scale)
         loss_sum = torch.zeros((), device=device)
         for micro in range(accum):
-            x, y = (t.to(device, non_blocking=True) for t in loader.next_batch())
+            x, y = batches.next_batch()
             # Gradients are all-reduced only on the last micro-step; before that they just accumulate locally.
             sync = world == 1 or micro == accum - 1
             with amp, (nullcontext() if sync else model.no_sync()):
@@ -168,64 +198,74 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
             loss_sum += loss.detach()
         all_mean(loss_sum, world)
         grad_norm = torch.nn.utils.clip_grad_norm_(raw.parameters(), cfg.grad_clip or math.inf)
-        loss_value, norm_value = torch.stack([loss_sum.float(), grad_norm.float()]).tolist()  # one host sync
-
-        # Stop before a bad update touches the weights, so the last checkpoint on disk stays the last good one.
-        first_loss = loss_value if first_loss is None else first_loss
-        if not (math.isfinite(loss_value) and math.isfinite(norm_value)) or (
-            cfg.divergence_factor and loss_value > cfg.divergence_factor * first_loss
-        ):
-            kept = (f"the last good checkpoint is {ckpt_path} (step {saved_step})"
-                    if saved_step is not None else "no checkpoint was written yet")
-            result.diverged = (f"loss diverged at step {step + 1}: loss {loss_value:.4g}, grad norm {norm_value:.4g} "
-                               f"(first loss {first_loss:.4g}, lr {optimizer_lr(cfg, lr_scale):.3g}); stopped, {kept}. "
-                               "Try a lower lr, more warmup_steps or grad_clip.")
-            result.losses.append(loss_value)  # the loss that tripped the guard; its update was never applied
-            say(result.diverged)
-            break
-
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        result.step = step
-        result.losses.append(loss_value)
+        unread.append((step, lr_scale, host_copy(torch.stack([loss_sum.float(), grad_norm.float()]))))
         dt = time.perf_counter() - t0
         train_time += dt
         interval_time += dt
         interval_steps += 1
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{optimizer_lr(cfg, lr_scale):.2e}", refresh=False)
 
         val_due = val_set is not None and (step % cfg.eval_every == 0 or step == stop)
         if val_due:
             val_loader = Loader(val_set, cfg.seq_len, cfg.micro_batch, seed=cfg.seed, rank=rank, world_size=world)
-            result.val_loss = evaluate(fwd, val_loader, cfg.eval_batches * accum, device, amp, world)
-            if master:
-                bar.write(f"step {step}: val loss {result.val_loss:.4f}")
-        if master and (step % cfg.log_every == 0 or step == stop or val_due):
-            tokens_per_s = cfg.batch_tokens * interval_steps / interval_time
-            record: dict[str, Any] = {
-                "step": step, "loss": loss_value, "lr": optimizer_lr(cfg, lr_scale), "grad_norm": norm_value,
-                "tokens_per_s": round(tokens_per_s, 1), "tokens": step * cfg.batch_tokens,
-                "mfu": round(flops_per_token * tokens_per_s / (peak * world), 4) if peak else None,
-                "train_time_s": round(train_time, 3),
-            }
-            if val_due:
-                record["val_loss"] = result.val_loss
-            log.write(record)
-            interval_time, interval_steps = 0.0, 0
+            result.val_loss = evaluate(raw, val_loader, cfg.eval_batches * accum, device, amp, world)
         ckpt_due = (cfg.ckpt_every and step % cfg.ckpt_every == 0) or step == stop
-        if master and ckpt_due:
-            checkpoint.save_atomic({
-                "model": raw.state_dict(), "optimizer": optimizer.state_dict(), "loader": loader.state_dict(),
-                "rng": checkpoint.rng_state(), "step": step, "first_loss": first_loss,
-                "config": cfg.to_dict(), "model_config": asdict(mcfg), "eos_id": train_set.eos_id,
-                "tokenizer": train_set.manifest.get("tokenizer"),
-            }, ckpt_path)
-            if cfg.plots and step != stop:  # the final plot is drawn once, below
-                plot_run(out / "metrics.jsonl", out)
+
+        # The divergence guard. Every step is checked, one step late; a checkpoint and the end wait until all are.
+        # A bad step's update has then been applied in memory, but the run stops before any of it reaches a file,
+        # so the last checkpoint on disk stays the last good one.
+        while unread and (len(unread) > 1 or ckpt_due or val_due):
+            s, scale, read = unread.popleft()
+            loss_value, norm_value = read()
+            first_loss = loss_value if first_loss is None else first_loss
+            if not (math.isfinite(loss_value) and math.isfinite(norm_value)) or (
+                cfg.divergence_factor and loss_value > cfg.divergence_factor * first_loss
+            ):
+                kept = (f"the last good checkpoint is {ckpt_path} (step {saved_step})"
+                        if saved_step is not None else "no checkpoint was written yet")
+                result.diverged = (f"loss diverged at step {s}: loss {loss_value:.4g}, grad norm {norm_value:.4g} "
+                                   f"(first loss {first_loss:.4g}, lr {optimizer_lr(cfg, scale):.3g}); stopped, "
+                                   f"{kept}. Try a lower lr, more warmup_steps or grad_clip.")
+                result.losses.append(loss_value)  # the loss that tripped the guard
+                say(result.diverged)
+                break
+            result.step = s
+            result.losses.append(loss_value)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{optimizer_lr(cfg, scale):.2e}", refresh=False)
+            with_val = val_due and s == step
+            if with_val and master:
+                bar.write(f"step {s}: val loss {result.val_loss:.4f}")
+            if master and (s % cfg.log_every == 0 or s == stop or with_val):
+                if interval_steps:  # else two records were read at once: the second keeps the first's rate
+                    tokens_per_s = cfg.batch_tokens * interval_steps / interval_time
+                record: dict[str, Any] = {
+                    "step": s, "loss": loss_value, "lr": optimizer_lr(cfg, scale), "grad_norm": norm_value,
+                    "tokens_per_s": round(tokens_per_s, 1), "tokens": s * cfg.batch_tokens,
+                    "mfu": round(flops_per_token * tokens_per_s / (peak * world), 4) if peak else None,
+                    "train_time_s": round(train_time, 3),
+                }
+                if with_val:
+                    record["val_loss"] = result.val_loss
+                log.write(record)
+                interval_time, interval_steps = 0.0, 0
+        if result.diverged:
+            break
         if ckpt_due:
+            rng = checkpoint.rng_states(world)  # every rank's (a collective, so all ranks call it)
+            if master:
+                checkpoint.save_atomic({
+                    "model": raw.state_dict(), "optimizer": optimizer.state_dict(), "loader": batches.state_dict(),
+                    "rng": rng, "step": step, "first_loss": first_loss, "world_size": world,
+                    "config": cfg.to_dict(), "model_config": asdict(mcfg), "eos_id": train_set.eos_id,
+                    "tokenizer": train_set.manifest.get("tokenizer"),
+                }, ckpt_path)
+                if cfg.plots and step != stop:  # the final plot is drawn once, below
+                    plot_run(out / "metrics.jsonl", out)
             saved_step = step
+    batches.close()
     bar.close()
     metrics_file = out / "metrics.jsonl"
     if master and cfg.plots and metrics_file.is_file() and metrics_file.stat().st_size:

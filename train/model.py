@@ -23,6 +23,11 @@ PRESETS: dict[str, dict[str, int]] = {
 }
 
 
+# Weights that stack several matrices by rows so one matmul computes them all (Q, K, V; SwiGLU's gate and up).
+# Muon orthogonalises each stacked matrix on its own, as if they were separate weights.
+FUSED_ROWS: dict[str, int] = {"attn.qkv.weight": 3, "mlp.gate_up.weight": 2}
+
+
 @dataclass
 class GPTConfig:
     vocab_size: int
@@ -163,7 +168,19 @@ class GPT(nn.Module):
         x = self.embed(idx)
         for block in self.blocks:
             x = block(x, cos, sin)
+        return self.head(x, targets)
+
+    def head(self, x: torch.Tensor, targets: torch.Tensor | None) -> torch.Tensor:
         logits = self.lm_head(self.norm(x))
         if targets is None:
             return logits
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
+
+    def compile_blocks(self) -> None:
+        """torch.compile each block, and the head with its loss, as separate graphs (as torchtitan does) instead of
+        the whole model as one. Under DDP a block's gradient buckets are then all-reduced as soon as its backward
+        ends, overlapping the backward of the blocks below it; a single compiled backward would release every
+        bucket only at its very end. The blocks share one compiled graph, and state_dict keys do not change."""
+        for block in self.blocks:
+            block.compile()
+        self.head = torch.compile(self.head)

@@ -2,8 +2,8 @@
 
 AdamW decays only matrices that multiply activations; norms' gains and the embedding table are exempt because
 shrinking them toward zero fights what they represent (a scale, a lookup) rather than regularising.
-Muon (orthogonalised momentum, torch.optim.Muon) is meant for the 2-D weight matrices inside the blocks only;
-the embedding, the LM head and the norm gains stay with AdamW. The two are wrapped so the loop calls one `step`.
+Muon (orthogonalised momentum) is meant for the 2-D weight matrices inside the blocks only; the embedding, the
+LM head and the norm gains stay with AdamW. The two are wrapped so the loop calls one `step`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from train.config import Config
+from train.model import FUSED_ROWS
+
+# Keller Jordan's quintic Newton-Schulz coefficients (https://kellerjordan.github.io/posts/muon/).
+NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
 
 class Optimizers:
@@ -47,20 +53,97 @@ class Optimizers:
             opt.load_state_dict(state)
 
 
+def newton_schulz(g: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
+    """Approximately orthogonalise each matrix of a (k, m, n) stack: U·S'·Vᵀ with S' ≈ 1, in bf16, as Keller
+    Jordan's Muon does (the quintic pushes singular values into about [0.7, 1.2], which trains as well as exact UVᵀ)."""
+    a, b, c = NS_COEFFICIENTS
+    x = g.bfloat16()
+    tall = x.size(-2) > x.size(-1)
+    if tall:  # iterate on the smaller Gram matrix
+        x = x.mT
+    x = x / x.norm(dim=(-2, -1), keepdim=True).clamp(min=eps)  # spectral norm <= Frobenius norm <= 1
+    for _ in range(steps):
+        gram = x @ x.mT
+        x = torch.baddbmm(x, torch.baddbmm(gram, gram, gram, beta=b, alpha=c), x, beta=a)
+    return x.mT if tall else x
+
+
+class Muon(torch.optim.Optimizer):
+    """Muon: SGD with Nesterov momentum whose update is orthogonalised by Newton-Schulz (Keller Jordan), for 2-D
+    weights only. Two things torch.optim.Muon does not do:
+
+    * A group's `blocks` splits each weight by rows into that many matrices (Q, K, V of a fused qkv), each
+      orthogonalised and LR-scaled on its own, as separate weights would be (modded-nanogpt does the same).
+    * Under DDP the Newton-Schulz work is shared out: every rank updates the momentum of every weight (cheap,
+      and it keeps the full optimizer state on each rank, so rank 0's checkpoint holds it all), but applies the
+      orthogonalised update only to its share of the weights and then broadcasts them. The result is the same,
+      bit for bit, as one process doing all of it (`shard=False`).
+    """
+
+    def __init__(self, params, lr: float = 0.02, weight_decay: float = 0.0, momentum: float = 0.95,
+                 nesterov: bool = True, ns_steps: int = 5, shard: bool = True):
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay, momentum=momentum, nesterov=nesterov,
+                                      ns_steps=ns_steps, blocks=1))
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.ndim != 2 or p.size(0) % group["blocks"]:
+                    raise ValueError(f"Muon: {tuple(p.shape)} is not a 2-D weight of {group['blocks']} row blocks")
+        distributed = shard and dist.is_available() and dist.is_initialized()
+        self.rank, self.world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        todo = []  # (param, momentum-smoothed gradient, group)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
+                buf.lerp_(p.grad, 1 - group["momentum"])
+                todo.append((p, p.grad.lerp(buf, group["momentum"]) if group["nesterov"] else buf, group))
+        owner = share_out([p.numel() for p, _, _ in todo], self.world)
+        for (p, update, group), rank in zip(todo, owner, strict=True):
+            if rank == self.rank:
+                k = group["blocks"]
+                rows, cols = p.size(0) // k, p.size(1)
+                ortho = newton_schulz(update.view(k, rows, cols), group["ns_steps"]).reshape(p.shape)
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                p.add_(ortho, alpha=-group["lr"] * math.sqrt(max(1, rows / cols)))  # Keller's shape scaling
+        for rank in range(self.world if self.world > 1 else 0):
+            mine = [p for (p, _, _), r in zip(todo, owner, strict=True) if r == rank]
+            if mine:
+                flat = _flatten_dense_tensors(mine)
+                dist.broadcast(flat, src=rank)
+                for p, new in zip(mine, _unflatten_dense_tensors(flat, mine), strict=True):
+                    p.copy_(new)
+
+
+def share_out(sizes: list[int], world: int) -> list[int]:
+    """A rank for each item, balancing the total size per rank (largest first onto the least loaded rank); the
+    same on every rank because it depends only on the sizes."""
+    load, owner = [0] * world, [0] * len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        owner[i] = min(range(world), key=lambda r: (load[r], r))
+        load[owner[i]] += sizes[i]
+    return owner
+
+
 def build_optimizer(model: nn.Module, cfg: Config, device: torch.device) -> Optimizers:
     """AdamW (fused on CUDA) alone, or Muon for the blocks' matrices plus AdamW for everything else."""
     embed = {id(model.get_submodule("embed").weight)}
     blocks = {id(p) for p in model.get_submodule("blocks").parameters()}
-    hidden, decay, no_decay = [], [], []
-    for p in model.parameters():  # shared (tied) tensors are yielded once
+    hidden: dict[int, list[nn.Parameter]] = {}  # by number of stacked row blocks
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():  # shared (tied) tensors are yielded once
         if p.ndim == 2 and id(p) in blocks:
-            hidden.append(p)
+            k = next((n for suffix, n in FUSED_ROWS.items() if name.endswith(suffix)), 1)
+            hidden.setdefault(k, []).append(p)
         elif p.ndim == 2 and id(p) not in embed:
             decay.append(p)  # the untied LM head
         else:
             no_decay.append(p)  # norm gains, the embedding
     if cfg.optimizer == "adamw":
-        decay, hidden = decay + hidden, []
+        decay, hidden = decay + [p for ps in hidden.values() for p in ps], {}
     adam_groups = [
         {"params": decay, "weight_decay": cfg.weight_decay, "base_lr": cfg.lr},
         {"params": no_decay, "weight_decay": 0.0, "base_lr": cfg.lr},
@@ -75,16 +158,12 @@ def build_optimizer(model: nn.Module, cfg: Config, device: torch.device) -> Opti
         )
     ]
     if hidden:
-        if not hasattr(torch.optim, "Muon"):
-            raise ValueError(f"optimizer = 'muon' needs torch >= 2.9 (torch.optim.Muon); this is torch {torch.__version__}")
         optimizers.append(
-            torch.optim.Muon(
-                [{"params": hidden, "base_lr": cfg.muon_lr}],
+            Muon(
+                [{"params": ps, "blocks": k, "base_lr": cfg.muon_lr} for k, ps in sorted(hidden.items())],
                 lr=cfg.muon_lr,
-                weight_decay=cfg.weight_decay,
+                weight_decay=cfg.muon_weight_decay,
                 momentum=cfg.muon_momentum,
-                nesterov=True,
-                ns_steps=5,
             )
         )
     return Optimizers(*optimizers)

@@ -82,7 +82,7 @@ BAD = [
     ("Parquet", "compression", lambda: writers.Parquet(compression="zip")),
     ("Parquet", "compression_level", lambda: writers.Parquet(compression_level="high")),
     ("Parquet", "compression_level", lambda: writers.Parquet(compression="snappy")),
-    ("Parquet", "max_shard_bytes", lambda: writers.Parquet(max_shard_bytes=0)),
+    ("Parquet", "max_shard_chars", lambda: writers.Parquet(max_shard_chars=0)),
     ("Parquet", "row_group_docs", lambda: writers.Parquet(row_group_docs=-10)),
 ]
 

@@ -93,3 +93,22 @@ def shard_schema(extra_columns: dict[str, pa.DataType], rejected: bool = False) 
     if rejected:
         schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
     return schema
+
+
+def conform(table: pa.Table | pa.RecordBatch, schema: pa.Schema, **columns: pa.Array) -> pa.Table:
+    """`table` in `schema`'s columns and order: missing columns as nulls, extra ones dropped, types cast.
+
+    `columns` replace (or supply) whole columns by name, e.g. `quality_score=scores`. Every code path
+    that writes rows it did not build from `Document`s (the global steps) goes through this one function.
+    """
+    names = table.schema.names
+    cols = []
+    for f in schema:
+        if f.name in columns:
+            given = columns[f.name]
+            cols.append(given.cast(f.type) if isinstance(given, pa.Array) else pa.array(given, f.type))
+        elif f.name in names:
+            cols.append(table.column(f.name).cast(f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)

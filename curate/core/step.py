@@ -14,7 +14,8 @@ from curate.core.validate import describe
 
 if TYPE_CHECKING:
     from curate.core.stats import StepStats
-    from curate.run.executors.base import Executor  # a type only: core never imports the runner
+    from curate.io.writers import Parquet  # types only: core never imports the layers above it at run time
+    from curate.run.executors.base import Executor
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ class GlobalContext:
     work_dir: str
     executor: Executor
     schema: pa.Schema
+    writer: Parquet  # the pipeline's writer: global steps write their shards with its settings (`open_file`)
     rejected_dir: str | None = None
 
 

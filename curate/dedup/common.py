@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from curate.core.document import conform
 from curate.core.step import GlobalContext
 from curate.io import fs
 from curate.io.writers import atomic_write_text
@@ -200,7 +201,7 @@ def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: p
     stats = {"docs_in": 0, "docs_out": 0, "chars_in": 0, "chars_out": 0, "dropped": 0, "dropped_chars": 0}
     for batch in pf.iter_batches(batch_size=8192):
         table = pa.Table.from_batches([batch])
-        table = _conform(table, schema)
+        table = conform(table, schema)
         chars = pc.utf8_length(table["text"])
         if dec.num_rows:
             idx = pc.index_in(table["id"], value_set=dec["id"])
@@ -242,16 +243,6 @@ def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: p
         rej.discard()
     return stats
 
-
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The pipeline schema's columns in its order: missing ones as nulls, extra ones dropped."""
-    cols = []
-    for field in schema:
-        if field.name in table.column_names:
-            cols.append(table[field.name].cast(field.type))
-        else:
-            cols.append(pa.nulls(table.num_rows, field.type))
-    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[int | None], cluster_columns: bool,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.core.document import Document
+from curate.core.document import Document, conform
 from curate.core.validate import check, config_error
 from curate.io import fs
 
@@ -17,14 +17,14 @@ COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 
 @dataclass
 class Parquet:
-    """zstd Parquet shards. A task rolls to a new shard past `max_shard_bytes` of text.
+    """zstd Parquet shards. A task rolls to a new shard past `max_shard_chars` characters of text.
 
     Row groups of ~`row_group_docs` documents keep reads streaming and let readers skip by row group.
     """
 
     compression: str = "zstd"
     compression_level: int = 3
-    max_shard_bytes: int = 512 * 1024 * 1024
+    max_shard_chars: int = 512 * 1024 * 1024
     row_group_docs: int = 10_000
 
     def __post_init__(self) -> None:
@@ -33,11 +33,19 @@ class Parquet:
         check(self, "compression_level", self.compression_level, int, optional=True)
         if codec in ("snappy", "none") and self.compression_level is not None:
             raise config_error(self, f"compression_level must be None with compression={self.compression!r}")
-        check(self, "max_shard_bytes", self.max_shard_bytes, int, lo=1)
+        check(self, "max_shard_chars", self.max_shard_chars, int, lo=1)
         check(self, "row_group_docs", self.row_group_docs, int, lo=1)
 
     def open(self, directory: str, stem: str, schema: pa.Schema) -> ShardWriter:
+        """Shards `<stem>-NNN.parquet` in `directory`, rolling over past `max_shard_chars` (streaming tasks)."""
         return ShardWriter(self, directory, stem, schema)
+
+    def open_file(self, path: str, schema: pa.Schema) -> TableWriter:
+        """One shard under exactly this name, written from Arrow tables (global steps: one output per input)."""
+        return TableWriter(self, path, schema)
+
+    def _parquet_writer(self, path: str, schema: pa.Schema) -> pq.ParquetWriter:
+        return pq.ParquetWriter(path, schema, compression=self.compression, compression_level=self.compression_level)
 
 
 class ShardWriter:
@@ -55,8 +63,8 @@ class ShardWriter:
     def __init__(self, cfg: Parquet, directory: str, stem: str, schema: pa.Schema):
         self.cfg, self.dir, self.stem, self.schema = cfg, directory, stem, schema
         self.buffer: list[dict] = []
-        self.buffer_bytes = 0
-        self.shard_bytes = 0
+        self.buffer_chars = 0
+        self.shard_chars = 0
         self.files: list[fs.Staged] = []
         self.writer: pq.ParquetWriter | None = None
         self.rows = 0
@@ -70,7 +78,7 @@ class ShardWriter:
         rec = doc.to_record()
         rec.update(columns)
         self.buffer.append(rec)
-        self.buffer_bytes += len(doc.text)
+        self.buffer_chars += len(doc.text)
         if len(self.buffer) >= self.cfg.row_group_docs:
             self._flush()
 
@@ -79,21 +87,16 @@ class ShardWriter:
             return
         if self.writer is None:
             staged = self._stage(len(self.files))
-            self.writer = pq.ParquetWriter(
-                staged.tmp,
-                self.schema,
-                compression=self.cfg.compression,
-                compression_level=self.cfg.compression_level,
-            )
+            self.writer = self.cfg._parquet_writer(staged.tmp, self.schema)
             self.files.append(staged)
         table = pa.Table.from_pylist(self.buffer, schema=self.schema)
         self.writer.write_table(table, row_group_size=self.cfg.row_group_docs)
         self.rows += len(self.buffer)
-        self.shard_bytes += self.buffer_bytes
-        self.buffer, self.buffer_bytes = [], 0
-        if self.shard_bytes >= self.cfg.max_shard_bytes:
+        self.shard_chars += self.buffer_chars
+        self.buffer, self.buffer_chars = [], 0
+        if self.shard_chars >= self.cfg.max_shard_chars:
             self.writer.close()
-            self.writer, self.shard_bytes = None, 0
+            self.writer, self.shard_chars = None, 0
 
     def commit(self) -> list[str]:
         """Close, then move the shards into place. Returns the final paths (none if no document)."""
@@ -115,6 +118,41 @@ class ShardWriter:
             self.writer = None
         for staged in self.files:
             staged.discard()
+
+
+class TableWriter:
+    """One Parquet file written atomically from Arrow tables conformed to `schema`, with the pipeline's settings.
+
+    Nothing exists under `path` until `commit`; a commit with no row written removes `path` (a stale shard
+    from an earlier attempt must not survive an empty result) and returns None.
+    """
+
+    def __init__(self, cfg: Parquet, path: str, schema: pa.Schema):
+        self.cfg, self.path, self.schema = cfg, path, schema
+        self.staged = fs.Staged(path, tmp_name=f".{fs.basename(path)}.{os.getpid()}.tmp")
+        self.writer: pq.ParquetWriter | None = None
+        self.rows = 0
+
+    def write_table(self, table: pa.Table | pa.RecordBatch, **columns: pa.Array) -> None:
+        if table.num_rows == 0:
+            return
+        if self.writer is None:
+            self.writer = self.cfg._parquet_writer(self.staged.tmp, self.schema)
+        self.writer.write_table(conform(table, self.schema, **columns), row_group_size=self.cfg.row_group_docs)
+        self.rows += table.num_rows
+
+    def commit(self) -> str | None:
+        if self.writer is None:
+            self.staged.discard()
+            fs.remove(self.path)
+            return None
+        self.writer.close()
+        return self.staged.commit()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.staged.discard()
 
 
 atomic_write_text = fs.atomic_write_text  # kept here: callers import it from curate.io.writers

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate.core.document import Document
+from curate.core.document import Document, conform
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep, Reject, Result, Step
@@ -161,18 +161,6 @@ class CutJob:
     reason: str
 
 
-def _conform(batch: pa.RecordBatch, scores: np.ndarray, schema: pa.Schema) -> pa.Table:
-    """The batch in the run's shard schema, with the quality_score column filled in."""
-    cols = []
-    for f in schema:
-        if f.name == "quality_score":
-            cols.append(pa.array(scores, pa.float32()))
-        elif f.name in batch.schema.names:
-            cols.append(batch.column(f.name).cast(f.type))
-        else:
-            cols.append(pa.nulls(len(batch), f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
-
 
 def cut_shard(job: CutJob) -> dict:
     """Phase 2: write the kept rows of one shard to the output (and the dropped ones to rejected)."""
@@ -217,7 +205,7 @@ def _cut_rows(job: CutJob, scores: np.ndarray, keep: np.ndarray, stats: StepStat
     for batch in fs.parquet_file(job.shard).iter_batches(batch_size=READ_BATCH):
         s, k = scores[start : start + len(batch)], keep[start : start + len(batch)]
         start += len(batch)
-        table = _conform(batch, s, job.schema)
+        table = conform(batch, job.schema, quality_score=s)
         lengths = pc.utf8_length(table.column("text")).to_numpy()
         stats.docs_in += len(batch)
         stats.docs_out += int(k.sum())

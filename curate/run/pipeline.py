@@ -222,6 +222,7 @@ class Run:
                 work_dir=fs.join(self.out, "_work", f"global{k}"),
                 executor=self.ex,
                 schema=self.schema,
+                writer=self.p.writer,
                 rejected_dir=self.rejected_dir,
             )
             fs.makedirs(out_dir)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import version
 from typing import Any
 
 from curate.core.document import Document
 from curate.core.step import Filter, GlobalStep, Reject, Step
 from curate.run.pipeline import Pipeline
 
-__version__ = "0.1.0"
+__version__ = version("peneira")  # one home: pyproject.toml
 __all__ = ["Document", "Filter", "GlobalStep", "Pipeline", "Reject", "Step", "__version__"]
 
 # Step families load on first use, so `import curate` stays fast and a missing optional

@@ -8,12 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from curate import Pipeline, extract, readers
+from curate import Pipeline, extract, readers, writers
 from curate.cli.main import main as cli
 from curate.core.document import TEXT_SCHEMA
 
@@ -204,5 +205,31 @@ def test_function_step_of_a_wrong_return_type_names_the_step():
     def score(doc):
         return 0.5
 
-    with pytest.raises(TypeError, match=r"^step 'score' returned float; expected bool, Document or None$"):
+    with pytest.raises(TypeError, match=r"^step 'score' returned float; expected bool, Document, a list of Documents or None$"):
         FunctionStep(score).apply(Document(id="1", text="x", source="web"))
+
+
+def test_a_step_may_split_a_document_into_several(tmp_path):
+    """A generator step turns each document into its paragraphs; every count below is read off the input."""
+    texts = ["one\n\ntwo\n\nthree", "alpha\n\nbeta", "single", ""]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+
+    def paragraphs(doc):
+        for i, part in enumerate(p for p in doc.text.split("\n\n") if p):
+            yield doc.child(i, part)
+
+    pipe = Pipeline(name="split", reader=readers.Jsonl(source="t"),
+                    steps=[paragraphs, lambda d: len(d.text) > 3], writer=writers.Parquet())
+    pipe.run(inputs=[str(src)], output=str(tmp_path / "out"), workers=1, progress=False)
+    rows = pq.read_table(sorted((tmp_path / "out" / "data").glob("*.parquet"))).to_pylist()
+    assert sorted(r["text"] for r in rows) == ["alpha", "beta", "single", "three"]  # 'one', 'two' are <= 3 chars
+    assert len({r["id"] for r in rows}) == len(rows)  # every piece has its own id
+    parents = Counter(json.loads(r["metadata"])["parent_id"] for r in rows)
+    assert sorted(parents.values()) == [1, 1, 2]  # 'three' of doc 0, 'alpha' + 'beta' of doc 1, 'single' of doc 2
+    stats = {s["name"]: s for s in json.loads((tmp_path / "out" / "stats.json").read_text())["steps"]}
+    split, keep = stats["paragraphs"], stats["lambda"]
+    assert (split["docs_in"], split["docs_out"]) == (4, 6)  # 3 + 2 + 1 paragraphs; the empty text gives none
+    assert split["dropped"] == {"paragraphs:rejected": 1}
+    assert (split["extra"]["split_docs"], split["extra"]["split_parts"]) == (3, 6)
+    assert (keep["docs_in"], keep["docs_out"]) == (6, 4)

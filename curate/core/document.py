@@ -67,6 +67,13 @@ class Document:
         rec.update(self.extra)
         return rec
 
+    def child(self, index: int, text: str) -> Document:
+        """Piece `index` of a split of this document: its own stable id, the parent's fields, `parent_id` in metadata."""
+        meta = {**self.metadata, "parent_id": self.id, "part": index}
+        return Document(id=make_id(self.source, f"{self.id}#{index}"), text=text, source=self.source, url=self.url,
+                        date=self.date, lang=self.lang, lang_score=self.lang_score, quality_score=self.quality_score,
+                        metadata=meta, extra=dict(self.extra))
+
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> Document:
         meta = rec.get("metadata")

@@ -25,7 +25,10 @@ class Reject:
     rule: str
 
 
-Result = Document | Reject | None  # None drops with the rule "dropped"
+# What a step returns for one document: the document (maybe rewritten) to keep it, `Reject` or None to drop
+# it, or a list of documents to replace it with several (a split: paragraph windows, long-document chunks;
+# an empty list drops it as `<step>:rejected`). Children of a split need their own ids: `Document.child`.
+Result = Document | Reject | list[Document] | None
 
 
 class Step:
@@ -67,7 +70,9 @@ class Filter(Step):
 
 
 class FunctionStep(Step):
-    """Wraps a plain function `doc -> bool | Document | None` so that any callable is a step."""
+    """Wraps a plain function `doc -> bool | Document | list[Document] | None` so that any callable is a step.
+
+    A generator function works too: what it yields replaces the document (a split)."""
 
     def __init__(self, fn: Callable[[Document], Any], name: str | None = None):
         self.fn = fn
@@ -81,7 +86,12 @@ class FunctionStep(Step):
             return Reject("rejected")
         if isinstance(out, (Document, Reject)):
             return out
-        raise TypeError(f"step {self.name!r} returned {type(out).__name__}; expected bool, Document or None")
+        if isinstance(out, (list, tuple)) or inspect.isgenerator(out):
+            docs = list(out)
+            if all(isinstance(d, Document) for d in docs):
+                return docs
+        raise TypeError(f"step {self.name!r} returned {type(out).__name__}; "
+                        "expected bool, Document, a list of Documents or None")
 
 
 @dataclass

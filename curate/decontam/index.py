@@ -29,7 +29,7 @@ import numpy as np
 
 from curate.core.errors import UsageError
 from curate.decontam.loaders import Item
-from curate.decontam.text import NORMALIZATION, WordBatch, char_map, normalize
+from curate.decontam.text import NORMALIZATION, WordBatch, char_map, nfkc_lower
 from curate.io.writers import atomic_write_text
 
 FORMAT = "peneira-decontam-index"
@@ -234,7 +234,7 @@ class NgramIndex:
             if not by_item:
                 out.append([])
                 continue
-            cmap = char_map(text, normalize(text))
+            cmap = char_map(text, nfkc_lower(text))
             matches = []
             for item, spans in by_item.items():
                 for s, e in merge_spans(spans):

@@ -3,7 +3,7 @@
 Both sides must turn text into exactly the same word sequence, so everything that decides what a
 "word" is lives here, in one function per concern:
 
-* `normalize`: Unicode NFKC, then lowercase. Compatibility forms (full-width letters, ligatures,
+* `nfkc_lower`: Unicode NFKC, then lowercase. Compatibility forms (full-width letters, ligatures,
   "…", non-breaking spaces) fold to their plain equivalents, so a copy of a benchmark item that went
   through a word processor or a different encoding still matches.
 * words are maximal runs of Unicode letters and digits (`[^\\W_]+`): every punctuation mark, symbol,
@@ -35,7 +35,7 @@ _Q = 0x9E3779B97F4A7C15  # combines word hashes into n-gram hashes
 _LEN_SALT = 0xD6E8FEB86659FD93
 
 
-def normalize(text: str) -> str:
+def nfkc_lower(text: str) -> str:
     """NFKC + lowercase. ASCII text skips NFKC (it is already normal), which is most web text."""
     if text.isascii() or unicodedata.is_normalized("NFKC", text):  # both checks are far cheaper than NFKC
         return text.lower()
@@ -44,7 +44,7 @@ def normalize(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The normalised words of a text, for humans and for the reference implementation in benchmarks/."""
-    return [w for w in _SEP.sub(" ", normalize(text)).split()]
+    return [w for w in _SEP.sub(" ", nfkc_lower(text)).split()]
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
@@ -106,7 +106,7 @@ _POWERS = _Powers()
 class WordBatch:
     """The words of a batch of texts: one hash, owning text and character span per word.
 
-    `start`/`end` are offsets into each text's *normalised* form (`normalize(text)`); `char_offsets`
+    `start`/`end` are offsets into each text's *normalised* form (`nfkc_lower(text)`); `char_offsets`
     maps them back to the original text when normalisation changed its length.
     """
 
@@ -119,7 +119,7 @@ class WordBatch:
 
     @classmethod
     def from_texts(cls, texts: list[str]) -> WordBatch:
-        norms = [normalize(t) for t in texts]
+        norms = [nfkc_lower(t) for t in texts]
         joined = "\n".join(norms)  # "\n" is a separator, so no word crosses two texts
         base = np.zeros(len(norms) + 1, dtype=np.int64)
         np.cumsum([len(s) + 1 for s in norms], out=base[1:])
@@ -158,7 +158,7 @@ class WordBatch:
 
 
 def char_map(text: str, norm: str) -> np.ndarray | None:
-    """Map offsets in `normalize(text)` back to `text`, or None when they are the same offsets.
+    """Map offsets in `nfkc_lower(text)` back to `text`, or None when they are the same offsets.
 
     ASCII text and most other text keep their length under NFKC + lowercase, and then offsets are
     shared. Otherwise each character is normalised on its own to learn how many characters it became;

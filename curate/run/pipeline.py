@@ -13,6 +13,7 @@ import platform
 import time
 import traceback
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from typing import Any
 
 import cloudpickle
@@ -28,8 +29,7 @@ from curate.io.readers import Reader
 from curate.io.writers import Parquet as ParquetWriter
 from curate.io.writers import atomic_write_text
 from curate.run.executors import make_executor
-from curate.run.executors.base import Executor
-from curate.run.executors.local import count_docs
+from curate.run.executors.base import Executor, ProgressFn
 
 BATCH_DOCS = 64
 FAIL_FAST_ERRORS = 10  # a step that raised on this many documents and succeeded on none stops the run
@@ -245,8 +245,6 @@ class Run:
     def _manifest(self, stats: list[StepStats], shards: list[str], seconds: float) -> dict:
         import pyarrow
 
-        import curate
-
         return {
             "pipeline": self.p.describe(),
             "inputs": self.files,
@@ -255,7 +253,7 @@ class Run:
             "docs_written": stats[-1].docs_out if stats else 0,
             "chars_written": stats[-1].chars_out if stats else 0,
             "seconds": round(seconds, 2),
-            "versions": {"peneira": curate.__version__, "python": platform.python_version(), "pyarrow": pyarrow.__version__},
+            "versions": {"peneira": version("peneira"), "python": platform.python_version(), "pyarrow": pyarrow.__version__},
         }
 
 
@@ -276,14 +274,21 @@ def _load_stage(payload: bytes) -> StreamStage:
     return _STAGE_CACHE[key]
 
 
-def run_stream_task(task: StreamTask) -> dict:
+def _no_progress(n: int) -> None:
+    pass
+
+
+def run_stream_task(task: StreamTask, progress: ProgressFn = _no_progress) -> dict:
+    """One streaming task: read one input, run the stage's steps, write shards, stats and the done marker.
+
+    `progress` is called with each batch's document count (the executor passes a live counter)."""
     stage = _load_stage(task.payload)
     writer = stage.writer.open(task.out_dir, task.stem, shard_schema(task.extra_columns))
     rej = None
     if task.rejected_dir:
         rej = stage.writer.open(task.rejected_dir, task.tag, shard_schema(task.extra_columns, rejected=True))
     try:
-        return _stream_task(task, stage, writer, rej)
+        return _stream_task(task, stage, writer, rej, progress)
     except BaseException:
         for w in (writer, rej):  # temporary shards only: nothing under a final name yet
             if w is not None:
@@ -291,7 +296,7 @@ def run_stream_task(task: StreamTask) -> dict:
         raise
 
 
-def _stream_task(task: StreamTask, stage: StreamStage, writer, rej) -> dict:
+def _stream_task(task: StreamTask, stage: StreamStage, writer, rej, progress: ProgressFn) -> dict:
     read_stats = StepStats(stage.reader.name)
     step_stats = [StepStats(s.name) for s in stage.steps]
     t_read = time.perf_counter()
@@ -300,11 +305,11 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej) -> dict:
         read_stats.chars_in += len(doc.html if doc.html is not None else doc.text)  # raw size as read
         batch.append(doc)
         if len(batch) >= BATCH_DOCS:
-            count_docs(len(batch))
+            progress(len(batch))
             _run_batch(stage.steps, step_stats, batch, writer, rej)
             batch = []
     if batch:
-        count_docs(len(batch))
+        progress(len(batch))
         _run_batch(stage.steps, step_stats, batch, writer, rej)
     for s, st in zip(stage.steps, step_stats, strict=True):
         if st.docs_in and st.errors == st.docs_in and st.docs_in >= 3:
@@ -343,6 +348,11 @@ def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document],
         for doc, res in zip(batch, results, strict=True):
             if isinstance(res, Document):
                 kept.append(res)
+                continue
+            if isinstance(res, list) and res:  # a split: the document leaves the step as these documents
+                kept.extend(res)
+                st.extra["split_docs"] = st.extra.get("split_docs", 0) + 1  # inputs split
+                st.extra["split_parts"] = st.extra.get("split_parts", 0) + len(res)  # documents they became
                 continue
             reason = f"{st.name}:{res.rule if isinstance(res, Reject) else 'rejected'}"
             st.drop(reason, len(doc.text))

@@ -7,6 +7,7 @@ which failed and why.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 import traceback
@@ -35,10 +36,21 @@ class TaskFailures(RuntimeError):
         super().__init__("\n".join(lines))
 
 
-def call_captured(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+ProgressFn = Callable[[int], None]  # a task calls it with the number of documents it just read
+
+
+def accepts_progress(fn: Callable[..., Any]) -> bool:
+    """Whether a task function declares a `progress` keyword: executors then pass it a live document counter."""
+    try:
+        return "progress" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins and some C callables have no signature
+        return False
+
+
+def call_captured(fn: Callable[..., Any], item: Any, progress: ProgressFn | None = None) -> tuple[bool, Any]:
     """Run one task, turning an exception into data so that it crosses process boundaries intact."""
     try:
-        return True, fn(item)
+        return True, (fn(item) if progress is None else fn(item, progress=progress))
     except Exception as e:
         return False, (f"{type(e).__name__}: {e}", traceback.format_exc())
 
@@ -51,7 +63,7 @@ class Progress:
 
         self.bar = tqdm(total=total, desc=desc, unit="task", disable=not enabled, file=sys.stderr, dynamic_ncols=True)
         self.docs = 0
-        self.live = live  # documents come from count_docs, not from finished results
+        self.live = live  # documents come from the tasks' `progress` calls, not from finished results
         self.start = time.perf_counter()
 
     def set_docs(self, docs: int) -> None:

@@ -4,30 +4,28 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import traceback
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
-from curate.run.executors.base import Executor, Progress, call_captured
+from curate.run.executors.base import Executor, Progress, accepts_progress, call_captured
 
-# Live document counts. Tasks call `count_docs` as they read; in this process it feeds the bar
-# directly, in pool workers it adds to a shared counter that the parent polls. Where nothing listens
-# (Ray workers) it does nothing, and the bar counts documents as tasks finish instead.
-_ON_DOCS: Callable[[int], None] | None = None
-_SHARED_DOCS: Any = None
-
-
-def count_docs(n: int) -> None:
-    if _ON_DOCS is not None:
-        _ON_DOCS(n)
-    elif _SHARED_DOCS is not None:
-        with _SHARED_DOCS.get_lock():
-            _SHARED_DOCS.value += n
+# Live document counts from pool workers: each worker process gets the parent's shared counter once,
+# through the pool initializer (a multiprocessing Value cannot travel with a task), and the task's
+# `progress` callable adds to it; the parent polls the counter for the bar.
+_WORKER_COUNTER: Any = None
 
 
 def _init_pool_worker(counter: Any) -> None:
-    global _SHARED_DOCS
-    _SHARED_DOCS = counter
+    global _WORKER_COUNTER
+    _WORKER_COUNTER = counter
+
+
+class _PoolProgress:
+    """The `progress` callable a pool task gets: picklable, it adds to its worker's shared counter."""
+
+    def __call__(self, n: int) -> None:
+        with _WORKER_COUNTER.get_lock():
+            _WORKER_COUNTER.value += n
 
 
 class LocalExecutor(Executor):
@@ -43,32 +41,32 @@ class LocalExecutor(Executor):
         self.progress = progress
 
     def map(self, fn, items, desc="tasks", labels=()):
-        global _ON_DOCS
-        bar = Progress(len(items), desc, self.progress, live=True)
+        live = accepts_progress(fn)
+        bar = Progress(len(items), desc, self.progress, live=live)
         outcomes: list[tuple[bool, Any]] = [(False, ("not run", ""))] * len(items)
         try:
             if self.workers == 1 or len(items) <= 1:
-                _ON_DOCS = bar.add_docs
                 for i, item in enumerate(items):
-                    outcomes[i] = call_captured(fn, item)
+                    outcomes[i] = call_captured(fn, item, bar.add_docs if live else None)
                     bar.done(outcomes[i][1] if outcomes[i][0] else None)
             else:
-                self._pool_map(fn, items, outcomes, bar)
+                self._pool_map(fn, items, outcomes, bar, live)
         finally:
-            _ON_DOCS = None
             bar.close()
         return self._collect(outcomes, labels)
 
-    def _pool_map(self, fn, items, outcomes, bar) -> None:
+    def _pool_map(self, fn, items, outcomes, bar, live: bool) -> None:
         ctx = mp.get_context("forkserver")
         counter = ctx.Value("q", 0)
         workers = min(self.workers, len(items))
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_pool_worker, initargs=(counter,)) as pool:
-            futures = {pool.submit(call_captured, fn, item): i for i, item in enumerate(items)}
+            progress = _PoolProgress() if live else None
+            futures = {pool.submit(call_captured, fn, item, progress): i for i, item in enumerate(items)}
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                bar.set_docs(counter.value)
+                if live:
+                    bar.set_docs(counter.value)
                 for fut in finished:
                     i = futures[fut]
                     try:

@@ -124,3 +124,19 @@ def test_the_public_api_of_a_pipeline_file(name):
     import curate
 
     assert getattr(curate, name) is not None
+
+
+def doc_imports() -> list[tuple[str, str]]:
+    """Every `from curate … import …` / `import curate…` line in the README and docs, with where it stands."""
+    found = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for n, line in enumerate(page.read_text().splitlines(), start=1):
+            code = line.strip()
+            if code.startswith(("from curate", "import curate", "from train", "import train")):
+                found.append((f"{page.name}:{n}", code))
+    return found
+
+
+@pytest.mark.parametrize(("where", "line"), doc_imports())
+def test_every_import_the_docs_show_works(where, line):
+    exec(compile(line, where, "exec"), {})

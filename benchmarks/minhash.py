@@ -5,7 +5,7 @@
 Part 1 hashes the 697 real web_cc documents both ways in the same run, on one core, and checks
 that every signature is identical: datasketch as usually written (a `MinHash` per document, then
 `update_batch` with the shingles), datasketch with its permutations built once and shared, and
-`curate.dedup.signatures` over the whole batch with each SHA-1 implementation this CPU has
+`curate.dedup.signatures` (module `curate.dedup.sketch`) over the whole batch with each SHA-1 implementation this CPU has
 (`sha-ni`, `portable`), both from the normalised bytes and from the raw text. Part 2 runs `Exact` + `MinHash` through the
 pipeline on generated documents (web_cc text recombined, 10% planted near-copies) and reports
 each phase's seconds and the peak resident memory of the process tree while it ran.
@@ -55,14 +55,13 @@ def interleaved(reps: int, fns: dict) -> tuple[dict, dict]:
 def bench_signatures(texts: list[str], reps: int = 5) -> None:
     from datasketch import MinHash
 
-    import curate.dedup.signatures  # noqa: F401  (the package exports a function of the same name)
-    from curate.dedup.text import normalize, normalize_batch, shingles
+    from curate.dedup import sketch as sig
+    from curate.dedup.text import match_form, match_form_batch, shingles
 
-    sig = sys.modules["curate.dedup.signatures"]
     impls = [i for i in sig.IMPLEMENTATIONS if i != "sha-ni" or sig.has_sha_ni()]
     for impl in impls:
         sig.signatures(texts[:4], impl=impl)  # compile (or load the numba cache) outside the timing
-    normalize("warm up")
+    match_form("warm up")
     shingle_lists = [shingles(t) for t in texts]
     n_sh = sum(len(s) for s in shingle_lists)
 
@@ -82,11 +81,11 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
             m.update_batch(sh)
 
     p = sig.permutations(112, 1)
-    data, offsets = normalize_batch(texts)
+    data, offsets = match_form_batch(texts)
     fns = {"ds": lambda: ds_per_doc(shingle_lists), "ds_shared": ds_shared,
-           "shingle": lambda: [shingles(t) for t in texts], "norm": lambda: normalize_batch(texts)}
+           "shingle": lambda: [shingles(t) for t in texts], "norm": lambda: match_form_batch(texts)}
     for impl in impls:
-        fns[f"{impl}/bytes"] = lambda impl=impl: sig.signatures_normalized(data, offsets, perms=p, impl=impl)[0]
+        fns[f"{impl}/bytes"] = lambda impl=impl: sig.signatures_of_match_form(data, offsets, perms=p, impl=impl)[0]
         fns[f"{impl}/raw"] = lambda impl=impl: sig.signatures(texts, perms=p, impl=impl)[0]
     t, out = interleaved(reps, fns)
     t_ds, t_ds_shared, t_shingle, t_norm, ref = t["ds"], t["ds_shared"], t["shingle"], t["norm"], out["ds"]
@@ -96,7 +95,7 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
     print(f"  datasketch MinHash per doc + update_batch(shingles) : {t_ds:7.3f} s  {n_sh / t_ds:>12,.0f} shingles/s")
     print(f"  datasketch, permutations shared                     : {t_ds_shared:7.3f} s  {n_sh / t_ds_shared:>12,.0f} shingles/s")
     print(f"  reference shingling, text.shingles() per doc        : {t_shingle:7.3f} s")
-    print(f"  curate normalize_batch (NFKC, lower, fold)          : {t_norm:7.3f} s")
+    print(f"  curate match_form_batch (NFKC, lower, fold)        : {t_norm:7.3f} s")
     failed = []
     for impl in impls:
         t_hash, t_raw = t[f"{impl}/bytes"], t[f"{impl}/raw"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import gzip
-import importlib
 import json
 import random
 from pathlib import Path
@@ -16,14 +15,14 @@ from datasketch import MinHash as DsMinHash
 
 from curate import Pipeline, dedup, readers
 from curate.cli.main import main as cli_main
+from curate.dedup import components as components_mod
 from curate.dedup import exact as exact_mod
 from curate.dedup import minhash as minhash_mod
-from curate.dedup.signatures import signatures
-from curate.dedup.text import normalize, shingles
+from curate.dedup import sketch as sigmod
+from curate.dedup.sketch import signatures
+from curate.dedup.text import match_form, shingles
 from curate.run.executors.base import TaskFailures
 from curate.run.executors.local import LocalExecutor
-
-sigmod = importlib.import_module("curate.dedup.signatures")  # the package exports the function under this name
 
 WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
 LICENCES = "text/cs336_fixtures/documents_with_fuzzy_duplicates"
@@ -109,9 +108,9 @@ def jaccard(a: set, b: set) -> float:
 
 
 def test_normalize_folds_case_punctuation_digits_and_compatibility_forms():
-    assert normalize("Hello, World!  The ﬁle_name  costs $1,234.50 — ２０２４") == "hello world the file name costs 0 000 00 0000"
-    assert normalize("Café naïve") == "café naïve"  # letters with marks stay words
-    assert normalize("  ...  ") == ""
+    assert match_form("Hello, World!  The ﬁle_name  costs $1,234.50 — ２０２４") == "hello world the file name costs 0 000 00 0000"
+    assert match_form("Café naïve") == "café naïve"  # letters with marks stay words
+    assert match_form("  ...  ") == ""
     assert shingles("a b c d e f", 5) == [b"a b c d e", b"b c d e f"]
     assert shingles("Just three words", 5) == [b"just three words"]
     assert shingles("!!!", 5) == []
@@ -165,6 +164,9 @@ def test_for_threshold_uses_datasketch_optimum():
     assert dedup.MinHash().threshold == pytest.approx((1 / 14) ** (1 / 8), abs=1e-4)
     with pytest.raises(ValueError, match="keep"):
         dedup.MinHash(keep="random")
+    for step in (dedup.MinHash, dedup.Exact):  # the old name: a clear error naming the new one
+        with pytest.raises(ValueError, match='keep="smallest_id"'):
+            step(keep="first")
 
 
 # ---------------------------------------------------------------- near-duplicates that exist in nature
@@ -228,7 +230,8 @@ def test_workers_and_input_order_do_not_change_the_result(planted, tmp_path):
 
 
 @pytest.mark.parametrize("module,fn", [
-    (minhash_mod, "signature_shard"), (minhash_mod, "bucket_band"), (minhash_mod, "cluster"),
+    (minhash_mod, "signature_shard"), (minhash_mod, "bucket_band"), (components_mod, "large_star"),
+    (components_mod, "small_star"), (minhash_mod, "member_shard"), (minhash_mod, "keep_part"),
     (exact_mod, "group_part"), (minhash_mod.common, "filter_shard"),
 ])
 def test_a_run_killed_during_a_phase_resumes(shared, tmp_path, monkeypatch, module, fn):
@@ -255,8 +258,11 @@ def test_a_run_killed_during_a_phase_resumes(shared, tmp_path, monkeypatch, modu
         run(files, tmp_path / "resumed", steps)
     before = len(calls)
     run(files, tmp_path / "resumed", steps)
-    # only the task that died runs again (the filter phase: the dead Exact task, then MinHash's two)
-    assert len(calls) - before == (3 if fn == "filter_shard" else 1)
+    # only the task that died runs again (the filter phase: the dead Exact task, then MinHash's two;
+    # a components phase: the dead round-0 task, then the same phase of every later round)
+    rounds = json.loads((tmp_path / "clean" / "stats.json").read_text())["steps"][-1]["extra"]["component_rounds"]
+    later = {"filter_shard": 3, "large_star": rounds, "small_star": rounds - 1}
+    assert len(calls) - before == later.get(fn, 1)
     assert clusters_of(tmp_path / "clean") == clusters_of(tmp_path / "resumed")
     assert kept_ids(tmp_path / "clean") == kept_ids(tmp_path / "resumed")
 

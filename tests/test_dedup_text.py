@@ -1,4 +1,4 @@
-"""`normalize_batch` (compiled, per-character NFKC and lowercase) equals the definition, computed by
+"""`match_form_batch` (compiled, per-character NFKC and lowercase) equals the definition, computed by
 Python's `unicodedata` one document at a time, on real text in many scripts and on random text."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from curate.dedup import text as text_mod
-from curate.dedup.text import normalize_batch
+from curate.dedup.text import match_form_batch
 
 _classes: dict[str, str] = {}
 
@@ -31,7 +31,7 @@ def reference(t: str) -> str:
 
 
 def check(texts: list[str]) -> None:
-    data, offsets = normalize_batch(texts)
+    data, offsets = match_form_batch(texts)
     assert offsets.shape == (len(texts) + 1,) and offsets[0] == 0 and offsets[-1] == len(data)
     got = [data[offsets[d] : offsets[d + 1]].tobytes().decode("utf-8") for d in range(len(texts))]
     want = [reference(t) for t in texts]
@@ -127,7 +127,7 @@ def test_equal_to_the_definition_on_random_text(seed):
 def test_replacements_longer_than_the_text_grow_the_buffer():
     texts = ["", "\ufdfa" * 3000, "x", "\u3300 \u33ff" * 500, "\u0130" * 10, ""]
     check(texts)
-    assert len(normalize_batch(texts)[0]) > 3 * sum(len(t.encode()) for t in texts)
+    assert len(match_form_batch(texts)[0]) > 3 * sum(len(t.encode()) for t in texts)
 
 
 @pytest.mark.parametrize("texts", [[], [""], ["", "Σ"], ["Ab1"] * 3])

@@ -7,7 +7,7 @@ docs/dedup.md.
 
 from curate.dedup.exact import Exact
 from curate.dedup.minhash import MinHash
-from curate.dedup.signatures import signatures
-from curate.dedup.text import normalize, shingles
+from curate.dedup.sketch import signatures
+from curate.dedup.text import match_form, shingles
 
-__all__ = ["Exact", "MinHash", "normalize", "shingles", "signatures"]
+__all__ = ["Exact", "MinHash", "match_form", "shingles", "signatures"]

@@ -28,11 +28,20 @@ import pyarrow.parquet as pq
 
 from curate.core.document import conform
 from curate.core.step import GlobalContext
+from curate.core.validate import check, config_error
 from curate.io import fs
-from curate.io.writers import atomic_write_text
+from curate.io.writers import Parquet, atomic_write_text
 
-KEEP_POLICIES = ("first", "longest", "quality")
+KEEP_POLICIES = ("smallest_id", "longest", "quality")
 ROWS_PER_PARTITION = 16_000_000  # rows one grouping task holds in memory (about 0.5 GB with polars)
+
+
+def check_keep(step: object, keep: str) -> str:
+    """The keep policy, checked; the old name "first" (it never meant input order) names its successor."""
+    if keep == "first":
+        raise config_error(step, 'keep="first" is now keep="smallest_id": the document with the smallest id '
+                                 "(compared as strings) is kept, whatever the input order")
+    return check(step, "keep", keep, choices=KEEP_POLICIES)
 
 
 def keep_order(keep: str) -> tuple[list[str], list[bool]]:
@@ -118,24 +127,48 @@ def check_work_dir(work_dir: str, inputs: list[str], params: dict) -> None:
         atomic_write_text(path, json.dumps(state))
 
 
-def write_table(table: pa.Table, path: str, row_group_size: int = 65_536) -> None:
-    """Write a Parquet file atomically (temporary name, then rename or one upload)."""
+def write_table(table: pa.Table, path: str, row_group_size: int = 65_536, segments: Sequence[str] = ()) -> None:
+    """Write a Parquet file atomically (temporary name, then rename or one upload).
+
+    With `segments` (columns the table is sorted by), every run of equal values gets row groups of its
+    own, so a reader filtering on those columns (`read_where`) skips every other row by the row-group
+    statistics and reads exactly its rows.
+    """
     staged = fs.Staged(path, tmp_name=f"{os.path.basename(path)}.tmp.{os.getpid()}")
     try:
-        pq.write_table(table, staged.tmp, compression="zstd", row_group_size=row_group_size)
+        with pq.ParquetWriter(staged.tmp, table.schema, compression="zstd") as writer:
+            for lo, hi in _runs(table, segments):
+                writer.write_table(table.slice(lo, hi - lo), row_group_size=row_group_size)
     except BaseException:
         staged.discard()
         raise
     staged.commit()
 
 
-def read_where(paths: list[str], column: str, value: int, columns: list[str] | None = None) -> pa.Table:
-    """Rows of many Parquet files with `column == value`; files are sorted by it, so row groups are skipped."""
+def _runs(table: pa.Table, columns: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of the runs of equal values of `columns` in a table sorted by them (one run without)."""
+    n = table.num_rows
+    if not columns or n == 0:
+        return [(0, n)]
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for c in columns:
+        v = table[c].to_numpy()
+        change[1:] |= v[1:] != v[:-1]
+    starts = np.flatnonzero(change)
+    return list(zip(starts.tolist(), [*starts[1:].tolist(), n], strict=True))
+
+
+def read_where(paths: list[str], where: dict[str, int], columns: list[str] | None = None) -> pa.Table:
+    """Rows of many Parquet files whose columns equal `where` (pushed down: row groups are skipped by statistics)."""
     paths = [p for p in paths if fs.exists(p)]
     if not paths:
         return pa.table({})
-    dataset = fs.dataset(paths, format="parquet")
-    return dataset.to_table(columns=columns, filter=pc.field(column) == value)
+    cond = None
+    for col, value in where.items():
+        term = pc.field(col) == value
+        cond = term if cond is None else cond & term
+    return fs.dataset(paths, format="parquet").to_table(columns=columns, filter=cond)
 
 
 def choose_keepers(members: pl.DataFrame, group: str, keep: str) -> pl.DataFrame:
@@ -164,8 +197,9 @@ class FilterTask:
     path: str
     rows: int | None  # rows the first phase read; None: not checked
     decisions: list[str]  # Parquet files of (shard, id, cluster, size, keep), sorted by shard
-    output_dir: str
-    rejected_path: str | None
+    output: str
+    rejected: str | None
+    writer: Parquet  # the pipeline's writer: its compression and row groups
     schema_bytes: bytes  # the pipeline's shard schema, serialised
     cluster_columns: bool  # write dedup_cluster / dedup_cluster_size
 
@@ -179,34 +213,34 @@ def filter_shard(task: FilterTask) -> dict:
             f"{task.path} has {pf.metadata.num_rows} rows but had {task.rows} when dedup read it: "
             "the input changed during the run; delete the run's _work directory and start over"
         )
-    dec = read_where(task.decisions, "shard", task.shard, ["id", "cluster", "size", "keep"])
-    out = fs.Staged(fs.join(task.output_dir, fs.basename(task.path)), tmp_name=f".{fs.basename(task.path)}.tmp")
-    rej = fs.Staged(task.rejected_path, tmp_name=f"{fs.basename(task.rejected_path)}.tmp") if task.rejected_path else None
+    dec = read_where(task.decisions, {"shard": task.shard}, ["id", "cluster", "size", "keep"])
+    out = task.writer.open_file(task.output, schema)
+    rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    rej = task.writer.open_file(task.rejected, rej_schema) if task.rejected else None
     try:
         stats = _filter_rows(task, pf, schema, dec, out, rej)
+        out.commit()
+        if rej is not None:
+            rej.commit()
     except BaseException:
-        for staged in (out, rej):
-            if staged is not None:
-                staged.discard()
+        for w in (out, rej):
+            if w is not None:
+                w.abort()
         raise
     stats["seconds"] = time.perf_counter() - t0
     return stats
 
 
-def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: pa.Table, out: fs.Staged,
-                 rej: fs.Staged | None) -> dict:
-    writer = rejected = None
-    rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: pa.Table, out, rej) -> dict:
+    """Route each row of the shard to the output or to rejected by its decision; count both."""
     reason = f"{task.step}:duplicate"
     stats = {"docs_in": 0, "docs_out": 0, "chars_in": 0, "chars_out": 0, "dropped": 0, "dropped_chars": 0}
     for batch in pf.iter_batches(batch_size=8192):
-        table = pa.Table.from_batches([batch])
-        table = conform(table, schema)
+        table = conform(batch, schema)
         chars = pc.utf8_length(table["text"])
         if dec.num_rows:
             idx = pc.index_in(table["id"], value_set=dec["id"])
-            found = pc.is_valid(idx)
-            keep = pc.or_kleene(pc.invert(found), pc.take(dec["keep"], idx)).fill_null(True)
+            keep = pc.or_kleene(pc.invert(pc.is_valid(idx)), pc.take(dec["keep"], idx)).fill_null(True)
             cluster = pc.coalesce(pc.take(dec["cluster"], idx), table["id"])
             size = pc.coalesce(pc.take(dec["size"], idx), pa.scalar(1, pa.int32()))
         else:
@@ -216,33 +250,18 @@ def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: p
             table = table.set_column(table.schema.get_field_index("dedup_cluster"), "dedup_cluster", cluster)
             table = table.set_column(table.schema.get_field_index("dedup_cluster_size"), "dedup_cluster_size",
                                      pc.cast(size, pa.int32()))
-        kept, dropped = table.filter(keep), table.filter(pc.invert(keep))
+        drop = pc.invert(keep)
+        kept, dropped = table.filter(keep), table.filter(drop)
         stats["docs_in"] += table.num_rows
         stats["chars_in"] += pc.sum(chars).as_py() or 0
         stats["docs_out"] += kept.num_rows
         stats["chars_out"] += pc.sum(chars.filter(keep)).as_py() or 0
         stats["dropped"] += dropped.num_rows
-        stats["dropped_chars"] += pc.sum(chars.filter(pc.invert(keep))).as_py() or 0
-        if kept.num_rows:
-            writer = writer or pq.ParquetWriter(out.tmp, schema, compression="zstd")
-            writer.write_table(pa.Table.from_arrays(kept.columns, schema=schema))
-        if dropped.num_rows and rej is not None:
-            rejected = rejected or pq.ParquetWriter(rej.tmp, rej_schema, compression="zstd")
-            columns = [*dropped.columns, pa.array([reason] * dropped.num_rows, pa.string())]
-            rejected.write_table(pa.Table.from_arrays(columns, schema=rej_schema))
-    if writer is not None:
-        writer.close()
-        out.commit()
-    else:  # every document dropped: leave no stale shard of an earlier run
-        out.discard()
-        fs.remove(out.path)
-    if rejected is not None:
-        rejected.close()
-        rej.commit()
-    elif rej is not None:
-        rej.discard()
+        stats["dropped_chars"] += pc.sum(chars.filter(drop)).as_py() or 0
+        out.write_table(kept)
+        if rej is not None and dropped.num_rows:
+            rej.write_table(dropped, drop_reason=pa.array([reason] * dropped.num_rows, pa.string()))
     return stats
-
 
 
 def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[int | None], cluster_columns: bool,
@@ -256,9 +275,9 @@ def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[i
             path=path,
             rows=rows[i],
             decisions=decisions,
-            output_dir=ctx.output_dir,
-            rejected_path=fs.join(ctx.rejected_dir, f"{stem}-{step}-{fs.basename(path)}")
-            if ctx.rejected_dir else None,
+            output=fs.join(ctx.output_dir, fs.basename(path)),
+            rejected=fs.join(ctx.rejected_dir, f"{stem}-{step}-{fs.basename(path)}") if ctx.rejected_dir else None,
+            writer=ctx.writer,
             schema_bytes=ctx.schema.serialize().to_pybytes(),
             cluster_columns=cluster_columns,
         )

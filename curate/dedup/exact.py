@@ -1,9 +1,10 @@
 """Exact deduplication: documents whose normalised text (or URL) hashes alike form a group; one is kept.
 
 Phases, each one task per item through the executor:
-1. `hash` (per shard): a 128-bit xxh3 key per document, written with the id, length and quality
-   score, sorted by hash partition;
-2. `group` (per partition): group by key on disk with polars, choose the keeper of each group;
+1. `hash` (per shard): a 128-bit xxh3 key of the match form per document, written with the id,
+   length and quality score, sorted by hash partition (row groups per partition);
+2. `group` (per partition): read only that partition's rows (pushed down), group by key with
+   polars, choose the keeper of each group;
 3. `filter` (per shard): drop the others by id.
 A 128-bit key makes an accidental collision negligible even at 10^12 documents.
 """
@@ -23,7 +24,7 @@ from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep
 from curate.core.validate import check, config_error
 from curate.dedup import common
-from curate.dedup.text import normalize_batch
+from curate.dedup.text import match_form_batch
 from curate.io import fs
 
 KEYS = ("text", "url", "text+url")
@@ -51,7 +52,7 @@ def hash_shard(task: HashTask) -> dict:
         urls = rec.get("url") or [None] * len(texts)
         parts = []
         if "text" in task.key:
-            data, off = normalize_batch(texts)
+            data, off = match_form_batch(texts)
             parts.append([data[off[i]:off[i + 1]].tobytes() for i in range(len(texts))])
         if "url" in task.key:
             parts.append([u.strip().lower().encode() if u else None for u in urls])
@@ -77,7 +78,7 @@ def hash_shard(task: HashTask) -> dict:
         "quality": pa.array(quality, pa.float32()),
         "shard": pa.array(np.full(len(ids), task.shard, dtype=np.int32)),
     }).sort_by("part")
-    common.write_table(table, task.out)
+    common.write_table(table, task.out, segments=["part"])
     return {"rows": rows, "unkeyed": unkeyed}
 
 
@@ -91,7 +92,7 @@ class GroupTask:
 
 def group_part(task: GroupTask) -> dict:
     """Phase 2: documents sharing a key, one kept by policy; writes decisions sorted by shard."""
-    table = common.read_where(task.keys, "part", task.part, ["hi", "lo", "id", "length", "quality", "shard"])
+    table = common.read_where(task.keys, {"part": task.part}, ["hi", "lo", "id", "length", "quality", "shard"])
     df = pl.from_arrow(table) if table.num_rows else pl.DataFrame()
     if df.height:
         df = df.with_columns(pl.len().over(["hi", "lo"]).alias("n")).filter(pl.col("n") > 1)
@@ -110,15 +111,15 @@ def group_part(task: GroupTask) -> dict:
 class Exact(GlobalStep):
     """Drop documents whose normalised text (or URL, or both) equals another's, keeping one per group.
 
-    `key`: "text" (default), "url" or "text+url". `keep`: "first" (smallest id), "longest" (most
+    `key`: "text" (default), "url" or "text+url". `keep`: "smallest_id" (default), "longest" (most
     characters) or "quality" (highest quality_score). Dropped documents get `exact:duplicate`.
     """
 
     name: ClassVar[str] = "exact"
 
-    def __init__(self, key: str = "text", keep: str = "first", partitions: int | None = None):
+    def __init__(self, key: str = "text", keep: str = "smallest_id", partitions: int | None = None):
         self.key = check(self, "key", key, choices=KEYS)
-        self.keep = check(self, "keep", keep, choices=common.KEEP_POLICIES)
+        self.keep = common.check_keep(self, keep)
         check(self, "partitions", partitions, int, lo=1, optional=True)
         if partitions and partitions & (partitions - 1):
             raise config_error(self, f"partitions must be a power of two or None, got {partitions}")

@@ -1,14 +1,16 @@
-"""MinHash near-duplicate removal in four phases that stay within memory, each parallel on the executor.
+"""MinHash near-duplicate removal in phases that each hold one partition in memory, parallel on the executor.
 
 1. `signatures` (per shard): a MinHash signature per document (equal to datasketch's), kept as a
    `.npy` matrix in the work directory, plus one 64-bit hash per LSH band in Parquet, sorted by
-   (band, hash partition);
-2. `buckets` (per band x partition): polars groups the band hashes; each document of a bucket is a
-   candidate of the bucket's first document (smallest id hash), and the pair is kept only if the
-   signatures' estimated Jaccard reaches `threshold` (read by row from memory-mapped matrices);
-3. `cluster` (one task): connected components of the verified pairs with a vectorised union-find
-   over only the documents that have a pair, then one keeper per cluster by policy;
-4. `filter` (per shard): drop the others by id, write `dedup_cluster` / `dedup_cluster_size`.
+   (band, hash partition) with row groups per (band, partition);
+2. `buckets` (per band x partition): reads only its rows of every band file (pushed down), groups the
+   band hashes with polars and verifies members against centres (`verify_buckets`): a pair is kept
+   only if the signatures' estimated Jaccard reaches `threshold` (read by row from memory-mapped matrices);
+3. `components-*` (rounds of per-partition tasks): connected components of the verified pairs by
+   large-star / small-star (`curate.dedup.components`), never all edges in one process;
+4. `members` (per shard) attaches each clustered document's id, length and score to its component;
+   `keep` (per component partition) chooses one keeper per component by policy;
+5. `filter` (per shard): drop the others by id, write `dedup_cluster` / `dedup_cluster_size`.
 
 Nothing depends on the order or number of input files: candidates and keepers are chosen by
 document id (or its hash), and clusters are named after the id of the document they keep.
@@ -29,10 +31,11 @@ import xxhash
 from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep
 from curate.core.validate import check, config_error
-from curate.dedup import common
-from curate.dedup.signatures import permutations, signatures
+from curate.dedup import common, components
+from curate.dedup.sketch import permutations, signatures
 from curate.io import fs
 
+MAX_CENTRES = 32  # centres tried per bucket before its unmatched members are counted as unresolved
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 
@@ -116,7 +119,7 @@ def signature_shard(task: SignatureTask) -> dict:
                         ("idkey", pa.uint64()), ("doc", pa.uint64())])
     bands = pa.concat_tables(band_parts) if band_parts else schema.empty_table()
     common.write_table(bands.sort_by([("band", "ascending"), ("part", "ascending")]),
-                       fs.join(task.work, "bands", f"{name}.parquet"))
+                       fs.join(task.work, "bands", f"{name}.parquet"), segments=["band", "part"])
     return {"rows": n, "empty": int((counts == 0).sum()), "shingles": int(counts.sum())}
 
 
@@ -146,6 +149,7 @@ class SignatureStore:
 class BucketTask:
     band: int
     part: int
+    parts: int
     bands_files: list[str]
     work: str
     out: str
@@ -153,95 +157,108 @@ class BucketTask:
 
 
 def bucket_band(task: BucketTask) -> dict:
-    """Phase 2 for one band and partition: candidate pairs from equal band hashes, verified by signature."""
-    table = common.read_where(task.bands_files, "band", task.band, ["part", "bhash", "idkey", "doc"])
-    df = pl.from_arrow(table).filter(pl.col("part") == task.part) if table.num_rows else pl.DataFrame()
-    pairs = np.zeros((0, 2), dtype=np.uint64)
-    candidates = 0
-    if df.height:
-        df = (df.with_columns(pl.len().over("bhash").alias("n")).filter(pl.col("n") > 1)
-                .sort(["bhash", "idkey", "doc"])
-                .with_columns(pl.col("doc").first().over("bhash").alias("center"))
-                .filter(pl.col("doc") != pl.col("center")))
-        candidates = df.height
-        if candidates:
-            a = df["center"].to_numpy()
-            b = df["doc"].to_numpy()
-            store = SignatureStore(task.work)
-            sim = np.empty(candidates, dtype=np.float64)
-            for lo in range(0, candidates, 65_536):  # bounded memory however large the bucket
-                hi = min(lo + 65_536, candidates)
-                sim[lo:hi] = (store.get(a[lo:hi]) == store.get(b[lo:hi])).mean(axis=1)
-            ok = sim >= task.threshold
-            pairs = np.stack([a[ok], b[ok]], axis=1)
-    common.write_table(pa.table({"a": pairs[:, 0], "b": pairs[:, 1]}), task.out)
-    return {"candidates": candidates, "verified": int(len(pairs))}
+    """Phase 2 for one band and partition: candidate pairs from equal band hashes, verified by signature.
 
-
-def connected_components(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
-    """Component label (its smallest vertex) of each of `n` vertices joined by edges a[i]-b[i].
-
-    Min-label propagation with pointer jumping, all in numpy: each round hooks every vertex to the
-    smallest label across its edges, then jumps labels to their roots; it ends in a few rounds on
-    the shallow, star-like graphs that near-duplicates form.
+    Reads only this (band, partition)'s rows of each band file (row groups per segment, pushed down).
+    Writes the verified pairs in both directions, keyed by vertex partition, for `components`.
     """
-    label = np.arange(n, dtype=np.int64)
-    while True:
-        m = np.minimum(label[a], label[b])
-        new = label.copy()
-        np.minimum.at(new, a, m)
-        np.minimum.at(new, b, m)
-        np.minimum.at(new, label, new)  # hook roots too, so that whole trees merge
-        while True:
-            jumped = new[new]
-            if np.array_equal(jumped, new):
-                break
-            new = jumped
-        if np.array_equal(new, label):
-            return label
-        label = new
+    table = common.read_where(task.bands_files, {"band": task.band, "part": task.part}, ["bhash", "idkey", "doc"])
+    pairs, figures = np.zeros((0, 2), dtype=np.uint64), {"candidates": 0, "centres": 0, "unresolved": 0}
+    if table.num_rows:
+        df = pl.from_arrow(table).filter(pl.len().over("bhash") > 1).sort(["bhash", "idkey", "doc"])
+        if df.height:
+            group = np.cumsum(np.r_[True, df["bhash"].to_numpy()[1:] != df["bhash"].to_numpy()[:-1]]) - 1
+            pairs, figures = verify_buckets(group, df["doc"].to_numpy(), SignatureStore(task.work), task.threshold)
+    components.write_edges(components.edge_table(pairs[:, 0], pairs[:, 1], task.parts, both=True), task.out)
+    return {**figures, "verified": int(len(pairs))}
+
+
+def verify_buckets(group: np.ndarray, docs: np.ndarray, store: SignatureStore, threshold: float,
+                   max_centres: int = MAX_CENTRES) -> tuple[np.ndarray, dict]:
+    """Verified pairs of buckets (rows sorted by bucket, then id hash): members joined to a centre they match.
+
+    The first member of a bucket (smallest id hash) is its centre; each other member whose signature
+    agrees with the centre's on at least `threshold` of the values is paired with it. Members that
+    matched no centre yet get the next of them as their centre, and so on, up to `max_centres` centres
+    per bucket. So a document unlike the others cannot hide the bucket's true pairs by having the
+    smallest id hash: it is a centre nobody matches, and the bucket is verified against the next one.
+    Every pair written was verified; when a bucket of many mutually unlike documents runs out of
+    centres, its members left unverified are counted (`unresolved`).
+    """
+    rows = np.arange(len(docs))
+    pairs, candidates, centres = [], 0, 0
+    for _ in range(max_centres):
+        first = np.r_[True, group[rows][1:] != group[rows][:-1]] if len(rows) else np.zeros(0, bool)
+        centre = rows[first][np.cumsum(first) - 1]  # each remaining row's centre: its bucket's first
+        members, their = rows[~first], centre[~first]
+        centres += int(first.sum())
+        candidates += len(members)
+        ok = np.zeros(len(members), dtype=bool)
+        for lo in range(0, len(members), 65_536):  # bounded memory however large the bucket
+            hi = min(lo + 65_536, len(members))
+            sim = (store.get(docs[their[lo:hi]]) == store.get(docs[members[lo:hi]])).mean(axis=1)
+            ok[lo:hi] = sim >= threshold
+        pairs.append(np.stack([docs[their[ok]], docs[members[ok]]], axis=1))
+        rows = members[~ok]
+        if not len(rows):
+            break
+    unresolved = 0
+    if len(rows):
+        g = group[rows]
+        unresolved = int(len(rows) - (np.r_[True, g[1:] != g[:-1]] & np.r_[g[1:] != g[:-1], True]).sum())
+    return np.concatenate(pairs), {"candidates": candidates, "centres": centres, "unresolved": unresolved}
 
 
 @dataclass
-class ClusterTask:
-    edges: list[str]
+class MembersTask:
+    shard: int
+    labels: list[str]  # (shard, vertex, label) files of `components`, sorted by shard
     work: str
+    parts: int
+    out: str
+
+
+def member_shard(task: MembersTask) -> dict:
+    """Phase 4, per shard: the shard's documents that have a near-duplicate, with their component and attributes."""
+    lab = common.read_where(task.labels, {"shard": task.shard}, ["vertex", "label"])
+    schema = pa.schema([("kpart", pa.uint16()), ("component", pa.uint64()), ("shard", pa.int32()), ("id", pa.string()),
+                        ("length", pa.int64()), ("quality", pa.float32())])
+    if not lab.num_rows:
+        common.write_table(schema.empty_table(), task.out)
+        return {"members": 0}
+    rows = (lab["vertex"].to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    info = fs.read_table(fs.join(task.work, "docs", f"{common.shard_name(task.shard)}.parquet"),
+                         columns=["id", "length", "quality"]).take(rows)
+    label = lab["label"].to_numpy()
+    table = pa.table({
+        "kpart": components.vertex_part(label, task.parts), "component": label,
+        "shard": np.full(len(rows), task.shard, dtype=np.int32),
+        "id": info["id"], "length": info["length"], "quality": info["quality"],
+    }, schema=schema).sort_by("kpart")
+    common.write_table(table, task.out, segments=["kpart"])
+    return {"members": len(rows)}
+
+
+@dataclass
+class KeepTask:
+    part: int
+    members: list[str]
     out: str
     keep: str
 
 
-def cluster(task: ClusterTask) -> dict:
-    """Phase 3: clusters of the verified pairs, one keeper each; decisions sorted by shard."""
-    tables = [fs.read_table(p) for p in task.edges if fs.exists(p)]
-    edges = pa.concat_tables(tables) if tables else pa.table({"a": pa.array([], pa.uint64()), "b": pa.array([], pa.uint64())})
-    e = pl.from_arrow(edges).unique() if edges.num_rows else None
-    schema = {"shard": pl.Int32, "id": pl.String, "cluster": pl.String, "size": pl.Int32, "keep": pl.Boolean}
-    if e is None or not e.height:
-        common.write_table(pl.DataFrame(schema=schema).to_arrow(), task.out)
-        return {"clusters": 0, "duplicates": 0, "edges": 0, "largest": 0}
-    a, b = e["a"].to_numpy(), e["b"].to_numpy()
-    docs, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
-    label = connected_components(inverse[: len(a)], inverse[len(a):], len(docs))
-    shards = (docs >> np.uint64(32)).astype(np.int64)
-    rows = (docs & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    parts = []
-    for s in np.unique(shards):  # the members' ids and attributes, one document table at a time
-        sel = np.nonzero(shards == s)[0]
-        info = fs.read_table(fs.join(task.work, "docs", f"{common.shard_name(int(s))}.parquet"),
-                             columns=["id", "length", "quality"]).take(rows[sel])
-        parts.append(pl.from_arrow(info).with_columns(
-            pl.Series("shard", np.full(len(sel), s, dtype=np.int32)),
-            pl.Series("component", label[sel]),
-        ))
-    members = common.choose_keepers(pl.concat(parts), "component", task.keep)
-    out = members.select(["shard", "id", "cluster", "size", "keep"]).sort(["shard", "id"])
+def keep_part(task: KeepTask) -> dict:
+    """Phase 5, per component partition: one keeper per cluster by policy; decisions sorted by shard."""
+    table = common.read_where(task.members, {"kpart": task.part}, ["component", "shard", "id", "length", "quality"])
+    if table.num_rows:
+        df = common.choose_keepers(pl.from_arrow(table), "component", task.keep)
+        out = df.select(["shard", "id", "cluster", "size", "keep"]).sort(["shard", "id"])
+    else:
+        out = pl.DataFrame(schema={"shard": pl.Int32, "id": pl.String, "cluster": pl.String, "size": pl.Int32,
+                                   "keep": pl.Boolean})
     common.write_table(out.to_arrow(), task.out)
-    return {
-        "clusters": int(out["keep"].sum()),
-        "duplicates": int((~out["keep"]).sum()),
-        "edges": e.height,
-        "largest": int(out["size"].max()),
-    }
+    return {"clusters": int(out["keep"].sum()), "duplicates": int((~out["keep"]).sum()),
+            "largest": int(out["size"].max() or 0) if out.height else 0}
 
 
 class MinHash(GlobalStep):
@@ -250,14 +267,14 @@ class MinHash(GlobalStep):
     Defaults follow FineWeb: 5-grams, 14 bands x 8 rows (112 permutations); `threshold` defaults
     to the LSH curve's midpoint (1/bands)^(1/rows), about 0.72. `MinHash.for_threshold(0.8)` picks
     bands and rows with datasketch's optimal-parameter search instead. `keep` chooses the document
-    kept per cluster: "first" (smallest id), "longest" or "quality" (highest quality_score).
+    kept per cluster: "smallest_id" (default), "longest" or "quality" (highest quality_score).
     """
 
     name: ClassVar[str] = "minhash"
     columns: ClassVar[dict[str, pa.DataType]] = {"dedup_cluster": pa.string(), "dedup_cluster_size": pa.int32()}
 
     def __init__(self, bands: int = 14, rows: int = 8, threshold: float | None = None, ngram: int = 5,
-                 seed: int = 1, keep: str = "first", partitions: int | None = None, batch_docs: int = 4096):
+                 seed: int = 1, keep: str = "smallest_id", partitions: int | None = None, batch_docs: int = 4096):
         check(self, "bands", bands, int, lo=1, hi=256)  # band numbers are stored as uint8
         check(self, "rows", rows, int, lo=1)
         check(self, "ngram", ngram, int, lo=1)
@@ -265,7 +282,7 @@ class MinHash(GlobalStep):
         check(self, "threshold", threshold, float, lo=0, hi=1, lo_open=True, optional=True)
         self.bands, self.rows, self.ngram, self.seed = bands, rows, ngram, seed
         self.threshold = threshold if threshold is not None else round((1 / bands) ** (1 / rows), 4)
-        self.keep = check(self, "keep", keep, choices=common.KEEP_POLICIES)
+        self.keep = common.check_keep(self, keep)
         check(self, "partitions", partitions, int, lo=1, optional=True)
         if partitions and partitions & (partitions - 1):
             raise config_error(self, f"partitions must be a power of two or None, got {partitions}")
@@ -283,6 +300,22 @@ class MinHash(GlobalStep):
     @property
     def num_perm(self) -> int:
         return self.bands * self.rows
+
+    def _cluster(self, ctx: GlobalContext, edges: list[str], parts: int, names: list[str]) -> tuple[list[str], dict]:
+        """Components of the verified pairs, then one keeper per component: decisions files, sorted by shard."""
+        labels, figures = components.components(ctx, edges, parts, ctx.work_dir)
+        member_files = [fs.join(ctx.work_dir, "members", f"{n}.parquet") for n in names]
+        common.run_phase(ctx, "members", member_shard, [
+            MembersTask(i, labels, ctx.work_dir, parts, out) for i, out in enumerate(member_files)], names)
+        decisions = [fs.join(ctx.work_dir, "clusters", f"{p:04d}.parquet") for p in range(parts)]
+        kept = common.run_phase(ctx, "keep", keep_part, [
+            KeepTask(p, member_files, out, self.keep) for p, out in enumerate(decisions)],
+            [f"{p:04d}" for p in range(parts)])
+        return decisions, {
+            "clusters": sum(k["clusters"] for k in kept),
+            "largest_cluster": max((k["largest"] for k in kept), default=0),
+            "component_rounds": figures["rounds"],
+        }
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
         common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self)})
@@ -302,18 +335,16 @@ class MinHash(GlobalStep):
         jobs = [(b, p) for b in range(self.bands) for p in range(parts)]
         edges = [fs.join(ctx.work_dir, "edges", f"{b:03d}-{p:04d}.parquet") for b, p in jobs]
         bucketed = common.run_phase(ctx, "buckets", bucket_band, [
-            BucketTask(b, p, bands_files, ctx.work_dir, out, self.threshold) for (b, p), out in zip(jobs, edges, strict=True)],
-            [f"{b:03d}-{p:04d}" for b, p in jobs])
+            BucketTask(b, p, parts, bands_files, ctx.work_dir, out, self.threshold)
+            for (b, p), out in zip(jobs, edges, strict=True)], [f"{b:03d}-{p:04d}" for b, p in jobs])
         seconds["buckets"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        decisions = fs.join(ctx.work_dir, "clusters.parquet")
-        clustered = common.run_phase(ctx, "cluster", cluster, [ClusterTask(edges, ctx.work_dir, decisions, self.keep)],
-                                     ["all"])[0]
+        decisions, clustered = self._cluster(ctx, edges, parts, names)
         seconds["cluster"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        filtered = common.run_filter(ctx, self.name, [decisions], [s["rows"] for s in signed], cluster_columns=True)
+        filtered = common.run_filter(ctx, self.name, decisions, [s["rows"] for s in signed], cluster_columns=True)
         seconds["filter"] = time.perf_counter() - t
         extra = {
             "bands": self.bands, "rows": self.rows, "threshold": self.threshold, "ngram": self.ngram,
@@ -322,8 +353,9 @@ class MinHash(GlobalStep):
             "shingles": sum(s["shingles"] for s in signed),
             "candidate_pairs": sum(b["candidates"] for b in bucketed),
             "verified_pairs": sum(b["verified"] for b in bucketed),
-            "clusters": clustered["clusters"],
-            "largest_cluster": clustered["largest"],
+            "bucket_centres": sum(b["centres"] for b in bucketed),
+            "unresolved_members": sum(b["unresolved"] for b in bucketed),
+            **clustered,
             "seconds": {k: round(v, 3) for k, v in seconds.items()},
         }
         return common.step_stats(self.name, filtered, extra)

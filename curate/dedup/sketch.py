@@ -32,7 +32,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from curate.dedup.text import normalize_batch
+from curate.dedup.text import match_form_batch
 
 IMPLEMENTATIONS = ("sha-ni", "portable")
 
@@ -347,10 +347,10 @@ def _signatures_ni(data, offsets, ngram, a, b, out):
     return counts
 
 
-def signatures_normalized(data: np.ndarray, offsets: np.ndarray, num_perm: int = 112, seed: int = 1, ngram: int = 5,
+def signatures_of_match_form(data: np.ndarray, offsets: np.ndarray, num_perm: int = 112, seed: int = 1, ngram: int = 5,
                           perms: tuple[np.ndarray, np.ndarray] | None = None,
                           impl: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """`signatures` of text already normalised by `normalize_batch` (its bytes and offsets)."""
+    """`signatures` of text already normalised by `match_form_batch` (its bytes and offsets)."""
     impl = impl or implementation()
     if impl not in IMPLEMENTATIONS:
         raise ValueError(f"impl must be one of {IMPLEMENTATIONS}; got {impl!r}")
@@ -372,5 +372,5 @@ def signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram: int 
     with no word get an all-0xFFFFFFFF row and a count of 0 (datasketch's empty sketch). `impl`
     ("sha-ni" or "portable"; default `implementation()`) only changes the speed.
     """
-    data, offsets = normalize_batch(texts)
-    return signatures_normalized(data, offsets, num_perm, seed, ngram, perms, impl)
+    data, offsets = match_form_batch(texts)
+    return signatures_of_match_form(data, offsets, num_perm, seed, ngram, perms, impl)

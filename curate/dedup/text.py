@@ -1,4 +1,4 @@
-"""Text normalisation shared by exact and near-duplicate detection.
+"""The match form: the normalised text that exact and near-duplicate detection compare.
 
 Two copies of a page differ in ways that say nothing about their content: case, punctuation,
 Unicode compatibility forms (full-width letters, ligatures), numbers (dates, counters, prices) and
@@ -254,8 +254,8 @@ def _run(texts: list[str], mapping: bool) -> tuple[np.ndarray, np.ndarray, np.nd
     return out[:n], out_offsets, python
 
 
-def normalize_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised UTF-8 of many texts: (bytes, offsets), document d at bytes[offsets[d]:offsets[d+1]]."""
+def match_form_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Match form of many texts as UTF-8: (bytes, offsets), document d at bytes[offsets[d]:offsets[d+1]]."""
     out, offsets, python = _run(texts, True)
     if not python.any():
         return out, offsets
@@ -267,9 +267,12 @@ def normalize_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return res, res_offsets
 
 
-def normalize(text: str) -> str:
-    """The normalised form of one text (see the module docstring)."""
-    data, _ = normalize_batch([text])
+def match_form(text: str) -> str:
+    """The match form of one text: what dedup compares (see the module docstring).
+
+    Decontamination's n-gram form and the quality model's input are other foldings, with their own names.
+    """
+    data, _ = match_form_batch([text])
     return data.tobytes().decode("utf-8")
 
 
@@ -279,7 +282,7 @@ def shingles(text: str, n: int = 5) -> list[bytes]:
     A text shorter than `n` words is one shingle of all its words; an empty one has none. The
     vectorised signature code hashes exactly these byte strings without building them.
     """
-    norm = normalize(text)
+    norm = match_form(text)
     words = norm.split(" ") if norm else []
     if len(words) <= n:
         return [norm.encode()] if words else []

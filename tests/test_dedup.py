@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import gzip
 import json
@@ -224,6 +225,96 @@ def test_workers_and_input_order_do_not_change_the_result(planted, tmp_path):
     run(list(reversed(files)), tmp_path / "b", [dedup.MinHash()], workers=2)
     assert clusters_of(tmp_path / "a") == clusters_of(tmp_path / "b")
     assert kept_ids(tmp_path / "a") == kept_ids(tmp_path / "b")
+
+
+def test_a_collider_with_the_smallest_id_hash_cannot_hide_true_pairs(planted, tmp_path, monkeypatch):
+    """Issue 13 case 6: a dissimilar document forced into every bucket of a planted copy's original, with the
+    smallest id hash (so it is each bucket's first centre), changes no cluster; verified against the first
+    centre only (the old rule), the same run loses the planted pairs."""
+    files, texts = planted
+    run(files, tmp_path / "clean", [dedup.MinHash()])
+    clean = clusters_of(tmp_path / "clean")
+    originals = sorted(i[:-5] for i in texts if i.endswith("~copy"))
+    step = dedup.MinHash()
+    forced = {}  # collider signature -> the band hashes of the original it collides with
+    colliders = []
+    for k, orig in enumerate(originals):
+        text = " ".join(reversed(texts[orig].split()))  # the same words, reversed: hardly a shingle in common
+        colliders.append({"id": f"collider{k:03d}", "text": text})
+        sig = signatures([text])[0][0]
+        forced[sig.tobytes()] = minhash_mod.band_hashes(signatures([texts[orig]])[0], step.bands, step.rows)[0]
+    extra = tmp_path / "colliders.jsonl"
+    extra.write_text("".join(json.dumps(c) + "\n" for c in colliders))
+    real_bands, real_ids = minhash_mod.band_hashes, minhash_mod.id_hashes
+
+    def colliding_bands(sig, bands, rows):
+        out = real_bands(sig, bands, rows)
+        for r in range(len(sig)):
+            if sig[r].tobytes() in forced:
+                out[r] = forced[sig[r].tobytes()]
+        return out
+
+    def smallest_for_colliders(ids):
+        h = real_ids(ids)
+        h[[i.startswith("collider") for i in ids]] = 0
+        return h
+
+    monkeypatch.setattr(minhash_mod, "band_hashes", colliding_bands)
+    monkeypatch.setattr(minhash_mod, "id_hashes", smallest_for_colliders)
+    run([*files, str(extra)], tmp_path / "attacked", [dedup.MinHash()])
+    got = clusters_of(tmp_path / "attacked")
+    stats = json.loads((tmp_path / "attacked" / "stats.json").read_text())["steps"][-1]["extra"]
+    # no collider joins a real document (two colliders may: reversed near-duplicates are near-duplicates)
+    assert [c["id"] for c in colliders if not got[c["id"]][0].startswith("collider")] == []
+    assert {i: got[i] for i in clean} == clean  # every cluster as without colliders
+    assert stats["unresolved_members"] == 0
+
+    first_only = functools.partial(minhash_mod.verify_buckets, max_centres=1)
+    monkeypatch.setattr(minhash_mod, "verify_buckets", lambda *a, **kw: first_only(*a))
+    run([*files, str(extra)], tmp_path / "old-rule", [dedup.MinHash()])
+    old = clusters_of(tmp_path / "old-rule")
+    close = [o for o in originals if jaccard(set(shingles(texts[o])), set(shingles(texts[o + "~copy"]))) >= 0.8]
+    assert len(close) == 47 and all(got[o][0] == got[o + "~copy"][0] for o in close)  # found despite colliders
+    assert [o for o in close if old[o][0] == old[o + "~copy"][0]] == []  # the old rule loses every one
+
+
+def test_components_equal_scipy_on_chains_stars_and_random_graphs(tmp_path):
+    """The partitioned large-star / small-star labels equal scipy's connected components (label = smallest vertex)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as reference
+
+    from curate.core.step import GlobalContext
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    vertices = np.unique((rng.integers(0, 40, n * 2).astype(np.uint64) << np.uint64(32))
+                         | rng.integers(0, 1 << 20, n * 2).astype(np.uint64))[:n]
+    rng.shuffle(vertices)
+    a = [np.arange(0, 400), rng.integers(1000, 1500, 300), rng.integers(1500, 3000, 900)]
+    b = [np.arange(1, 401), np.full(300, 1600), rng.integers(1500, 3000, 900)]  # a path, a star, random
+    a, b = np.concatenate(a), np.concatenate(b)
+    a, b = a[a != b], b[a != b]
+    for parts in (1, 4):
+        work = tmp_path / f"p{parts}"
+        edges = str(work / "edges.parquet")
+        work.mkdir()
+        components_mod.write_edges(components_mod.edge_table(vertices[a], vertices[b], parts, both=True), edges)
+        ctx = GlobalContext(inputs=[], output_dir=str(work / "out"), work_dir=str(work), executor=LocalExecutor(1, progress=False),
+                            schema=None, writer=None)
+        labels, figures = components_mod.components(ctx, [edges], parts, str(work))
+        got = {}
+        for p in labels:
+            t = pq.read_table(p)
+            assert t["shard"].to_pylist() == sorted(t["shard"].to_pylist())
+            got.update(zip(t["vertex"].to_pylist(), t["label"].to_pylist(), strict=True))
+        _, comp = reference(coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n)), directed=False)
+        used = np.unique(np.concatenate([a, b]))
+        smallest = {}
+        for v in used.tolist():
+            c = comp[v]
+            smallest[c] = min(smallest.get(c, vertices[v]), vertices[v])
+        assert got == {int(vertices[v]): int(smallest[comp[v]]) for v in used.tolist()}
+        assert 2 <= figures["rounds"] <= 12
 
 
 # ---------------------------------------------------------------- resuming

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -54,7 +55,7 @@ class ShardWriter:
     Nothing is visible under the final names until commit, so a task killed midway leaves only
     temp files. Temp names carry the writer's pid, so a worker orphaned by a killed run can never
     write into the file of the rerun's task. Commit first deletes older shards and temp files of the
-    same stem, so a rerun leaves nothing stale behind.
+    same stem (found by a prefix listing, never by listing the directory), so a rerun leaves nothing stale.
 
     `directory` may be a URL (see `curate.io.fs`): shards are then written in the local spool directory
     and uploaded whole at commit, so an object store never holds a partial shard either.
@@ -103,13 +104,25 @@ class ShardWriter:
         self._flush()
         if self.writer is not None:
             self.writer.close()
-        mine = {os.path.basename(f.tmp) for f in self.files}
-        for name in fs.listdir(self.dir):
-            stale_shard = name.startswith(f"{self.stem}-") and name.endswith(".parquet")
-            stale_tmp = name.startswith(f".{self.stem}-") and name.endswith(".parquet.tmp") and name not in mine
-            if stale_shard or stale_tmp:
-                fs.remove(fs.join(self.dir, name))
+        for name in self._stale():
+            fs.remove(fs.join(self.dir, name))
         return [staged.commit() for staged in self.files]
+
+    def _stale(self) -> list[str]:
+        """Shards and temp files of this stem left by an earlier attempt, found by prefix listings only.
+
+        On an object store each is one LIST request filtered by the server to this stem's names, so a
+        commit costs the same however many other tasks' shards share the directory (a full listing per
+        commit made a run O(tasks²) requests). Temp files only ever exist on local disks (object-store
+        temp files live in the spool directory), so that listing is a local scandir.
+        """
+        own = re.compile(re.escape(self.stem) + r"-\d{3,}\.parquet")
+        stale = [n for n in fs.listdir_prefix(self.dir, f"{self.stem}-") if own.fullmatch(n)]
+        if fs.local_path(self.dir) is not None:
+            mine = {os.path.basename(f.tmp) for f in self.files}
+            tmp = re.compile(r"\." + re.escape(self.stem) + r"-\d{3,}\.\d+\.parquet\.tmp")
+            stale += [n for n in fs.listdir_prefix(self.dir, f".{self.stem}-") if tmp.fullmatch(n) and n not in mine]
+        return stale
 
     def abort(self) -> None:
         """Drop the temporary shards (the task failed): nothing appears under a final name."""

@@ -202,20 +202,23 @@ class Run:
                     extra_columns=self.p.extra_columns,
                 )
             )
-        todo = [t for t in tasks if not fs.exists(t.done_path)]
+        done = set(fs.listdir(fs.join(self.out, "_done")))  # one listing per stage, not a request per task
+        todo = [t for t in tasks if t.tag not in done]
+        ran = {}
         if todo:
-            self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.path for t in todo])
-        results = []
-        for t in tasks:
-            with fs.open(t.stats_path, "r", encoding="utf-8") as f:
-                results.append(json.load(f))
+            ran = dict(zip((t.tag for t in todo),
+                           self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.path for t in todo]),
+                           strict=True))
+        skipped = [t for t in tasks if t.tag not in ran]  # their stats records, fetched concurrently on object stores
+        ran.update(zip((t.tag for t in skipped), map(json.loads, fs.cat_files([t.stats_path for t in skipped])), strict=True))
+        results = [ran[t.tag] for t in tasks]
         stats = merge_step_lists([[StepStats.from_dict(d) for d in r["steps"]] for r in results])
         return [p for r in results for p in r["outputs"]], stats
 
     def _global(self, k: int, step: GlobalStep, inputs: list[str], out_dir: str):
         done = fs.join(self.out, "_done", f"stage{k}-global")
         stats_path = fs.join(self.out, "stats", f"stage{k}-global.json")
-        if not fs.exists(done):
+        if fs.basename(done) not in fs.listdir(fs.join(self.out, "_done")):  # one LIST (exists: a HEAD, then a LIST)
             ctx = GlobalContext(
                 inputs=inputs,
                 output_dir=out_dir,

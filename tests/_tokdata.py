@@ -46,7 +46,42 @@ def mixed_tokens(
     from curate.tokens.tokenize import tokenize, train_tokenizer
 
     ex = LocalExecutor(1, progress=False)
-    mix(sources(shared, tmp), tokens=300_000, out=tmp / "mix", executor=ex)
+    mix(sources(shared, tmp), tokens=300_000, out=tmp / "mix", executor=ex, chars_per_token=4.0)
     train_tokenizer(tmp / "mix", vocab_size, tmp / "tok.json")
     tokenize(tmp / "mix", tmp / "tok.json", tmp / "tokens", val_fraction=val_fraction, executor=ex)
     return tmp / "mix", tmp / "tok.json", tmp / "tokens"
+
+
+def read_shard(tokens_dir: Path, shard: dict, dtype: str) -> tuple[list, list]:
+    """A `.bin` + `.idx` shard read with plain numpy, as the format is documented: (token lists, source names)."""
+    import numpy as np
+
+    flat = np.fromfile(tokens_dir / shard["file"], dtype=np.dtype(dtype).newbyteorder("<"))
+    raw = (tokens_dir / shard["index"]).read_bytes()
+    assert raw[:8] == b"PNRIDX01"
+    n = int.from_bytes(raw[8:16], "little")
+    ends = np.frombuffer(raw, "<i8", n, 16)
+    codes = np.frombuffer(raw, "<u2", n, 16 + 8 * n)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    return [flat[a:b].tolist() for a, b in zip(starts, ends, strict=True)], [shard["sources"][c] for c in codes]
+
+
+def legacy_copy(tokens_dir: Path, out: Path) -> Path:
+    """The same token shards in the old `peneira.tokens/1` layout (one Parquet per shard, `tokens: list<uint>`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    m = json.loads((tokens_dir / "manifest.json").read_text())
+    value = pa.uint16() if m["dtype"] == "uint16" else pa.uint32()
+    for info in m["splits"].values():
+        for shard in info["shards"]:
+            docs, srcs = read_shard(tokens_dir, shard, m["dtype"])
+            name = shard["file"].replace(".bin", ".parquet")
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            table = pa.table({"tokens": pa.array(docs, pa.list_(value)), "source": pa.array(srcs)})
+            pq.write_table(table, out / name, row_group_size=50)  # several Arrow chunks per shard, as v1 wrote
+            shard["file"] = name
+            del shard["index"], shard["sources"]
+    m["format"] = "peneira.tokens/1"
+    (out / "manifest.json").write_text(json.dumps(m))
+    return out

@@ -154,7 +154,7 @@ def test_tokenize_same_on_local_and_ray(extract_runs, tmp_path):
     for name, ex in (("local", LocalExecutor(1, progress=False)), ("ray", RayExecutor(progress=False))):
         runs[name] = tokenize(shards, tok, tmp_path / name, val_fraction=0.1, executor=ex)
     assert runs["local"]["splits"] == runs["ray"]["splits"]
-    files = sorted(p.relative_to(tmp_path / "local") for p in (tmp_path / "local").glob("*/part-*.parquet"))
+    files = sorted(p.relative_to(tmp_path / "local") for p in (tmp_path / "local").glob("[tv]*/part-*"))  # bin, idx
     assert len(files) > len(shards)  # train and val shards
     for f in files:
         assert (tmp_path / "local" / f).read_bytes() == (tmp_path / "ray" / f).read_bytes()

@@ -3,150 +3,439 @@
 Design (docs/tokens.md has the user-facing version):
 
 * A split's documents, concatenated in shard order, form one flat token stream of N tokens. Each
-  shard's `tokens` column is decoded once by Arrow and viewed as numpy without a further copy.
+  shard is a flat little-endian `.bin` of token ids that every rank memory-maps: nothing is read
+  until a window touches it, nothing is copied but the window itself, and the pages a batch touched
+  are handed back to the kernel after the batch (MADV_DONTNEED), so a rank's resident memory stays
+  at a few batches however large the corpus. Shards at a URL (`s3://…`) are downloaded once per
+  node into a local cache, then mapped. The older Parquet shards (`peneira.tokens/1`) still load.
 * Window i covers stream tokens [i*seq_len, i*seq_len + seq_len + 1): consecutive windows share one
   token, so every token but the first is a target exactly once per epoch, as in nanoGPT.
-* Global sample position p = (step * world_size + rank) * batch_size + j. Positions are drawn from a
-  permutation of the windows that depends only on (seed, epoch), so the batch at a step is a pure
-  function of (seed, step, rank), ranks read disjoint windows, and the whole resumable state is the
-  step counter (plus per-source counters when sources are re-weighted).
-* With `source_weights`, windows are grouped by the source of their first token; each position's
-  source is drawn from the weights with a generator keyed by (seed, step), and each source walks its
-  own per-epoch permutation. The counters are global (all ranks advance them identically), so one
-  saved state resumes every rank.
+* The position is a GLOBAL sample count p (all ranks together). A step on rank r of W, with
+  micro-batch B, takes samples [p + r*B, p + (r+1)*B) and advances p by W*B. Sample p maps to a
+  window through a keyed pseudo-random permutation of the windows (a Feistel network, computed per
+  sample: no per-window array) that depends only on (seed, epoch). So the sequence of global samples
+  is the same whatever the split into ranks and micro-batches, and a state saved with one world
+  size or batch size resumes under another.
+* With `source_weights`, windows are grouped by the source of their first token; the source of
+  sample p is drawn from the weights by a generator keyed by (seed, p // BLOCK), and each source
+  walks its own per-epoch permutation. The per-source counters are functions of p alone.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import mmap
 import os
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
+from curate.io import fs
+
 MANIFEST = "manifest.json"
-FORMAT = "peneira.tokens/1"
+FORMAT = "peneira.tokens/2"  # .bin + .idx shards; must match curate.tokens.tokenize.FORMAT
+LEGACY_FORMAT = "peneira.tokens/1"  # Parquet `tokens: list<uint>` shards, still read
+INDEX_MAGIC = b"PNRIDX01"
+ORDER = "feistel-1"  # names the sample -> window mapping; a state from another mapping is refused
+BLOCK = 4096  # global samples per source-draw block
+PAGE = mmap.PAGESIZE
+FAULT_AROUND = 64 << 10  # a page fault maps up to this much around it (Linux fault_around_bytes)
+RELEASE_BYTES = 32 << 20  # mapped token pages a dataset lets accumulate before handing them back
 
 
 class TokenDataError(ValueError):
     """A token-shard directory that does not match its manifest, or a tokenizer that does not match."""
 
 
+# ---------------------------------------------------------------------------------------------- files
+
+
+def cache_root() -> Path:
+    """Where shards at a URL are cached on this node: $PENEIRA_TOKEN_CACHE, else ~/.cache/peneira/tokens."""
+    return Path(os.environ.get("PENEIRA_TOKEN_CACHE") or Path.home() / ".cache" / "peneira" / "tokens")
+
+
+def fetch_once(url: str, local: Path, size: int | None = None) -> Path:
+    """Download `url` to `local` unless it is already there whole; safe with many ranks on one node.
+
+    The first process to take the file's lock downloads to a temporary name and renames it into place;
+    the others wait on the lock and then find the file. A file is whole when it exists (it only ever
+    appears by rename) and, where `size` is known, has that size.
+    """
+    local.parent.mkdir(parents=True, exist_ok=True)
+
+    def whole() -> bool:
+        return local.is_file() and (size is None or local.stat().st_size == size)
+
+    if whole():
+        return local
+    with open(local.with_name(local.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not whole():
+            tmp = local.with_name(f".{local.name}.{os.getpid()}.tmp")
+            try:
+                with fs.open(url, "rb") as src, open(tmp, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 24)
+                if size is not None and tmp.stat().st_size != size:
+                    raise TokenDataError(f"{url}: {tmp.stat().st_size} bytes, the manifest implies {size}")
+                os.replace(tmp, local)
+            finally:
+                tmp.unlink(missing_ok=True)
+    return local
+
+
+class _Mapped:
+    """A read-only memory map of a file, as numpy arrays, whose touched pages can be handed back."""
+
+    def __init__(self, path: Path):
+        self.size = path.stat().st_size
+        self.mm = None
+        if self.size:
+            with open(path, "rb") as f:
+                self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def array(self, dtype, offset: int, count: int) -> np.ndarray:
+        if count == 0:
+            return np.zeros(0, dtype)
+        return np.frombuffer(self.mm, dtype=dtype, count=count, offset=offset)
+
+    def drop(self, start: int, nbytes: int) -> None:
+        """Release the pages of bytes [start, start+nbytes) from this process (they stay in the page cache)."""
+        if self.mm is None or nbytes <= 0:
+            return
+        lo = start - start % PAGE
+        hi = min(self.size, start + nbytes)
+        self.mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+@dataclass
+class _Shard:
+    """One stretch of the stream: its tokens and, per document, the end offset and source (dataset code)."""
+
+    tokens: np.ndarray
+    ends: np.ndarray  # int64, exclusive end of each document within the shard
+    codes: np.ndarray  # per-document source code, into `lut`
+    lut: np.ndarray  # shard code -> index into TokenDataset.sources
+    mapped: _Mapped | None = None  # the .bin map (None for in-memory legacy shards)
+
+    def doc_sources(self, lo: int, hi: int) -> np.ndarray:
+        return self.lut[self.codes[lo:hi]]
+
+
+def _read_index(mapped: _Mapped, file: str) -> tuple[np.ndarray, np.ndarray]:
+    if mapped.size < 16 or bytes(mapped.mm[:8]) != INDEX_MAGIC:
+        raise TokenDataError(f"{file}: not a token index (no {INDEX_MAGIC!r} header)")
+    n = int(np.frombuffer(mapped.mm, "<u8", 1, 8)[0])
+    if mapped.size != 16 + 10 * n:
+        raise TokenDataError(f"{file}: {mapped.size} bytes, expected {16 + 10 * n} for {n} documents")
+    return mapped.array("<i8", 16, n), mapped.array("<u2", 16 + 8 * n, n)
+
+
+# ---------------------------------------------------------------------------------------------- dataset
+
+
 class TokenDataset:
-    """One split ("train" or "val") of a token-shard directory, as flat token arrays.
+    """One split ("train" or "val") of a token-shard directory (local path or URL), as mapped token arrays.
 
     `expect_tokenizer_hash` guards against training on shards from another tokenizer: the model's
     embedding table means nothing for ids from a different vocabulary, and nothing else would notice.
+    `path` is the local directory (the node cache for a URL); `location` is what was given.
     """
 
     def __init__(self, path: str | os.PathLike, split: str = "train", expect_tokenizer_hash: str | None = None):
-        self.path = Path(path)
-        mpath = self.path / MANIFEST
-        if not mpath.is_file():
-            raise FileNotFoundError(f"{self.path} has no {MANIFEST} (not a `curate tokenize` output?)")
-        self.manifest: dict[str, Any] = json.loads(mpath.read_text())
-        if self.manifest.get("format") != FORMAT:
-            raise TokenDataError(f"{mpath}: format {self.manifest.get('format')!r}, expected {FORMAT!r}")
+        self.location = os.fspath(path)
+        local = fs.local_path(self.location)
+        self.remote = local is None
+        self.manifest, self.path = self._open_manifest(local)
+        if self.manifest.get("format") not in (FORMAT, LEGACY_FORMAT):
+            raise TokenDataError(f"{self.location}: format {self.manifest.get('format')!r}, expected {FORMAT!r}")
         tok = self.manifest["tokenizer"]
         if expect_tokenizer_hash is not None and tok["sha256"] != expect_tokenizer_hash:
             raise TokenDataError(
-                f"{self.path} was tokenized with tokenizer sha256 {tok['sha256'][:16]}…, "
+                f"{self.location} was tokenized with tokenizer sha256 {tok['sha256'][:16]}…, "
                 f"expected {expect_tokenizer_hash[:16]}…: retokenize or use the matching tokenizer"
             )
         if split not in self.manifest["splits"]:
-            raise TokenDataError(f"{self.path} has no split {split!r} (splits: {sorted(self.manifest['splits'])})")
+            raise TokenDataError(f"{self.location} has no split {split!r} (splits: {sorted(self.manifest['splits'])})")
         self.split = split
         self.vocab_size: int = int(self.manifest["vocab_size"])
         self.eos_id: int = int(self.manifest["eos_id"])
-        self.dtype: np.dtype = np.dtype(self.manifest["dtype"])
+        self.dtype: np.dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
         if self.vocab_size - 1 > np.iinfo(self.dtype).max:
             raise TokenDataError(f"vocab size {self.vocab_size} does not fit the manifest's dtype {self.dtype}")
         info = self.manifest["splits"][split]
         self.sources: list[str] = sorted(info["tokens_per_source"])
-        self.chunks: list[np.ndarray] = []  # flat token views, one per Arrow chunk
-        doc_lengths: list[np.ndarray] = []
-        doc_sources: list[np.ndarray] = []
+        self.shards: list[_Shard] = []
+        if self.remote and tok.get("file"):
+            fetch_once(fs.join(self.location, tok["file"]), self.path / tok["file"])
         for shard in info["shards"]:
-            self._load_shard(self.path / shard["file"], shard, doc_lengths, doc_sources)
+            if self.manifest["format"] == LEGACY_FORMAT:
+                self.shards += _legacy_shards(self.path / shard["file"], shard, self.dtype, self.sources)
+            else:
+                self.shards.append(self._open_shard(shard))
+        self.chunks: list[np.ndarray] = [s.tokens for s in self.shards]  # flat token arrays, in stream order
         self.chunk_starts = np.cumsum([0] + [len(c) for c in self.chunks], dtype=np.int64)
         self.num_tokens: int = int(self.chunk_starts[-1])
         if self.num_tokens != int(info["tokens"]):
             raise TokenDataError(
-                f"{self.path}/{split}: shards hold {self.num_tokens} tokens, manifest says {info['tokens']}"
+                f"{self.location}/{split}: shards hold {self.num_tokens} tokens, manifest says {info['tokens']}"
             )
-        lengths = np.concatenate(doc_lengths) if doc_lengths else np.zeros(0, np.int64)
-        self.doc_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if len(lengths) else lengths
-        self.doc_source = np.concatenate(doc_sources) if doc_sources else np.zeros(0, np.int32)
-        self.num_docs = len(lengths)
+        self.num_docs = sum(len(s.ends) for s in self.shards)
+        self._touched: set[int] = set()  # shards read from since the last release
+        self._pending = 0  # bytes they may hold resident, at most
 
-    def _load_shard(self, file: Path, shard: dict, doc_lengths: list, doc_sources: list) -> None:
-        table = pq.read_table(file, columns=["tokens", "source"], memory_map=True)
-        value_type = table.schema.field("tokens").type.value_type
-        if value_type != pa.from_numpy_dtype(self.dtype):
-            raise TokenDataError(f"{file}: tokens are {value_type}, manifest says {self.dtype}")
-        codes = {s: i for i, s in enumerate(self.sources)}
-        shard_tokens = 0
-        for chunk, src in zip(
-            table.column("tokens").chunks, _aligned(table.column("source"), table.column("tokens")), strict=True
-        ):
-            offsets = chunk.offsets.to_numpy()
-            values = chunk.values.slice(offsets[0], offsets[-1] - offsets[0])
-            self.chunks.append(values.to_numpy(zero_copy_only=True))
-            doc_lengths.append(np.diff(offsets).astype(np.int64))
-            names = src.dictionary_encode()
-            lut = np.array([codes.get(s, -1) for s in names.dictionary.to_pylist()], dtype=np.int32)
-            doc_sources.append(lut[names.indices.to_numpy(zero_copy_only=False)])
-            shard_tokens += int(offsets[-1] - offsets[0])
-        if shard_tokens != int(shard["tokens"]):
-            raise TokenDataError(f"{file}: holds {shard_tokens} tokens, manifest says {shard['tokens']}")
+    def _open_manifest(self, local: str | None) -> tuple[dict[str, Any], Path]:
+        """The manifest, and the local directory the shards are read from (the node cache for a URL)."""
+        mpath = fs.join(self.location, MANIFEST)
+        if not fs.isfile(mpath):
+            raise FileNotFoundError(f"{self.location} has no {MANIFEST} (not a `curate tokenize` output?)")
+        with fs.open(mpath, "rb") as f:
+            raw = f.read()
+        if local is not None:
+            return json.loads(raw), Path(local)
+        # One cache directory per (URL, manifest): shards rewritten under a new manifest are fetched anew.
+        key = hashlib.sha256(self.location.encode() + b"\0" + raw).hexdigest()[:20]
+        cache = cache_root() / key
+        cache.mkdir(parents=True, exist_ok=True)
+        if not (cache / MANIFEST).is_file():
+            tmp = cache / f".{MANIFEST}.{os.getpid()}.tmp"
+            tmp.write_bytes(raw)
+            os.replace(tmp, cache / MANIFEST)
+        return json.loads(raw), cache
+
+    def _local_file(self, name: str, size: int) -> Path:
+        if self.remote:
+            return fetch_once(fs.join(self.location, name), self.path / name, size)
+        return self.path / name
+
+    def _open_shard(self, shard: dict) -> _Shard:
+        n_tok, n_doc = int(shard["tokens"]), int(shard["docs"])
+        bin_path = self._local_file(shard["file"], n_tok * self.dtype.itemsize)
+        idx_path = self._local_file(shard["index"], 16 + 10 * n_doc)
+        tokens_map = _Mapped(bin_path)
+        if tokens_map.size != n_tok * self.dtype.itemsize:
+            raise TokenDataError(
+                f"{bin_path}: {tokens_map.size} bytes = {tokens_map.size / self.dtype.itemsize:g} {self.dtype} "
+                f"tokens, manifest says {n_tok}"
+            )
+        ends, codes = _read_index(_Mapped(idx_path), str(idx_path))
+        if len(ends) != n_doc or (n_doc and int(ends[-1]) != n_tok):
+            raise TokenDataError(f"{idx_path}: {len(ends)} documents ending at token "
+                                 f"{int(ends[-1]) if n_doc else 0}, manifest says {n_doc} and {n_tok}")
+        lut = np.array([self.sources.index(s) if s in self.sources else -1 for s in shard["sources"]] or [-1], np.int32)
+        return _Shard(tokens_map.array(self.dtype, 0, n_tok), ends, codes, lut, tokens_map)
 
     def read(self, start: int, length: int) -> np.ndarray:
-        """Tokens [start, start+length) of the flat stream (a view when inside one chunk)."""
+        """Tokens [start, start+length) of the flat stream (a view of the map when inside one shard).
+
+        The pages read are remembered; `release()` hands them back once the caller has copied the tokens.
+        """
         c = int(np.searchsorted(self.chunk_starts, start, side="right")) - 1
         off = start - int(self.chunk_starts[c])
-        chunk = self.chunks[c]
-        if off + length <= len(chunk):
-            return chunk[off : off + length]
         parts, need = [], length
         while need > 0:
-            piece = self.chunks[c][off : off + need]
+            shard = self.shards[c]
+            piece = shard.tokens[off : off + need]
+            if shard.mapped is not None:
+                self._touched.add(c)
+                self._pending += len(piece) * self.dtype.itemsize + FAULT_AROUND
             parts.append(piece)
             need -= len(piece)
             c, off = c + 1, 0
-        return np.concatenate(parts)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def windows(self, starts: np.ndarray, span: int) -> np.ndarray:
+        """An int64 (len(starts), span) array of the stream stretches [start, start+span): one gather per
+        shard for the rows that lie inside one shard, `read` for the rest."""
+        starts = np.asarray(starts, dtype=np.int64)
+        out = np.empty((len(starts), span), dtype=np.int64)
+        shard_of = np.searchsorted(self.chunk_starts, starts, side="right") - 1
+        off = starts - self.chunk_starts[shard_of]
+        inside = off + span <= self.chunk_starts[shard_of + 1] - self.chunk_starts[shard_of]
+        cols = np.arange(span, dtype=np.int64)
+        for c in np.unique(shard_of[inside]).tolist():
+            rows = np.flatnonzero(inside & (shard_of == c))
+            shard = self.shards[c]
+            out[rows] = shard.tokens[off[rows, None] + cols]
+            if shard.mapped is not None:
+                self._touched.add(c)
+                self._pending += len(rows) * (span * self.dtype.itemsize + FAULT_AROUND)
+        for i in np.flatnonzero(~inside).tolist():
+            out[i] = self.read(int(starts[i]), span)
+        return out
+
+    def release(self, force: bool = False) -> None:
+        """Hand back the mapped pages `read` touched once they may exceed RELEASE_BYTES (or now, with `force`).
+
+        Without it a long run's resident memory would grow toward the corpus size: every page a window
+        touched (and the kernel's fault-around neighbours) stays counted in the process. One madvise per
+        touched shard, every few dozen batches, costs far less than one per window.
+        """
+        if not (force or self._pending > RELEASE_BYTES):
+            return
+        for c in self._touched:
+            mapped = self.shards[c].mapped
+            mapped.drop(0, mapped.size)
+        self._touched.clear()
+        self._pending = 0
 
     def source_at(self, positions: np.ndarray) -> np.ndarray:
         """Source index (into `sources`) of the document holding each stream position."""
-        return self.doc_source[np.searchsorted(self.doc_starts, positions, side="right") - 1]
+        positions = np.asarray(positions, dtype=np.int64)
+        shard_of = np.searchsorted(self.chunk_starts, positions, side="right") - 1
+        out = np.empty(len(positions), dtype=np.int32)
+        for c in np.unique(shard_of):
+            at = shard_of == c
+            s = self.shards[int(c)]
+            doc = np.searchsorted(s.ends, positions[at] - self.chunk_starts[c], side="right")
+            out[at] = s.lut[s.codes[doc]]
+        return out
+
+    def source_runs(self, chunk_docs: int = 1 << 20) -> list[tuple[int, int, int]]:
+        """(start, end, source) stretches of the stream whose documents share a source, merged across shards.
+
+        As many entries as the stream changes source (one per shard for single-source shards), computed a
+        slice of the index at a time so that no per-document array is ever whole in memory.
+        """
+        runs: list[list[int]] = []
+        for c, s in enumerate(self.shards):
+            base = int(self.chunk_starts[c])
+            for lo in range(0, len(s.ends), chunk_docs):
+                hi = min(lo + chunk_docs, len(s.ends))
+                src = s.doc_sources(lo, hi)
+                cut = np.flatnonzero(np.diff(src)) + 1  # first document of each new source within the slice
+                firsts = np.concatenate([[0], cut])
+                starts = np.where(firsts + lo > 0, s.ends[np.maximum(firsts + lo - 1, 0)], 0) + base
+                for st, code in zip(starts.tolist(), src[firsts].tolist(), strict=True):
+                    if runs and runs[-1][2] == code:
+                        continue
+                    if runs:
+                        runs[-1][1] = st
+                    runs.append([st, -1, code])
+        if runs:
+            runs[-1][1] = self.num_tokens
+        return [tuple(r) for r in runs]
 
     def __repr__(self) -> str:
         return (
-            f"TokenDataset({str(self.path)!r}, split={self.split!r}, tokens={self.num_tokens:,}, "
-            f"docs={self.num_docs:,}, vocab={self.vocab_size}, dtype={self.dtype})"
+            f"TokenDataset({self.location!r}, split={self.split!r}, tokens={self.num_tokens:,}, "
+            f"docs={self.num_docs:,}, vocab={self.vocab_size}, dtype={self.dtype.name})"
         )
 
 
-def _aligned(source: pa.ChunkedArray, tokens: pa.ChunkedArray) -> list[pa.Array]:
-    """The `source` column cut into the same chunks as `tokens` (Parquet reads usually agree already)."""
-    if [len(c) for c in source.chunks] == [len(c) for c in tokens.chunks]:
-        return list(source.chunks)
-    out, pos = [], 0
-    for c in tokens.chunks:
-        out.append(source.slice(pos, len(c)).combine_chunks())
-        pos += len(c)
+def _legacy_shards(file: Path, shard: dict, dtype: np.dtype, sources: list[str]) -> list[_Shard]:
+    """A `peneira.tokens/1` Parquet shard, decoded into memory (that format cannot be mapped), one _Shard per
+    Arrow chunk."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(file, columns=["tokens", "source"], memory_map=True)
+    value_type = table.schema.field("tokens").type.value_type
+    if value_type != pa.from_numpy_dtype(dtype.newbyteorder("=")):
+        raise TokenDataError(f"{file}: tokens are {value_type}, manifest says {dtype.name}")
+    out, total, pos = [], 0, 0
+    source = table.column("source")
+    for chunk in table.column("tokens").chunks:
+        offsets = chunk.offsets.to_numpy()
+        values = chunk.values.slice(offsets[0], offsets[-1] - offsets[0]).to_numpy(zero_copy_only=True)
+        names = source.slice(pos, len(chunk)).combine_chunks().dictionary_encode()
+        pos += len(chunk)
+        lut = np.array([sources.index(s) if s in sources else -1 for s in names.dictionary.to_pylist()] or [-1],
+                       np.int32)
+        ends = (offsets[1:] - offsets[0]).astype(np.int64)
+        out.append(_Shard(values, ends, names.indices.to_numpy(zero_copy_only=False), lut))
+        total += len(values)
+    if total != int(shard["tokens"]):
+        raise TokenDataError(f"{file}: holds {total} tokens, manifest says {shard['tokens']}")
     return out
+
+
+# ---------------------------------------------------------------------------------------------- order
+
+
+_M1, _M2, _M3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijective, well-mixed hash of uint64 values (wrapping arithmetic)."""
+    z = z * _M1
+    z = (z ^ (z >> np.uint64(30))) * _M2
+    z = (z ^ (z >> np.uint64(27))) * _M3
+    return z ^ (z >> np.uint64(31))
+
+
+def permute(x: np.ndarray, n: int, keys: np.ndarray) -> np.ndarray:
+    """The image of indices `x` (< n) under a keyed pseudo-random permutation of range(n).
+
+    A balanced Feistel network on 2*h bits (2**(2h) >= n), one round per key, with cycle walking: an
+    output >= n is permuted again until it lands in range, which keeps the map a bijection of range(n).
+    Memory is O(len(x)), whatever n is.
+    """
+    half = max(1, ((n - 1).bit_length() + 1) // 2)
+    h, mask = np.uint64(half), np.uint64((1 << half) - 1)
+
+    def rounds(y: np.ndarray) -> np.ndarray:
+        left, right = y >> h, y & mask
+        for k in keys:
+            left, right = right, left ^ (_mix64(right ^ k) & mask)
+        return (left << h) | right
+
+    y = rounds(np.asarray(x, dtype=np.uint64))
+    out_of_range = y >= np.uint64(n)
+    while out_of_range.any():
+        y[out_of_range] = rounds(y[out_of_range])
+        out_of_range = y >= np.uint64(n)
+    return y.astype(np.int64)
+
+
+@dataclass
+class _Group:
+    """The windows of one source as stretches of consecutive window indices: window k of the group is
+    `first[r] + k - before[r]` for the stretch r holding k."""
+
+    name: str
+    first: np.ndarray  # first window index of each stretch
+    before: np.ndarray  # windows of the group in earlier stretches (cumulative), one more entry at the end
+
+    @property
+    def size(self) -> int:
+        return int(self.before[-1])
+
+    def window(self, k: np.ndarray) -> np.ndarray:
+        r = np.searchsorted(self.before, k, side="right") - 1
+        return self.first[r] + (k - self.before[r])
+
+
+def _groups(dataset: TokenDataset, seq_len: int, n_windows: int, names: list[str]) -> list[_Group]:
+    """Per source, the windows whose first token lies in that source's documents."""
+    parts: dict[int, tuple[list[int], list[int]]] = {dataset.sources.index(s): ([], []) for s in names}
+    for start, end, code in dataset.source_runs():
+        lo, hi = -(-start // seq_len), min(-(-end // seq_len), n_windows)  # windows starting in [start, end)
+        if code in parts and hi > lo:
+            parts[code][0].append(lo)
+            parts[code][1].append(hi - lo)
+    out = []
+    for s in names:
+        first, count = parts[dataset.sources.index(s)]
+        out.append(_Group(s, np.array(first, np.int64), np.cumsum([0, *count], dtype=np.int64)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- loader
 
 
 class Loader:
     """Deterministic, resumable, rank-disjoint batches of `batch_size` windows of `seq_len + 1` tokens.
 
     `next_batch()` returns int64 CPU tensors (inputs, targets), each (batch_size, seq_len), targets
-    shifted by one. `state_dict()` is a few integers; loading it into a fresh loader (any rank) makes
-    the following batches identical to those of an uninterrupted run.
+    shifted by one. `state_dict()` holds the global sample count; loading it into a fresh loader (any
+    rank, any world size or batch size) continues the same sequence of global samples.
     """
 
     def __init__(
@@ -165,14 +454,12 @@ class Loader:
             raise ValueError(f"rank {rank} is outside world_size {world_size}")
         self.dataset, self.seq_len, self.batch_size = dataset, seq_len, batch_size
         self.seed, self.rank, self.world_size = seed, rank, world_size
-        n_windows = (dataset.num_tokens - 1) // seq_len
-        if n_windows < 1:
+        self.n_windows = (dataset.num_tokens - 1) // seq_len
+        if self.n_windows < 1:
             raise TokenDataError(f"{dataset!r} has fewer than seq_len + 1 = {seq_len + 1} tokens")
-        starts = np.arange(n_windows, dtype=np.int64) * seq_len
         self.source_weights = None
         if source_weights is None:
-            self.groups = [starts]
-            self.group_names = ["*"]
+            self.groups = [_Group("*", np.zeros(1, np.int64), np.array([0, self.n_windows], np.int64))]
             self.weights = np.ones(1)
         else:
             unknown = sorted(set(source_weights) - set(dataset.sources))
@@ -180,20 +467,21 @@ class Loader:
                 raise TokenDataError(f"source_weights name {unknown}, not in the data (sources: {dataset.sources})")
             if any(not np.isfinite(w) or w < 0 for w in source_weights.values()) or sum(source_weights.values()) <= 0:
                 raise ValueError(f"source_weights must be non-negative with a positive sum: {source_weights}")
-            labels = dataset.source_at(starts)
-            self.group_names = [s for s in dataset.sources if source_weights.get(s, 0) > 0]
-            self.groups = [starts[labels == dataset.sources.index(s)] for s in self.group_names]
-            empty = [s for s, g in zip(self.group_names, self.groups, strict=True) if len(g) == 0]
+            names = [s for s in dataset.sources if source_weights.get(s, 0) > 0]
+            self.groups = _groups(dataset, seq_len, self.n_windows, names)
+            empty = [g.name for g in self.groups if g.size == 0]
             if empty:
                 raise TokenDataError(
                     f"sources {empty} have a weight but no window of {seq_len + 1} tokens starts in them"
                 )
-            w = np.array([source_weights[s] for s in self.group_names], dtype=np.float64)
+            w = np.array([source_weights[s] for s in names], dtype=np.float64)
             self.weights = w / w.sum()
-            self.source_weights = dict(zip(self.group_names, self.weights.tolist(), strict=True))
-        self.step = 0
-        self.counts = np.zeros(len(self.groups), dtype=np.int64)  # windows consumed per group, all ranks
-        self._perm_cache: dict[tuple[int, int], np.ndarray] = {}
+            self.source_weights = dict(zip(names, self.weights.tolist(), strict=True))
+        self.group_names = [g.name for g in self.groups]
+        self.samples = 0  # global samples consumed, all ranks together
+        self.counts = np.zeros(len(self.groups), dtype=np.int64)  # of those, per group
+        self._blocks: dict[tuple[int, int], np.ndarray] = {}  # (group, k // BLOCK) -> window indices
+        self._block: tuple[int, np.ndarray] = (-1, np.zeros(0))
         self.last_window_starts = np.zeros(0, dtype=np.int64)
 
     @property
@@ -203,55 +491,88 @@ class Loader:
 
     @property
     def num_windows(self) -> int:
-        return sum(len(g) for g in self.groups)
+        return sum(g.size for g in self.groups)
+
+    @property
+    def step(self) -> int:
+        """`next_batch()` calls at this loader's shape that the global sample count amounts to."""
+        return self.samples // (self.world_size * self.batch_size)
 
     @property
     def epoch(self) -> float:
         """Epochs of the (largest-weight) data consumed so far, for logging."""
-        return float(np.max(self.counts / np.array([len(g) for g in self.groups])))
+        return float(np.max(self.counts / np.array([g.size for g in self.groups])))
 
-    def _perm(self, group: int, epoch: int) -> np.ndarray:
-        key = (group, epoch)
-        if key not in self._perm_cache:
-            if len(self._perm_cache) > 2 * len(self.groups):
-                self._perm_cache.clear()
-            rng = np.random.default_rng([self.seed, group, epoch])
-            self._perm_cache[key] = rng.permutation(len(self.groups[group]))
-        return self._perm_cache[key]
+    def _windows(self, g: int, k: np.ndarray) -> np.ndarray:
+        """Window indices of the group's k-th samples: entry k % n of the permutation of epoch k // n.
+
+        Computed BLOCK consecutive samples at a time and cached: samples are consumed in order, so one
+        vectorised pass serves many batches.
+        """
+        out = np.empty(len(k), dtype=np.int64)
+        blocks = k // BLOCK
+        for b in np.unique(blocks).tolist():
+            at = blocks == b
+            out[at] = self._window_block(g, b)[k[at] - b * BLOCK]
+        return out
+
+    def _window_block(self, g: int, b: int) -> np.ndarray:
+        if (g, b) not in self._blocks:
+            if len(self._blocks) >= 2 * len(self.groups):
+                self._blocks.clear()
+            group = self.groups[g]
+            n = group.size
+            k = np.arange(b * BLOCK, (b + 1) * BLOCK, dtype=np.int64)
+            idx = np.empty(BLOCK, dtype=np.int64)
+            for epoch in np.unique(k // n).tolist():
+                at = k // n == epoch
+                keys = np.random.default_rng([self.seed, g, epoch]).bit_generator.random_raw(6)
+                idx[at] = permute(k[at] % n, n, keys)
+            self._blocks[(g, b)] = group.window(idx)
+        return self._blocks[(g, b)]
+
+    def _group_of(self, lo: int, hi: int) -> np.ndarray:
+        """The source group of global samples [lo, hi): uniform draws keyed by (seed, p // BLOCK)."""
+        out = np.empty(hi - lo, dtype=np.int64)
+        bounds = np.cumsum(self.weights)
+        p = lo
+        while p < hi:
+            b = p // BLOCK
+            if self._block[0] != b:
+                u = np.random.default_rng([self.seed, 1 << 20, b]).random(BLOCK)
+                self._block = (b, np.minimum(np.searchsorted(bounds, u, side="right"), len(self.groups) - 1))
+            end = min(hi, (b + 1) * BLOCK)
+            out[p - lo : end - lo] = self._block[1][p - b * BLOCK : end - b * BLOCK]
+            p = end
+        return out
 
     def _window_starts(self) -> np.ndarray:
         """Stream offsets of this rank's windows for the current step; advances the global counters."""
         per_step = self.world_size * self.batch_size
+        mine_lo = self.rank * self.batch_size
         if len(self.groups) == 1:
-            group_of = np.zeros(per_step, dtype=np.int64)
+            k = self.samples + mine_lo + np.arange(self.batch_size, dtype=np.int64)
+            out = self._windows(0, k)
+            self.counts[0] += per_step
         else:
-            u = np.random.default_rng([self.seed, 1 << 20, self.step]).random(per_step)
-            group_of = np.minimum(np.searchsorted(np.cumsum(self.weights), u, side="right"), len(self.groups) - 1)
-        mine = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
-        out = np.empty(self.batch_size, dtype=np.int64)
-        for g in range(len(self.groups)):
-            sel = group_of == g
-            k = self.counts[g] + np.cumsum(sel)[sel] - 1  # per-group sample index of each position
-            n = len(self.groups[g])
-            idx = np.empty(len(k), dtype=np.int64)
-            for epoch in np.unique(k // n):
-                at = k // n == epoch
-                idx[at] = self._perm(g, int(epoch))[k[at] % n]
-            where = np.flatnonzero(sel)
-            take = (where >= mine.start) & (where < mine.stop)
-            out[where[take] - mine.start] = self.groups[g][idx[take]]
-            self.counts[g] += int(sel.sum())
-        self.step += 1
-        return out
+            group_of = self._group_of(self.samples, self.samples + per_step)
+            out = np.empty(self.batch_size, dtype=np.int64)
+            for g in range(len(self.groups)):
+                sel = group_of == g
+                k = self.counts[g] + np.cumsum(sel)[sel] - 1  # per-group sample index of each position
+                where = np.flatnonzero(sel)
+                take = (where >= mine_lo) & (where < mine_lo + self.batch_size)
+                if take.any():
+                    out[where[take] - mine_lo] = self._windows(g, k[take])
+                self.counts[g] += int(sel.sum())
+        self.samples += per_step
+        return out * self.seq_len
 
     def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         starts = self._window_starts()
         self.last_window_starts = starts  # stream offsets of this batch's rows, for checks and debugging
-        span = self.seq_len + 1
-        buf = np.empty((self.batch_size, span), dtype=np.int64)
-        for i, s in enumerate(starts):
-            buf[i] = self.dataset.read(int(s), span)
-        t = torch.from_numpy(buf)
+        t = torch.from_numpy(self.dataset.windows(starts, self.seq_len + 1))
+        self.dataset.release()
         return t[:, :-1].contiguous(), t[:, 1:].contiguous()
 
     def __iter__(self):
@@ -259,25 +580,34 @@ class Loader:
             yield self.next_batch()
 
     def state_dict(self) -> dict:
-        """The position in the stream; identical on every rank, so rank 0's copy resumes all of them."""
+        """The global position; identical on every rank, so rank 0's copy resumes all of them, at any shape."""
         return {
-            "step": self.step,
+            "samples": self.samples,
             "counts": self.counts.tolist(),
+            "order": ORDER,
             "seed": self.seed,
             "seq_len": self.seq_len,
-            "batch_size": self.batch_size,
-            "world_size": self.world_size,
             "groups": self.group_names,
-            "num_windows": [len(g) for g in self.groups],
+            "num_windows": [g.size for g in self.groups],
+            "batch_size": self.batch_size,  # of the run that saved it: informative, not required to match
+            "world_size": self.world_size,
+            "step": self.step,
         }
 
     def load_state_dict(self, state: dict) -> None:
+        """Continue at the saved global sample. Seed, seq_len, data and source groups must match; world size and
+        micro-batch may differ (the next samples are the same global ones, split anew)."""
+        if "samples" not in state:
+            raise ValueError(
+                "loader state has no global sample count (it was saved by the loader before peneira.tokens/2, whose "
+                "sample order differs): resume it with that version, or start the data order afresh"
+            )
         mine = self.state_dict()
-        for key in ("seed", "seq_len", "batch_size", "world_size", "groups", "num_windows"):
+        for key in ("order", "seed", "seq_len", "groups", "num_windows"):
             if state.get(key) != mine[key]:
                 raise ValueError(
                     f"loader state has {key}={state.get(key)!r} but this loader has {mine[key]!r}: "
-                    "resume needs the same data, seed, shapes and world size"
+                    "resume needs the same data, seed and seq_len"
                 )
-        self.step = int(state["step"])
+        self.samples = int(state["samples"])
         self.counts = np.array(state["counts"], dtype=np.int64)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from curate.core.errors import UsageError
 
 
 def add_parser(sub):
     p = sub.add_parser("tokenize", help="tokenize a corpus into token shards for training")
-    p.add_argument("inputs", nargs="+", help="corpus: run output, shard directory, file or glob")
+    p.add_argument("inputs", nargs="+", help="corpus: run output, shard directory, file or glob (local or URL)")
     p.add_argument("--tokenizer", required=True, help="tokenizer.json (from `curate tokenizer train`)")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", required=True, help="output directory (local or URL, e.g. s3://bucket/tokens)")
     p.add_argument("--val-fraction", type=float, default=0.005, help="documents held out for validation")
     p.add_argument(
         "--dtype",
@@ -26,7 +27,7 @@ def add_parser(sub):
 
 def main(args) -> int:
     from curate.run.executors.local import LocalExecutor
-    from curate.tokens.tokenize import tokenize
+    from curate.tokens.tokenize import format_shares, tokenize
 
     if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
@@ -44,5 +45,11 @@ def main(args) -> int:
         print(f"{split}: {s['docs']:,} documents, {s['tokens']:,} tokens in {len(s['shards'])} shard(s)")
         for src, n in s["tokens_per_source"].items():
             print(f"  {src:<12} {n:>14,}")
+    if m["mix_plan"]:
+        lines, warnings = format_shares(m)
+        print("token shares, planned by the mix vs realized in the shards:")
+        print("\n".join("  " + line for line in lines))
+        for w in warnings:
+            print(w, file=sys.stderr)
     print(f"vocab {m['vocab_size']:,}, {m['dtype']}, eos id {m['eos_id']}; wrote {args.out}/manifest.json")
     return 0

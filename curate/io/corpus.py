@@ -1,37 +1,51 @@
 """Reading a finished corpus (text shards, or JSONL) in columnar batches, for `mix`, `tokenizer` and `tokenize`.
 
 These commands only need (id, text, source) and run over whole corpora, so they read Parquet column
-batches directly instead of building a `Document` per row.
+batches directly instead of building a `Document` per row. Every path may be a local path or an
+fsspec URL (`s3://`, `file://`, `memory://`, …): all access goes through `curate.io.fs`.
 """
 
 from __future__ import annotations
 
-import glob
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pyarrow.parquet as pq
-
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
+from curate.io import fs
 
 TEXT_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".jsonl.zst")
+
+
+def _shards_in(directory: str) -> list[str]:
+    names = fs.listdir(directory)
+    return sorted(fs.join(directory, n) for n in names if n.endswith(TEXT_SUFFIXES) and not n.startswith("."))
+
+
+def is_dir(spec: str) -> bool:
+    """Whether a local path or URL names a directory (on object stores: a prefix with objects under it)."""
+    if not fs.is_url(spec):
+        return os.path.isdir(spec)
+    filesystem, inner = fs.url_to_fs(spec)
+    filesystem.invalidate_cache(inner)
+    return filesystem.isdir(inner)
 
 
 def resolve_inputs(spec: str | os.PathLike) -> list[str]:
     """Files of a corpus: a run's output directory (its `data/`), a directory of shards, a file, or a glob."""
     spec = os.fspath(spec)
-    if os.path.isdir(spec):
-        root = os.path.join(spec, "data") if os.path.isdir(os.path.join(spec, "data")) else spec
-        files = sorted(
-            os.path.join(root, f) for f in os.listdir(root) if f.endswith(TEXT_SUFFIXES) and not f.startswith(".")
-        )
-    elif os.path.isfile(spec):
+    if is_dir(spec):
+        data = fs.join(spec, "data")
+        files = _shards_in(data if is_dir(data) else spec)
+    elif fs.isfile(spec):
         files = [spec]
     else:
-        files = sorted(f for f in glob.glob(spec, recursive=True) if os.path.isfile(f))
-        if not files and not glob.has_magic(spec):
+        import glob as _glob
+
+        files = fs.glob(spec)
+        if not files and not _glob.has_magic(spec):
             raise UsageError(f"{spec}: no such file or directory")
     if not files:
         raise UsageError(f"{spec}: no text shards ({', '.join(TEXT_SUFFIXES)}) found")
@@ -52,7 +66,7 @@ def read_batches(path: str, batch_size: int = 1024, source: str | None = None) -
     parse are skipped: this reads finished corpora, where the curation run already counted them.
     """
     if path.endswith(".parquet"):
-        with pq.ParquetFile(path) as pf:  # closed when the generator ends
+        with fs.parquet_file(path) as pf:  # closed when the generator ends
             names = pf.schema_arrow.names
             if "text" not in names:
                 raise UsageError(f"{path}: no 'text' column (columns: {names})")
@@ -88,8 +102,18 @@ def read_batches(path: str, batch_size: int = 1024, source: str | None = None) -
 def estimated_chars(path: str) -> int:
     """A cheap size estimate (no decoding): Parquet text column's uncompressed bytes, or the file size."""
     if path.endswith(".parquet"):
-        md = pq.ParquetFile(path).metadata
+        with fs.parquet_file(path) as pf:
+            md = pf.metadata
         col = md.schema.to_arrow_schema().get_field_index("text")
         return sum(md.row_group(r).column(col).total_uncompressed_size for r in range(md.num_row_groups))
-    size = os.path.getsize(path)
+    size = fs.size(path)
     return size * 4 if path.endswith((".gz", ".zst")) else size
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """sha256 of a local file or URL, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with fs.open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,18 +1,28 @@
 """Mixing sources by weight to a token budget: plan, deterministic sampling, text shards plus a manifest.
 
-Weights are fractions of the final tokens. Tokens are estimated as characters / `chars_per_token`
-unless a tokenizer is given, in which case every document is counted exactly (EOS included, as
-`curate tokenize` writes it). See docs/tokens.md for the user-facing description.
+Weights are fractions of the final tokens. How tokens are counted (docs/tokens.md):
+
+* `tokenizer=`: every document is counted exactly (EOS included, as `curate tokenize` writes it);
+* by default: each source's characters per token are measured on a sample with a reference BPE
+  trained on that sample (`calibration_vocab`), and a document counts 1 + characters / that ratio;
+* `chars_per_token=`: characters / that fixed ratio for every source (the old estimate, no tokenizer).
+
+Memory: nothing per document reaches the driver. Phase 1 (one task per input file) counts each
+document and spills the counts beside the output; the driver sees per-file sums and a bounded text
+sample. Phase 2 gives each file its share of its source's target and selects and writes that file's
+documents in its own task, streaming, one epoch pass at a time.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import re
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +34,15 @@ import pyarrow.parquet as pq
 from curate.core.document import CORE_COLUMNS, TEXT_SCHEMA
 from curate.core.errors import UsageError
 from curate.io import fs
-from curate.io.corpus import read_batches, resolve_inputs
+from curate.io.corpus import estimated_chars, read_batches, resolve_inputs, sha256_file
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
 
 MIX_SCHEMA = TEXT_SCHEMA.append(pa.field("mix_epoch", pa.int16(), nullable=False))
 _SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+ROW_GROUP = 10_000  # rows per written row group, and the span of the within-shard shuffle
+WORK = "_work"  # per-file document counts between the two phases; removed when the mix completes
 
 
 @dataclass(frozen=True)
@@ -71,73 +83,120 @@ def parse_count(text: str) -> int:
 # ---------------------------------------------------------------------------------------------- tasks
 
 
-def _load(path: str, source: str) -> pa.Table:
-    """One input file as a table in the text contract (extension columns dropped: sources differ in them)."""
+def _tables(path: str, source: str, batch_size: int = 2048) -> Iterator[pa.Table]:
+    """One input file as tables in the text contract, a batch at a time (extension columns dropped: sources
+    differ in them; `source` set to the mix's source name)."""
     if path.endswith(".parquet"):
-        names = pq.ParquetFile(path).schema_arrow.names
-        if all(c in names for c in CORE_COLUMNS):
-            t = pq.read_table(path, columns=list(CORE_COLUMNS)).cast(TEXT_SCHEMA)
-            return t.filter(pc.is_valid(t["text"]))
-    ids, texts = [], []
-    for b in read_batches(path, source=source):
-        ids += b.ids
-        texts += b.texts
-    n = len(ids)
-    cols = {"id": pa.array(ids, pa.string()), "text": pa.array(texts, pa.string())}
-    return pa.table(
-        {
-            f.name: cols.get(f.name, pa.nulls(n, f.type)) if f.name != "source" else pa.array([source] * n)
-            for f in TEXT_SCHEMA
-        },
-        schema=TEXT_SCHEMA,
-    )
+        with fs.parquet_file(path) as pf:
+            if all(c in pf.schema_arrow.names for c in CORE_COLUMNS):
+                for rb in pf.iter_batches(batch_size=batch_size, columns=list(CORE_COLUMNS)):
+                    t = pa.Table.from_batches([rb]).filter(pc.is_valid(rb.column("text")))
+                    t = t.set_column(t.schema.get_field_index("source"), "source", pa.array([source] * t.num_rows))
+                    yield t.cast(TEXT_SCHEMA)
+                return
+    for b in read_batches(path, batch_size=batch_size, source=source):
+        n = len(b.ids)
+        cols = {"id": pa.array(b.ids, pa.string()), "text": pa.array(b.texts, pa.string()),
+                "source": pa.array([source] * n, pa.string())}
+        yield pa.table({f.name: cols.get(f.name, pa.nulls(n, f.type)) for f in TEXT_SCHEMA}, schema=TEXT_SCHEMA)
 
 
-def _token_counts(texts: pa.ChunkedArray, chars_per_token: float, tokenizer: str | None) -> np.ndarray:
-    if tokenizer is None:
-        return pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.float64) / chars_per_token
-    from curate.tokens.tokenize import load_tokenizer
-
-    tok = load_tokenizer(tokenizer)
-    out = []
-    values = texts.to_pylist()
-    for i in range(0, len(values), 1000):
-        out += [len(e.ids) + 1 for e in tok.encode_batch_fast(values[i : i + 1000], add_special_tokens=False)]
-    return np.array(out, dtype=np.float64)
+@dataclass(frozen=True)
+class _Measure:
+    path: str
+    source: str
+    counts: str  # where the per-document counts go (.npy)
+    tokenizer: str | None
+    sample_rate: float  # fraction of documents (by id hash) returned as the calibration sample
+    seed: int
 
 
-def _measure(item: tuple[str, str, float, str | None]) -> dict[str, Any]:
-    """Phase 1, one input file: tokens per document and the file's sha256."""
-    from curate.tokens.tokenize import sha256_file
+def _measure(item: _Measure, progress=None) -> dict[str, Any]:
+    """Phase 1, one input file: per-document counts to `item.counts` (tokens with a tokenizer, else characters),
+    the file's totals and sha256, and a hash-chosen text sample when calibrating."""
+    from curate.tokens.tokenize import _unit, load_tokenizer
 
-    path, source, cpt, tokenizer = item
-    t = _load(path, source)
-    tokens = _token_counts(t["text"], cpt, tokenizer)
-    chars = pc.sum(pc.utf8_length(t["text"])).as_py() or 0
-    return {"docs": t.num_rows, "tokens": tokens, "chars": chars, "sha256": sha256_file(path)}
+    tok = load_tokenizer(item.tokenizer) if item.tokenizer else None
+    parts, chars, sample = [], 0, []
+    for t in _tables(item.path, item.source):
+        lengths = pc.utf8_length(t["text"]).to_numpy(zero_copy_only=False).astype(np.int64)
+        chars += int(lengths.sum())
+        if tok is not None:
+            encs = tok.encode_batch_fast(t["text"].to_pylist(), add_special_tokens=False)
+            parts.append(np.fromiter((len(e.ids) + 1 for e in encs), np.int64, count=len(encs)))
+        else:
+            parts.append(lengths)
+        if item.sample_rate > 0:
+            ids, texts = t["id"].to_pylist(), t["text"].to_pylist()
+            sample += [x for i, x in zip(ids, texts, strict=True) if _unit(i, item.seed) < item.sample_rate]
+        if progress is not None:
+            progress(t.num_rows)
+    counts = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    buf = io.BytesIO()
+    np.save(buf, counts)
+    with fs.atomic_open(item.counts, "wb") as f:
+        f.write(buf.getvalue())
+    return {"docs": len(counts), "chars": chars, "tokens": int(counts.sum()) if tok else None,
+            "sha256": sha256_file(item.path), "sample": sample}
 
 
-def _write(item: tuple[str, str, np.ndarray, np.ndarray, str, int]) -> dict[str, Any]:
-    """Phase 2, one input file: its chosen documents, repeated as planned, shuffled, as one shard."""
-    path, source, repeats, tokens, dest, seed = item
-    t = _load(path, source)
-    rows = np.repeat(np.arange(t.num_rows), repeats)
-    epoch = np.concatenate([np.arange(r) for r in repeats]).astype(np.int16) if len(rows) else np.zeros(0, np.int16)
-    order = np.random.default_rng([seed, zlib.crc32(os.path.basename(dest).encode())]).permutation(len(rows))
-    rows, epoch = rows[order], epoch[order]
-    t = t.take(pa.array(rows))
-    ids = pc.if_else(
-        pc.greater(pa.array(epoch), 0),
-        pc.binary_join_element_wise(t["id"], pa.array([f"e{e}" for e in epoch], pa.string()), "#"),
-        t["id"],
-    )
-    t = t.set_column(t.schema.get_field_index("id"), "id", ids)
-    t = t.set_column(t.schema.get_field_index("source"), "source", pa.array([source] * len(rows), pa.string()))
-    t = t.append_column("mix_epoch", pa.array(epoch, pa.int16())).cast(MIX_SCHEMA)
-    with fs.atomic_open(dest, "wb") as f:
-        pq.write_table(t, f, compression="zstd", row_group_size=10_000)
-    chars = pc.sum(pc.utf8_length(t["text"])).as_py() or 0
-    return {"docs": len(rows), "chars": chars, "tokens": float(np.sum(tokens[rows])), "file": dest}
+@dataclass(frozen=True)
+class _Write:
+    path: str
+    source: str
+    counts: str
+    per_token: float  # characters per token of this source (0: counts are exact tokens)
+    eos: float  # tokens added per document to the character estimate (1: its EOS)
+    target: float  # tokens this file contributes
+    dest: str
+    seed: int
+
+
+def _doc_tokens(counts: np.ndarray, per_token: float, eos: float) -> np.ndarray:
+    """Tokens per document: exact counts, or `eos` + characters / characters-per-token."""
+    return counts.astype(np.float64) if per_token == 0 else eos + counts / per_token
+
+
+def _write(item: _Write, progress=None) -> dict[str, Any]:
+    """Phase 2, one input file: its chosen documents, one pass per epoch, shuffled within row groups, as one
+    shard. Memory: the file's per-document counts and one row group, never the file itself."""
+    tokens = _doc_tokens(fs.load_npy(item.counts), item.per_token, item.eos)
+    rng = np.random.default_rng([item.seed, zlib.crc32(fs.basename(item.dest).encode())])
+    repeats = _select(tokens, item.target, rng)
+    staged = fs.Staged(item.dest)
+    stats = {"docs": 0, "chars": 0, "tokens": float(np.sum(tokens * repeats)), "file": item.dest}
+    pending: list[pa.Table] = []
+
+    def flush(writer: pq.ParquetWriter) -> None:
+        t = pa.concat_tables(pending)
+        pending.clear()
+        writer.write_table(t.take(pa.array(rng.permutation(t.num_rows))), row_group_size=ROW_GROUP)
+
+    try:
+        with pq.ParquetWriter(staged.tmp, MIX_SCHEMA, compression="zstd") as writer:
+            for epoch in range(int(repeats.max(initial=0))):
+                start = 0
+                for t in _tables(item.path, item.source):
+                    keep = repeats[start : start + t.num_rows] > epoch
+                    start += t.num_rows
+                    t = t.filter(pa.array(keep))
+                    if epoch:
+                        t = t.set_column(0, "id", pc.binary_join_element_wise(t["id"], f"e{epoch}", "#"))
+                    t = t.append_column("mix_epoch", pa.array(np.full(t.num_rows, epoch, np.int16)))
+                    pending.append(t.cast(MIX_SCHEMA))
+                    stats["docs"] += t.num_rows
+                    stats["chars"] += pc.sum(pc.utf8_length(t["text"])).as_py() or 0
+                    if sum(p.num_rows for p in pending) >= ROW_GROUP:
+                        flush(writer)
+                    if progress is not None:
+                        progress(t.num_rows)
+            if pending:
+                flush(writer)
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+    return stats
 
 
 # ---------------------------------------------------------------------------------------------- planning
@@ -151,6 +210,8 @@ def _select(tokens: np.ndarray, target: float, rng: np.random.Generator) -> np.n
     fits keeps the result within a small fraction of the target even when documents are large.
     """
     total = float(tokens.sum())
+    if total <= 0 or target <= 0:
+        return np.zeros(len(tokens), dtype=np.int64)
     full = int(target // total)
     repeats = np.full(len(tokens), full, dtype=np.int64)
     left = target - full * total
@@ -186,18 +247,47 @@ def plan(available: dict[str, float], weights: dict[str, float], tokens: int, ma
     return {"requested_tokens": tokens, "planned_tokens": round(tokens * scale), "scale": scale, "sources": out}
 
 
+def calibrate(samples: dict[str, list[str]], vocab_size: int, out: str | None = None) -> dict[str, float]:
+    """Characters per token (EOS not counted) of each source's sample, with a byte-level BPE trained on all of
+    them together, so that a source's ratio reflects how a tokenizer trained on the mix will split it."""
+    from curate.tokens.tokenize import train_bpe
+
+    empty = [s for s, texts in samples.items() if not sum(map(len, texts))]
+    if empty:
+        raise UsageError(f"no text sampled from source(s) {empty} to measure characters per token")
+    batches = [texts[i : i + 1000] for texts in samples.values() for i in range(0, len(texts), 1000)]
+    tok = train_bpe(batches, vocab_size)
+    if out is not None:
+        with fs.atomic_open(out, "w", encoding="utf-8") as f:
+            f.write(tok.to_str())
+    ratio = {}
+    for s, texts in samples.items():
+        n = sum(len(e.ids) for i in range(0, len(texts), 1000)
+                for e in tok.encode_batch_fast(texts[i : i + 1000], add_special_tokens=False))
+        ratio[s] = sum(map(len, texts)) / max(n, 1)
+    return ratio
+
+
 def mix(
     sources: list[Source] | dict[str, tuple[str, float]],
     tokens: int,
     out: str | os.PathLike,
     max_epochs: float = 4.0,
     seed: int = 0,
-    chars_per_token: float = 4.0,
+    chars_per_token: float | None = None,
     tokenizer: str | None = None,
     workers: int = 1,
     executor: Executor | None = None,
+    calibration_vocab: int = 32_000,
+    calibration_chars: int = 20_000_000,
 ) -> dict[str, Any]:
-    """Mix sources to `tokens` tokens; writes OUT/data/*.parquet and OUT/manifest.json, returns the manifest."""
+    """Mix sources to `tokens` tokens; writes OUT/data/*.parquet and OUT/manifest.json, returns the manifest.
+
+    Tokens are counted with `tokenizer` when given, else by characters per token measured per source on a
+    sample of about `calibration_chars` characters (shared by weight) with a reference BPE of
+    `calibration_vocab` tokens (saved as OUT/reference-tokenizer.json), else, with `chars_per_token`, by that
+    fixed ratio. Every path may be an fsspec URL.
+    """
     t0 = time.time()
     if isinstance(sources, dict):
         sources = [Source(n, str(p), float(w)) for n, (p, w) in sources.items()]
@@ -206,79 +296,101 @@ def mix(
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise UsageError(f"source names repeat: {names}")
-    if max_epochs <= 0 or chars_per_token <= 0:
+    if max_epochs <= 0 or (chars_per_token is not None and chars_per_token <= 0):
         raise UsageError("--max-epochs and --chars-per-token must be positive")
+    tokenizer = os.fspath(tokenizer) if tokenizer else None
     files = {s.name: resolve_inputs(s.path) for s in sources}
-    seen: dict[str, str] = {}
-    for name, paths in files.items():
-        for f in paths:
-            other = seen.setdefault(os.path.realpath(f), name)
-            if other != name:
-                raise UsageError(f"{f} is in both sources {other!r} and {name!r}")
+    _check_disjoint(files)
     out = os.fspath(out)
-    data_dir = os.path.join(out, "data")
     _prepare_output(out)
     executor = executor or LocalExecutor(workers)
+    calibrating = tokenizer is None and chars_per_token is None
+    total_w = sum(s.weight for s in sources)
+    rate = {}
+    for s in sources:
+        est = sum(estimated_chars(f) for f in files[s.name])
+        rate[s.name] = min(1.0, calibration_chars * s.weight / total_w / max(est, 1)) if calibrating else 0.0
 
-    items = [(f, s.name, chars_per_token, tokenizer) for s in sources for f in files[s.name]]
-    measured = executor.map(_measure, items, desc="mix: measure", labels=[i[0] for i in items])
-    by_source: dict[str, list[int]] = {s.name: [] for s in sources}
-    for i, item in enumerate(items):
-        by_source[item[1]].append(i)
-    available = {s: sum(float(measured[i]["tokens"].sum()) for i in idx) for s, idx in by_source.items()}
-    empty = [s for s, n in available.items() if n <= 0]
+    items = [_Measure(f, s.name, fs.join(out, WORK, f"counts-{i:05d}.npy"), tokenizer, rate[s.name], seed)
+             for i, (s, f) in enumerate((s, f) for s in sources for f in files[s.name])]
+    measured = executor.map(_measure, items, desc="mix: measure", labels=[i.path for i in items])
+    chars = {s.name: 0 for s in sources}
+    for item, m in zip(items, measured, strict=True):
+        chars[item.source] += m["chars"]
+    empty = [s for s, n in chars.items() if n <= 0]
     if empty:
         raise UsageError(f"source(s) {empty} have no text: check their paths ({[files[s] for s in empty]})")
+    per_token = {s.name: chars_per_token or 0.0 for s in sources}  # 0: the counts are exact tokens
+    eos = 1.0 if calibrating else 0.0  # the calibrated estimate counts each document's EOS, as tokenize writes it
+    if calibrating:
+        samples: dict[str, list[str]] = {s.name: [] for s in sources}
+        for item, m in zip(items, measured, strict=True):
+            samples[item.source] += m["sample"]
+        per_token = calibrate(samples, calibration_vocab, fs.join(out, "reference-tokenizer.json"))
+        del samples
+    for item, m in zip(items, measured, strict=True):
+        del m["sample"]
+        if not tokenizer:  # the sum over the file of the per-document estimate phase 2 uses
+            m["tokens"] = eos * m["docs"] + m["chars"] / per_token[item.source]
+    available = {s.name: 0.0 for s in sources}
+    for item, m in zip(items, measured, strict=True):
+        available[item.source] += m["tokens"]
     the_plan = plan(available, {s.name: s.weight for s in sources}, tokens, max_epochs)
 
     jobs = []
-    for s in sources:
-        idx = by_source[s.name]
-        counts = np.concatenate([measured[i]["tokens"] for i in idx])
-        rng = np.random.default_rng([seed, zlib.crc32(s.name.encode())])
-        repeats = _select(counts, the_plan["sources"][s.name]["target_tokens"], rng)
-        start = 0
-        for i in idx:
-            n = measured[i]["docs"]
-            rep, tok = repeats[start : start + n], measured[i]["tokens"]
-            start += n
-            if rep.any():
-                dest = os.path.join(data_dir, f"part-{i:05d}-000.parquet")
-                jobs.append((items[i][0], s.name, rep, tok, dest, seed))
-    os.makedirs(data_dir, exist_ok=True)
-    written = executor.map(_write, jobs, desc="mix: write", labels=[j[0] for j in jobs])
+    for i, (item, m) in enumerate(zip(items, measured, strict=True)):
+        target = the_plan["sources"][item.source]["target_tokens"] * m["tokens"] / available[item.source]
+        if m["docs"] and target > 0:
+            dest = fs.join(out, "data", f"part-{i:05d}-000.parquet")
+            jobs.append(_Write(item.path, item.source, item.counts, per_token[item.source], eos, target, dest, seed))
+    fs.makedirs(fs.join(out, "data"))
+    written = executor.map(_write, jobs, desc="mix: write", labels=[j.path for j in jobs])
+    for item in items:
+        fs.remove(item.counts)
 
     actual = {s.name: {"docs": 0, "chars": 0, "tokens": 0.0} for s in sources}
     for job, res in zip(jobs, written, strict=True):
-        a = actual[job[1]]
+        a = actual[job.source]
         a["docs"] += res["docs"]
         a["chars"] += res["chars"]
         a["tokens"] += res["tokens"]
     for a in actual.values():
         a["tokens"] = round(a["tokens"])
+    if tokenizer:
+        measure = f"tokenizer {tokenizer}"
+    elif calibrating:
+        measure = (f"1 + characters / per-source characters per token, measured with a {calibration_vocab}-token "
+                   f"reference BPE (reference-tokenizer.json)")
+    else:
+        measure = f"characters / {chars_per_token}"
     manifest = {
         "kind": "mix",
-        "token_measure": f"tokenizer {tokenizer}" if tokenizer else f"characters / {chars_per_token}",
+        "token_measure": measure,
+        "chars_per_token": None if tokenizer else {s: round(v, 4) for s, v in per_token.items()},
         "seed": seed,
         "max_epochs": max_epochs,
         "plan": the_plan,
         "actual": actual,
         "inputs": [
-            {
-                "source": item[1],
-                "path": item[0],
-                "sha256": m["sha256"],
-                "docs": m["docs"],
-                "chars": m["chars"],
-                "tokens": round(float(m["tokens"].sum())),
-            }
+            {"source": item.source, "path": item.path, "sha256": m["sha256"], "docs": m["docs"], "chars": m["chars"],
+             "tokens": round(m["tokens"])}
             for item, m in zip(items, measured, strict=True)
         ],
-        "outputs": sorted(os.path.relpath(r["file"], out) for r in written),
+        "outputs": sorted(fs.relpath(r["file"], out) for r in written),
         "seconds": round(time.time() - t0, 3),
     }
-    atomic_write_text(os.path.join(out, "manifest.json"), json.dumps(manifest, indent=1))
+    atomic_write_text(fs.join(out, "manifest.json"), json.dumps(manifest, indent=1))
     return manifest
+
+
+def _check_disjoint(files: dict[str, list[str]]) -> None:
+    seen: dict[str, str] = {}
+    for name, paths in files.items():
+        for f in paths:
+            key = f if fs.is_url(f) else os.path.realpath(f)
+            other = seen.setdefault(key, name)
+            if other != name:
+                raise UsageError(f"{f} is in both sources {other!r} and {name!r}")
 
 
 def _prepare_output(out: str) -> None:
@@ -288,21 +400,21 @@ def _prepare_output(out: str) -> None:
     The old manifest is first replaced by an unfinished one, then the old shards are removed: a mix interrupted
     at any point is still recognised as one by its rerun, and no manifest ever lists shards that are gone.
     """
-    mpath = os.path.join(out, "manifest.json")
-    if os.path.isdir(out) and os.listdir(out):
+    mpath = fs.join(out, "manifest.json")
+    if fs.listdir(out):
         try:
-            with open(mpath) as f:
+            with fs.open(mpath, "r", encoding="utf-8") as f:
                 is_mix = json.load(f).get("kind") == "mix"
         except (OSError, ValueError):
             is_mix = False
         if not is_mix:
             raise UsageError(f"{out} exists and is not an earlier `curate mix` output: choose an empty --out")
-    os.makedirs(out, exist_ok=True)
+    fs.makedirs(out)
     atomic_write_text(mpath, json.dumps({"kind": "mix", "complete": False}))
-    data_dir = os.path.join(out, "data")
-    for name in os.listdir(data_dir) if os.path.isdir(data_dir) else []:
-        if name.startswith(("part-", ".part-")) and ".parquet" in name:  # shards, and temp files of a killed run
-            os.remove(os.path.join(data_dir, name))
+    for sub, prefixes in (("data", ("part-", ".part-")), (WORK, ("counts-", ".counts-"))):
+        for name in fs.listdir(fs.join(out, sub)):
+            if name.startswith(prefixes):  # shards and counts, and the temp files of a killed run
+                fs.remove(fs.join(out, sub, name))
 
 
 def format_plan(manifest: dict[str, Any]) -> str:
@@ -312,10 +424,12 @@ def format_plan(manifest: dict[str, Any]) -> str:
         f"token measure: {manifest['token_measure']}; requested {p['requested_tokens']:,}, planned {p['planned_tokens']:,}",
         f"{'source':<12} {'weight':>7} {'available':>13} {'planned':>13} {'epochs':>7} {'actual':>13} {'diff':>7}",
     ]
+    cpt = manifest.get("chars_per_token") or {}
     for name, s in p["sources"].items():
         act = manifest["actual"][name]["tokens"]
         diff = (act - s["target_tokens"]) / max(s["target_tokens"], 1)
         note = "  capped at --max-epochs" if s["limited_by_max_epochs"] else ""
+        note += f"  ({cpt[name]:.3f} chars/token)" if name in cpt else ""
         lines.append(
             f"{name:<12} {s['weight']:>7.3f} {s['available_tokens']:>13,} {s['target_tokens']:>13,} "
             f"{s['epochs']:>7.2f} {act:>13,} {diff:>+7.2%}{note}"

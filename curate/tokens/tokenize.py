@@ -5,6 +5,8 @@ Python API (the CLI commands `curate tokenizer train` and `curate tokenize` are 
 * `train_tokenizer(inputs, vocab_size, out)` trains a byte-level BPE on a sample of a corpus.
 * `tokenize(inputs, tokenizer, out, val_fraction)` writes token shards and their manifest.
 * `build_token_shards(inputs, out)` does both, small and quick: for tests and smoke runs.
+
+Every path may be a local path or an fsspec URL (`s3://…`, `file://…`, `memory://…`).
 """
 
 from __future__ import annotations
@@ -15,19 +17,17 @@ import re
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import xxhash
 
 from curate.core.errors import UsageError
 from curate.io import fs
-from curate.io.corpus import estimated_chars, read_batches, resolve_inputs
-from curate.io.models import sha256_of as sha256_file
+from curate.io.corpus import estimated_chars, read_batches, resolve_inputs, sha256_file
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
@@ -35,7 +35,8 @@ from curate.run.executors.local import LocalExecutor
 EOS = "<|endoftext|>"
 PAD = "<|pad|>"
 SPECIAL_TOKENS = [EOS, PAD]  # EOS first: id 0 in every Peneira tokenizer
-FORMAT = "peneira.tokens/1"  # must match train.data.FORMAT
+FORMAT = "peneira.tokens/2"  # must match train.data.FORMAT
+INDEX_MAGIC = b"PNRIDX01"  # must match train.data.INDEX_MAGIC; the layout is in docs/data-contract.md
 DTYPES = {"uint16": np.uint16, "uint32": np.uint32}
 
 
@@ -64,6 +65,29 @@ def _all_inputs(inputs: str | os.PathLike | list) -> list[str]:
 # ---------------------------------------------------------------------------------------------- training
 
 
+def train_bpe(texts: Iterable[list[str]], vocab_size: int, min_frequency: int = 2):
+    """A byte-level BPE (`tokenizers.Tokenizer`) trained on batches of texts, with Peneira's special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    if vocab_size < 256 + len(SPECIAL_TOKENS):
+        raise UsageError(f"--vocab-size {vocab_size} is below the 256 bytes + {len(SPECIAL_TOKENS)} special tokens")
+    if vocab_size > 2**32:
+        raise UsageError(f"--vocab-size {vocab_size} does not fit uint32")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    tok.encode_special_tokens = True
+    return tok
+
+
 def train_tokenizer(
     inputs: str | os.PathLike | list,
     vocab_size: int,
@@ -79,12 +103,6 @@ def train_tokenizer(
     so it spreads evenly over sources and shards and is the same on every rerun.
     Returns a summary (vocab size, sha256, documents and characters sampled).
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    if vocab_size < 256 + len(SPECIAL_TOKENS):
-        raise UsageError(f"--vocab-size {vocab_size} is below the 256 bytes + {len(SPECIAL_TOKENS)} special tokens")
-    if vocab_size > 2**32:
-        raise UsageError(f"--vocab-size {vocab_size} does not fit uint32")
     files = _all_inputs(inputs)
     total = sum(estimated_chars(f) for f in files)
     rate = min(1.0, sample_chars / max(total, 1))
@@ -98,40 +116,93 @@ def train_tokenizer(
                 seen["chars"] += sum(map(len, picked))
                 yield picked
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(sample(), trainer=trainer)
+    tok = train_bpe(sample(), vocab_size, min_frequency)
     if seen["docs"] == 0:
         raise UsageError(f"no documents to train a tokenizer on in {inputs}")
-    out = Path(out)
+    out = os.fspath(out)
     staged = fs.Staged(out)
     tok.save(staged.tmp)
     staged.commit()
-    return {"path": str(out), "vocab_size": tok.get_vocab_size(), "sha256": sha256_file(out), **seen}
+    return {"path": out, "vocab_size": tok.get_vocab_size(), "sha256": sha256_file(out), **seen}
 
 
 def load_tokenizer(path: str | os.PathLike):
-    """Load a tokenizer.json and check it has Peneira's end-of-document token."""
+    """Load a tokenizer.json (local path or URL) and check it has Peneira's end-of-document token."""
     from tokenizers import Tokenizer
 
-    if not os.path.isfile(path):
+    path = os.fspath(path)
+    if not fs.isfile(path):
         raise UsageError(f"{path}: no such tokenizer file")
+    with fs.open(path, "r", encoding="utf-8") as f:
+        text = f.read()
     try:
-        tok = Tokenizer.from_file(str(path))
+        tok = Tokenizer.from_str(text)
     except Exception as e:
         raise UsageError(f"{path}: not a tokenizers JSON file ({e})") from e
     if tok.token_to_id(EOS) is None:
         raise UsageError(f"{path}: tokenizer has no end-of-document token {EOS!r}")
     tok.encode_special_tokens = True  # a document that quotes "<|endoftext|>" must not end there
     return tok
+
+
+# ---------------------------------------------------------------------------------------------- shard files
+
+
+class _ShardWriter:
+    """One split's shard of one input file: token ids appended to `NAME.bin`, the document index to `NAME.idx`.
+
+    Tokens stream straight to a local temporary file, so a task holds one batch of tokens at a time; the index
+    (10 bytes per document) is kept until the end, bounded by the input file. Nothing is visible under the final
+    names until `commit`, which publishes the `.bin` first and the `.idx` second: a reader that finds the index
+    finds its tokens whole.
+    """
+
+    def __init__(self, out: str, split: str, name: str, dtype: str):
+        self.split, self.name, self.dtype = split, name, np.dtype(DTYPES[dtype]).newbyteorder("<")
+        self.bin = fs.Staged(fs.join(out, split, f"{name}.bin"), tmp_name=f".{name}.bin.tmp")
+        self.idx = fs.Staged(fs.join(out, split, f"{name}.idx"), tmp_name=f".{name}.idx.tmp")
+        self.file = open(self.bin.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
+        self.ends: list[np.ndarray] = []
+        self.codes: list[np.ndarray] = []
+        self.sources: dict[str, int] = {}
+        self.tokens = 0
+        self.per_source: Counter = Counter()
+
+    def add(self, flat: np.ndarray, lengths: np.ndarray, sources: list[str]) -> None:
+        """Documents whose tokens are `flat`, cut into `lengths` (EOS included), with their source names."""
+        self.file.write(np.ascontiguousarray(flat, dtype=self.dtype).tobytes())
+        self.ends.append(self.tokens + np.cumsum(lengths, dtype=np.int64))
+        self.codes.append(np.array([self.sources.setdefault(s, len(self.sources)) for s in sources], np.uint16))
+        self.tokens += int(lengths.sum())
+        for s, n in zip(sources, lengths.tolist(), strict=True):
+            self.per_source[s] += n
+
+    @property
+    def docs(self) -> int:
+        return sum(len(e) for e in self.ends)
+
+    def commit(self) -> dict[str, Any]:
+        self.file.close()
+        ends = np.concatenate(self.ends) if self.ends else np.zeros(0, np.int64)
+        codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.uint16)
+        with open(self.idx.tmp, "wb") as f:
+            f.write(INDEX_MAGIC + np.array([len(ends)], "<u8").tobytes())
+            f.write(ends.astype("<i8").tobytes() + codes.astype("<u2").tobytes())
+        self.bin.commit()
+        self.idx.commit()
+        return {
+            "file": f"{self.split}/{self.name}.bin",
+            "index": f"{self.split}/{self.name}.idx",
+            "docs": len(ends),
+            "tokens": self.tokens,
+            "sources": list(self.sources),
+            "tokens_per_source": dict(sorted(self.per_source.items())),
+        }
+
+    def discard(self) -> None:
+        self.file.close()
+        self.bin.discard()
+        self.idx.discard()
 
 
 # ---------------------------------------------------------------------------------------------- tokenizing
@@ -149,41 +220,34 @@ class _Task:
     threads: int
 
 
-def _tokenize_file(task: _Task) -> dict[str, Any]:
-    """One input file -> train/part-NNNNN.parquet and val/part-NNNNN.parquet, published only once both are whole
-    (a failed task leaves neither, and its `_done` record, written last, is what a rerun trusts)."""
+def _done_path(out: str, index: int) -> str:
+    return fs.join(out, "_done", f"part-{index:05d}.json")
+
+
+def _tokenize_file(task: _Task, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """One input file -> train/part-NNNNN.{bin,idx} and val/part-NNNNN.{bin,idx}, published only once all are
+    whole (a failed task leaves none, and its `_done` record, written last, is what a rerun trusts)."""
     if task.threads:  # one Rust thread per process when processes already fill the cores
         os.environ["RAYON_NUM_THREADS"] = str(task.threads)
     tok = load_tokenizer(task.tokenizer)
-    token_type = pa.from_numpy_dtype(DTYPES[task.dtype])
-    schema = pa.schema([pa.field("tokens", pa.list_(token_type)), pa.field("source", pa.string())])
-    name = f"part-{task.index:05d}.parquet"
-    writers: dict[str, tuple[fs.Staged, pq.ParquetWriter]] = {}
-    counts = {s: {"docs": 0, "tokens": 0, "tokens_per_source": Counter()} for s in ("train", "val")}
+    name = f"part-{task.index:05d}"
+    writers = {s: _ShardWriter(task.out, s, name, task.dtype) for s in ("train", "val")}
     try:
-        _encode_file(task, tok, schema, name, writers, counts)
+        _encode_file(task, tok, writers, progress)
+        shards = {s: w.commit() for s, w in writers.items() if w.docs}
     except BaseException:
-        for staged, w in writers.values():  # close the writers and drop their temp files: nothing is published
-            w.close()
-            staged.discard()
+        for w in writers.values():  # drop the temp files: nothing is published
+            w.discard()
         raise
-    shards = {}
-    for split, (staged, w) in writers.items():
-        w.close()
-        staged.commit()
-        c = counts[split]
-        shards[split] = {
-            "file": f"{split}/{name}",
-            "docs": c["docs"],
-            "tokens": c["tokens"],
-            "tokens_per_source": dict(sorted(c["tokens_per_source"].items())),
-        }
-    result = {"input": task.path, "docs": sum(c["docs"] for c in counts.values()), "shards": shards}
-    atomic_write_text(os.path.join(task.out, "_done", f"{name}.json"), json.dumps(result))
+    for w in writers.values():
+        if not w.docs:
+            w.discard()
+    result = {"input": task.path, "docs": sum(s["docs"] for s in shards.values()), "shards": shards}
+    atomic_write_text(_done_path(task.out, task.index), json.dumps(result))
     return result
 
 
-def _encode_file(task: _Task, tok, schema: pa.Schema, name: str, writers: dict, counts: dict) -> None:
+def _encode_file(task: _Task, tok, writers: dict[str, _ShardWriter], progress) -> None:
     """Encode one input file batch by batch, appending each split's documents to its (temporary) shard."""
     eos = tok.token_to_id(EOS)
     dtype = DTYPES[task.dtype]
@@ -197,28 +261,58 @@ def _encode_file(task: _Task, tok, schema: pa.Schema, name: str, writers: dict, 
         flat[ends - 1] = eos
         is_val = np.array([_unit(split_key(i)) < task.val_fraction for i in batch.ids], dtype=bool)
         for split, mask in (("train", ~is_val), ("val", is_val)):
-            if not mask.any():
-                continue
-            idx = np.flatnonzero(mask)
-            offsets = np.concatenate([[0], np.cumsum(lengths[idx])]).astype(np.int32)
-            values = np.concatenate([flat[ends[i] - lengths[i] : ends[i]] for i in idx])
-            srcs = [batch.sources[i] for i in idx]
-            table = pa.table(
-                {
-                    "tokens": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
-                    "source": pa.array(srcs, pa.string()),
-                },
-                schema=schema,
+            if mask.all():
+                writers[split].add(flat, lengths, batch.sources)
+            elif mask.any():
+                idx = np.flatnonzero(mask)
+                values = np.concatenate([flat[ends[i] - lengths[i] : ends[i]] for i in idx])
+                writers[split].add(values, lengths[idx], [batch.sources[i] for i in idx])
+        if progress is not None:
+            progress(len(batch.ids))
+
+
+def _mix_plans(specs: list) -> dict[str, float]:
+    """Planned token shares of the inputs that are `curate mix` outputs (their manifest's plan), by source."""
+    plan: dict[str, float] = {}
+    for spec in specs:
+        path = fs.join(os.fspath(spec), "manifest.json")
+        try:
+            with fs.open(path, "r", encoding="utf-8") as f:
+                m = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if m.get("kind") == "mix" and "plan" in m:
+            for name, s in m["plan"]["sources"].items():
+                plan[name] = plan.get(name, 0.0) + s["target_tokens"]
+    total = sum(plan.values())
+    return {s: n / total for s, n in plan.items()} if total else {}
+
+
+def realized_shares(manifest: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per source: the planned share (from the mix) and the share of tokens the shards hold (train + val)."""
+    plan = manifest.get("mix_plan") or {}
+    counts: Counter = Counter()
+    for split in manifest["splits"].values():
+        counts.update(split["tokens_per_source"])
+    total = sum(counts.values()) or 1
+    return {s: {"planned": plan.get(s, 0.0), "realized": counts.get(s, 0) / total} for s in sorted(set(plan) | set(counts))}
+
+
+def format_shares(manifest: dict[str, Any], warn_points: float = 2.0) -> tuple[list[str], list[str]]:
+    """The realized-vs-plan table `curate tokenize` prints, and a warning per source off by more than
+    `warn_points` percentage points."""
+    shares = realized_shares(manifest)
+    lines = [f"{'source':<12} {'planned':>8} {'realized':>9} {'diff':>7}"]
+    warnings = []
+    for s, v in shares.items():
+        diff = 100 * (v["realized"] - v["planned"])
+        lines.append(f"{s:<12} {v['planned']:>8.2%} {v['realized']:>9.2%} {diff:>+6.2f}pt")
+        if abs(diff) > warn_points:
+            warnings.append(
+                f"warning: source {s!r} holds {v['realized']:.2%} of the tokens, the mix planned {v['planned']:.2%} "
+                f"({diff:+.2f} points): re-run `curate mix` with --tokenizer {manifest['tokenizer']['source_path']}"
             )
-            if split not in writers:
-                staged = fs.Staged(os.path.join(task.out, split, name), tmp_name=f".{name}.tmp")
-                writers[split] = (staged, pq.ParquetWriter(staged.tmp, schema, compression="zstd"))
-            writers[split][1].write_table(table)
-            c = counts[split]
-            c["docs"] += len(idx)
-            c["tokens"] += int(lengths[idx].sum())
-            for s, n in zip(srcs, lengths[idx], strict=True):
-                c["tokens_per_source"][s] += int(n)
+    return lines, warnings
 
 
 def tokenize(
@@ -237,12 +331,14 @@ def tokenize(
     document goes to the validation split when a hash of its id falls under `val_fraction`, so the
     split is by document, stable across reruns and independent of sharding. A rerun resumes: files
     with a `_done` record are skipped, and an output directory made with another tokenizer or split
-    is refused. Returns the manifest (also written to OUT/manifest.json).
+    is refused. Every path may be an fsspec URL. Returns the manifest (also written to OUT/manifest.json).
     """
     t0 = time.time()
     if not 0 <= val_fraction < 1:
         raise UsageError(f"--val-fraction must be in [0, 1), got {val_fraction}")
+    specs = inputs if isinstance(inputs, list) else [inputs]
     files = _all_inputs(inputs)
+    tokenizer = os.fspath(tokenizer)
     tok = load_tokenizer(tokenizer)
     vocab = tok.get_vocab_size()
     dtype = dtype or ("uint16" if vocab <= 2**16 else "uint32")
@@ -252,29 +348,39 @@ def tokenize(
         raise UsageError(f"vocab size {vocab} does not fit {dtype} (max id {np.iinfo(DTYPES[dtype]).max})")
     out = os.fspath(out)
     tok_hash = sha256_file(tokenizer)
-    config = {
-        "format": FORMAT,
-        "tokenizer_sha256": tok_hash,
-        "dtype": dtype,
-        "val_fraction": val_fraction,
-        "inputs": files,
-    }
+    config = {"format": FORMAT, "tokenizer_sha256": tok_hash, "dtype": dtype, "val_fraction": val_fraction,
+              "inputs": files}
     _check_config(out, config)
-    staged = fs.Staged(os.path.join(out, "tokenizer.json"))
-    shutil.copyfile(tokenizer, staged.tmp)
-    staged.commit()
+    with fs.open(tokenizer, "rb") as src, fs.atomic_open(fs.join(out, "tokenizer.json"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
 
     executor = executor or LocalExecutor(workers)
     threads = 1 if getattr(executor, "workers", 1) > 1 else 0
-    tasks = [
-        _Task(i, f, out, os.path.join(out, "tokenizer.json"), dtype, val_fraction, batch_docs, threads)
-        for i, f in enumerate(files)
-    ]
-    todo = [t for t in tasks if not os.path.exists(os.path.join(out, "_done", f"part-{t.index:05d}.parquet.json"))]
+    tok_copy = fs.join(out, "tokenizer.json")
+    tasks = [_Task(i, f, out, tok_copy, dtype, val_fraction, batch_docs, threads) for i, f in enumerate(files)]
+    done = set(fs.listdir(fs.join(out, "_done")))  # listed once, not one lookup per task
+    todo = [t for t in tasks if f"part-{t.index:05d}.json" not in done]
     if todo:
         executor.map(_tokenize_file, todo, desc="tokenize", labels=[t.path for t in todo])
-    results = [json.loads(Path(out, "_done", f"part-{t.index:05d}.parquet.json").read_text()) for t in tasks]
+    results = []
+    for t in tasks:
+        with fs.open(_done_path(out, t.index), "r", encoding="utf-8") as f:
+            results.append(json.load(f))
+    manifest = _manifest(results, tok, tokenizer, tok_hash, dtype, val_fraction, _mix_plans(specs))
+    if manifest["splits"]["train"]["docs"] == 0:
+        raise UsageError(f"no documents were tokenized from {inputs}")
+    if val_fraction > 0 and manifest["splits"]["val"]["docs"] == 0:
+        raise UsageError(
+            f"--val-fraction {val_fraction} put no document in the validation split "
+            f"({manifest['splits']['train']['docs']} documents): raise it or pass 0"
+        )
+    manifest["seconds"] = round(time.time() - t0, 3)
+    atomic_write_text(fs.join(out, "manifest.json"), json.dumps(manifest, indent=1))
+    return manifest
 
+
+def _manifest(results: list, tok, tokenizer: str, tok_hash: str, dtype: str, val_fraction: float,
+              mix_plan: dict[str, float]) -> dict[str, Any]:
     splits = {}
     for split in ("train", "val"):
         shards = [r["shards"][split] for r in results if split in r["shards"]]
@@ -287,40 +393,33 @@ def tokenize(
             "tokens_per_source": dict(sorted(per_source.items())),
             "shards": shards,
         }
-    if splits["train"]["docs"] == 0:
-        raise UsageError(f"no documents were tokenized from {inputs}")
-    if val_fraction > 0 and splits["val"]["docs"] == 0:
-        raise UsageError(
-            f"--val-fraction {val_fraction} put no document in the validation split "
-            f"({splits['train']['docs']} documents): raise it or pass 0"
-        )
-    manifest = {
+    return {
         "format": FORMAT,
         "tokenizer": {
             "file": "tokenizer.json",
             "sha256": tok_hash,
-            "source_path": os.fspath(tokenizer),
+            "source_path": tokenizer,
             "eos_token": EOS,
             "special_tokens": {t: tok.token_to_id(t) for t in SPECIAL_TOKENS},
         },
-        "vocab_size": vocab,
+        "vocab_size": tok.get_vocab_size(),
         "dtype": dtype,
+        "byte_order": "little",
         "eos_id": tok.token_to_id(EOS),
         "val_fraction": val_fraction,
         "split_rule": "val if xxh64(id without a #eN copy suffix) / 2**64 < val_fraction",
         "splits": splits,
+        "mix_plan": mix_plan,
         "inputs": [{"path": r["input"]} for r in results],
-        "seconds": round(time.time() - t0, 3),
     }
-    atomic_write_text(os.path.join(out, "manifest.json"), json.dumps(manifest, indent=1))
-    return manifest
 
 
 def _check_config(out: str, config: dict) -> None:
     """Refuse to mix shards of two tokenizers (or two splits) in one directory; otherwise allow resume."""
-    path = os.path.join(out, "_done", "config.json")
-    if os.path.exists(path):
-        old = json.loads(Path(path).read_text())
+    path = fs.join(out, "_done", "config.json")
+    if fs.exists(path):
+        with fs.open(path, "r", encoding="utf-8") as f:
+            old = json.load(f)
         if old.get("tokenizer_sha256") != config["tokenizer_sha256"]:
             raise UsageError(
                 f"{out} holds token shards from another tokenizer (sha256 {old.get('tokenizer_sha256', '?')[:16]}…, "
@@ -330,9 +429,9 @@ def _check_config(out: str, config: dict) -> None:
             changed = sorted(k for k in config if old.get(k) != config[k])
             raise UsageError(f"{out} was tokenized with other settings ({', '.join(changed)}): use a new --out")
         return
-    if os.path.isdir(out) and os.listdir(out):
+    if fs.listdir(out):
         raise UsageError(f"{out} exists and is not a `curate tokenize` output: choose an empty --out")
-    os.makedirs(os.path.join(out, "_done"), exist_ok=True)
+    fs.makedirs(fs.join(out, "_done"))
     atomic_write_text(path, json.dumps(config, indent=1))
 
 

@@ -120,7 +120,7 @@ def test_good_values_are_accepted(tmp_path):
     filters.BadWords(languages=["xx"], lists={"xx": str(words), "yy": ["foo", "bar baz"]})
     filters.Url(blocked_domains=str(words), blocked_urls=(u for u in ["a.com/x"]), soft_banned_words=["a", ""])
     filters.Pii(email_placeholder="")
-    quality.Classifier("m.bin", top_fraction=1)
+    quality.TopFraction("m.bin", fraction=1)
     Decontaminate(tmp_path / "idx", mode="redact", window_chars=0)
     dedup.Exact(key="text+url", keep="quality", partitions=8)
     dedup.MinHash(bands=256, rows=1, threshold=1, seed=2**32 - 1)

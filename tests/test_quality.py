@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -140,15 +139,7 @@ def test_empty_class_is_a_clear_error(shared, tmp_path):
     assert not (tmp_path / "m.bin").exists()
 
 
-def test_constructor_needs_exactly_one_cut():
-    with pytest.raises(UsageError, match="exactly one"):
-        quality.Classifier("m.bin")
-    with pytest.raises(UsageError, match="exactly one"):
-        quality.Classifier("m.bin", threshold=0.5, top_fraction=0.1)
-    with pytest.raises(UsageError, match="top_fraction"):
-        quality.Classifier("m.bin", top_fraction=1.5)
-    assert isinstance(quality.Classifier("m.bin", top_fraction=0.1), quality.TopFractionClassifier)
-    assert not isinstance(quality.Classifier("m.bin", threshold=0.5), quality.TopFractionClassifier)
+# Classifier(top_fraction=) is quality.TopFraction now: its constructor and pipeline tests are in test_quality_top.py.
 
 
 def _rows(directory: Path) -> list[dict]:
@@ -167,36 +158,3 @@ def test_threshold_step_in_a_pipeline(trained, shared, tmp_path):
     assert len(kept) + len(rejected) == 697
     assert all(r["quality_score"] >= 0.5 for r in kept)
     assert all(r["quality_score"] < 0.5 and r["drop_reason"] == "quality:below_threshold" for r in rejected)
-
-
-def test_top_fraction_global_step_keeps_an_exact_count(trained, shared, tmp_path):
-    model = trained[0].model_path
-    inputs = [str(shared / WEB_CC), str(shared / "text/pt/bosque_docs.jsonl")]  # 697 + 486 documents, two shards
-    pipe = Pipeline(name="q", reader=readers.Jsonl(source="web"),
-                    steps=[quality.Classifier(model, top_fraction=0.1), lambda d: d.quality_score is not None])
-    pipe.run(inputs=inputs, output=str(tmp_path / "out"), rejected=True, workers=2, progress=False)
-    kept, rejected = _rows(tmp_path / "out/data"), _rows(tmp_path / "out/rejected")
-    assert len(kept) == 118 and len(rejected) == 1183 - 118  # round(0.1 x 1183)
-    assert min(r["quality_score"] for r in kept) >= max(r["quality_score"] for r in rejected)
-    assert {r["drop_reason"] for r in rejected} == {"quality:below_threshold"}
-    stats = {s["name"]: s for s in json.loads((tmp_path / "out/stats.json").read_text())["steps"]}
-    cut = stats["quality"]["extra"]["cut"]
-    assert (cut["scored"], cut["kept"], stats["quality"]["docs_out"]) == (1183, 118, 118)
-    assert cut["score"] == pytest.approx(min(r["quality_score"] for r in kept), abs=1e-6)
-
-
-def test_top_fraction_is_exact_under_tied_scores(trained, shared, tmp_path):
-    """20 copies of one SMS score identically; the cut falls inside them and still keeps exactly k."""
-    sms = (trained[2] / "sms.txt").read_text(encoding="utf-8").splitlines()
-    lines = [{"id": f"same{i}", "text": sms[0]} for i in range(20)] + [{"id": f"d{i}", "text": t} for i, t in enumerate(sms[1:11])]
-    path = tmp_path / "ties.jsonl"
-    path.write_text("\n".join(json.dumps(x) for x in lines))
-    scores = quality.QualityModel(trained[0].model_path).score([x["text"] for x in lines])
-    k = 15
-    rank_of_tie = int((scores > scores[0]).sum())
-    assert rank_of_tie < k < rank_of_tie + 20  # the tie straddles the cut: the case under test
-    pipe = Pipeline(name="q", reader=readers.Jsonl(), steps=[quality.Classifier(trained[0].model_path, top_fraction=0.5)])
-    pipe.run(inputs=str(path), output=str(tmp_path / "out"), progress=False)
-    kept = _rows(tmp_path / "out/data")
-    assert len(kept) == k
-    shutil.rmtree(tmp_path / "out")

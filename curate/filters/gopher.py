@@ -74,6 +74,7 @@ class GopherQuality(Filter):
         stop_words: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
         default_lang: str = "en",
         punctuation_counts_as_words: bool = True,
+        stop_words_counted: str = "distinct",
     ):
         self.min_words = check(self, "min_words", min_words, int, lo=0)
         self.max_words = check(self, "max_words", max_words, int, lo=0)
@@ -92,6 +93,9 @@ class GopherQuality(Filter):
         self.stop_words = _stop_word_table(stop_words)
         self.default_lang = check(self, "default_lang", default_lang, str)
         self.punctuation_counts_as_words = check(self, "punctuation_counts_as_words", punctuation_counts_as_words, bool)
+        # DCLM-Baseline counts every occurrence (its `count_unique: False`); Gopher and datatrove distinct words
+        self.stop_words_counted = check(self, "stop_words_counted", stop_words_counted,
+                                        choices=("distinct", "occurrences"))
         self._unavailable = 0
 
     def _stop_words(self, lang: str) -> frozenset[str] | None:
@@ -134,9 +138,14 @@ class GopherQuality(Filter):
         stop = self._stop_words(doc.lang or self.default_lang)
         if stop is None:
             self._unavailable += 1
-        elif len(stop.intersection(st.lower_tokens)) < self.min_stop_words:
+        elif self._count_stop_words(stop, st.lower_tokens) < self.min_stop_words:
             return "stop_words"
         return None
+
+    def _count_stop_words(self, stop: frozenset[str], tokens: list[str]) -> int:
+        if self.stop_words_counted == "occurrences":
+            return sum(1 for t in tokens if t in stop)
+        return len(stop.intersection(tokens))
 
     def finish(self, stats: StepStats) -> None:
         if self._unavailable:

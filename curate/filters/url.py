@@ -53,7 +53,9 @@ class Url(Filter):
     * `blocked_url`: the URL is in `blocked_urls` (exact, after lower-casing);
     * `banned_word`: a URL word (split on non-alphanumerics) is in `banned_words`; by default the single
       words of the shipped English LDNOOBW list;
-    * `soft_banned_words`: at least `min_soft_banned_words` URL words are in `soft_banned_words`.
+    * `soft_banned_words`: at least `min_soft_banned_words` URL words are in `soft_banned_words`;
+    * `banned_subword`: an entry of `banned_subwords` is a substring of the URL's letters and digits
+      (lower-cased, everything else removed), as datatrove's URLFilter (FineWeb) matches its subword list.
 
     Lists are given inline or as a file path. A document without a URL is kept and counted in
     `stats.extra["no_url"]`.
@@ -68,12 +70,14 @@ class Url(Filter):
         banned_words: str | Iterable[str] | None = None,
         soft_banned_words: str | Iterable[str] | None = None,
         min_soft_banned_words: int = 2,
+        banned_subwords: str | Iterable[str] | None = None,
     ):
         self.blocked_domains = _check_list(self, "blocked_domains", blocked_domains)
         self.blocked_urls = _check_list(self, "blocked_urls", blocked_urls)
         self.banned_words = _check_list(self, "banned_words", banned_words)
         self.soft_banned_words = _check_list(self, "soft_banned_words", soft_banned_words)
         self.min_soft_banned_words = check(self, "min_soft_banned_words", min_soft_banned_words, int, lo=1)
+        self.banned_subwords = _check_list(self, "banned_subwords", banned_subwords)
         self._no_url = 0
         self._lists: tuple[frozenset[str], ...] | None = None
 
@@ -83,12 +87,13 @@ class Url(Filter):
             banned = [w for w in shipped_words("ldnoobw", "en") if w.isalnum()]
         # hosts lose their "www." (host_of), so an entry must too, or "www.example.com" would never match
         domains = frozenset(d.removeprefix("www.") for d in _load(self.blocked_domains))
-        self._lists = (domains, _load(self.blocked_urls), _load(banned), _load(self.soft_banned_words))
+        subwords = sorted({_URL_WORDS.sub("", w) for w in _load(self.banned_subwords)} - {""})
+        self._lists = (domains, _load(self.blocked_urls), _load(banned), _load(self.soft_banned_words), subwords)
 
     def reject_rule(self, doc: Document) -> str | None:
         if self._lists is None:
             self.setup()
-        domains, urls, banned, soft = self._lists
+        domains, urls, banned, soft, subwords = self._lists
         if not doc.url:
             self._no_url += 1
             return None
@@ -104,6 +109,10 @@ class Url(Filter):
             return "banned_word"
         if soft and len(soft & words) >= self.min_soft_banned_words:
             return "soft_banned_words"
+        if subwords:
+            letters = _URL_WORDS.sub("", url)
+            if any(w in letters for w in subwords):
+                return "banned_subword"
         return None
 
     def finish(self, stats: StepStats) -> None:

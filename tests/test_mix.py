@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import gzip
 import hashlib
 import json
@@ -18,7 +19,8 @@ from curate.tokens.mix import mix, parse_count, parse_source
 
 
 def _mix(srcs, out, **kw):
-    return mix(srcs, out=out, executor=LocalExecutor(1, progress=False), **kw)
+    """The mechanics tests count tokens as characters / 4 (fast, and hand-checkable); calibration is tested below."""
+    return mix(srcs, out=out, executor=LocalExecutor(1, progress=False), **{"chars_per_token": 4.0, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +114,12 @@ def test_cli_prints_plan_and_rejects_bad_input(shared, tmp_path, capsys):
             "--workers",
             "1",
             "--no-progress",
+            "--calibration-vocab",
+            "300",
         ]
     )
     out = capsys.readouterr().out
-    assert rc == 0 and "planned" in out and "pt " in out
+    assert rc == 0 and "planned" in out and "pt " in out and "chars/token" in out
     assert cli(["mix", "--source", f"pt={shared / PT}:lots", "--tokens", "1M", "--out", str(tmp_path / "x")]) == 2
     assert "weight 'lots' is not a number" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # refused before any work
@@ -183,3 +187,106 @@ def test_cli_refuses_workers_below_one(tmp_path, capsys, command, workers):
     err = capsys.readouterr().err
     assert f"--workers must be >= 1, got {workers}" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def _shares(tokens_dir: Path) -> dict[str, float]:
+    """Token shares per source, read from the token shards with plain numpy."""
+    from _tokdata import read_shard
+
+    m = json.loads((tokens_dir / "manifest.json").read_text())
+    counts: dict[str, int] = {}
+    for split in m["splits"].values():
+        for shard in split["shards"]:
+            for row, s in zip(*read_shard(tokens_dir, shard, m["dtype"]), strict=True):
+                counts[s] = counts.get(s, 0) + len(row)
+    return {s: n / sum(counts.values()) for s, n in counts.items()}
+
+
+def test_token_shards_hold_the_requested_shares(shared, tmp_path, capsys):
+    """web 0.7 / pt 0.3 without --tokenizer: the token shards of a tokenizer trained on the mix hold 0.7 / 0.3
+    within one point; the fixed characters / 4 estimate misses by more than two, and `curate tokenize` says so."""
+    from tokenizers import Tokenizer
+
+    from curate.io.corpus import read_batches
+    from curate.tokens.tokenize import train_tokenizer
+
+    srcs = {"web": (str(shared / WEB), 0.7), "pt": (str(shared / PT), 0.3)}
+    shares = {}
+    for name, cpt in (("calibrated", None), ("chars4", 4.0)):
+        out = tmp_path / name
+        m = _mix(srcs, out / "mix", tokens=300_000, chars_per_token=cpt, calibration_vocab=2048)
+        train_tokenizer(out / "mix", 2048, out / "tok.json")
+        assert cli(["tokenize", str(out / "mix"), "--tokenizer", str(out / "tok.json"), "--out", str(out / "k"),
+                    "--val-fraction", "0", "--workers", "1", "--no-progress"]) == 0
+        shares[name], printed = _shares(out / "k"), capsys.readouterr()
+        assert f"{0.7:>8.2%} {shares[name]['web']:>9.2%}" in printed.out
+        assert ("source 'web' holds" in printed.err) == (abs(shares[name]["web"] - 0.7) > 0.02)
+        if name == "calibrated":  # the measured ratios are those of the saved reference BPE on each whole source
+            ref = Tokenizer.from_file(str(out / "mix" / "reference-tokenizer.json"))
+            for s, (path, _) in srcs.items():
+                texts = [t for b in read_batches(path) for t in b.texts]
+                n = sum(len(ref.encode(t, add_special_tokens=False).ids) for t in texts)
+                assert m["chars_per_token"][s] == pytest.approx(sum(map(len, texts)) / n, abs=1e-4)
+    assert abs(shares["calibrated"]["web"] - 0.7) <= 0.01 and abs(shares["calibrated"]["pt"] - 0.3) <= 0.01
+    assert abs(shares["chars4"]["web"] - 0.7) > 0.02
+
+
+def test_driver_gets_no_per_document_state(shared, tmp_path, monkeypatch):
+    """What the tasks send back to the driver is per-file totals, plus a calibration sample bounded by
+    --calibration-chars; never one value per document."""
+    results = {}
+    real_map = LocalExecutor.map
+
+    def recording_map(self, fn, items, desc="tasks", labels=()):
+        out = real_map(self, fn, items, desc, labels)
+        results[desc] = copy.deepcopy(out)  # the driver consumes the samples in place
+        return out
+
+    monkeypatch.setattr(LocalExecutor, "map", recording_map)
+    srcs = {"web": (str(shared / WEB), 0.5), "pt": (str(shared / PT), 0.5)}
+    _mix(srcs, tmp_path / "m", tokens=100_000, chars_per_token=None, calibration_vocab=300, calibration_chars=200_000)
+    for r in results["mix: measure"] + results["mix: write"]:
+        assert all(v is None or isinstance(v, (int, float, str, list)) for v in r.values())
+        assert all(k == "sample" for k, v in r.items() if isinstance(v, list))
+    sampled = sum(len(t) for r in results["mix: measure"] for t in r["sample"])
+    assert 0 < sampled < 2 * 200_000  # ~100K characters per source by weight (the rate comes from a size estimate)
+    assert not list((tmp_path / "m" / "_work").glob("*"))  # the spilled counts are gone
+
+
+def test_copies_follow_whole_passes(mixed):
+    """Each copy of a document is its original, text for text, and every epoch-1 copy has an epoch-0 original."""
+    srcs, tmp, m = mixed
+    rows = [r for r in _rows(tmp / "mix") if r["source"] == "pt"]
+    first = {r["id"]: r["text"] for r in rows if r["mix_epoch"] == 0}
+    for r in rows:
+        if r["mix_epoch"]:
+            assert r["id"] == f"{r['id'].split('#')[0]}#e{r['mix_epoch']}" and first[r["id"].split("#")[0]] == r["text"]
+    files = sorted((tmp / "mix" / "data").glob("*.parquet"))
+    assert all(pq.ParquetFile(f).metadata.row_group(0).num_rows <= 10_000 for f in files)
+
+
+@pytest.mark.parametrize("scheme", ["memory", "file"])
+def test_mix_reads_and_writes_urls(mixed, shared, tmp_path, scheme):
+    import fsspec
+
+    srcs, tmp, m = mixed
+    if scheme == "memory":
+        mem = fsspec.filesystem("memory")
+        for name, (path, _) in srcs.items():
+            mem.put(path, f"/src/{name}/{Path(path).name}")
+        urls = {name: (f"memory://src/{name}", w) for name, (_, w) in srcs.items()}
+        out = "memory://mixes/m"
+    else:
+        urls = {name: (f"file://{path}", w) for name, (path, w) in srcs.items()}
+        out = f"file://{tmp_path}/m"
+    got = _mix(urls, out, tokens=500_000, seed=0)
+    assert got["actual"] == m["actual"] and got["outputs"] == m["outputs"]
+    for rel in m["outputs"]:
+        with fsspec.open(f"{out}/{rel}", "rb") as f:
+            assert pq.read_table(f).equals(pq.read_table(tmp / "mix" / rel))
+
+
+def test_progress_shows_documents(shared, tmp_path, capsys):
+    mix({"pt": (str(shared / PT), 1.0)}, 20_000, tmp_path / "m", chars_per_token=4.0, executor=LocalExecutor(1))
+    err = capsys.readouterr().err
+    assert "486 docs" in err and " 0 docs" not in err.split("mix: write")[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from curate.core.errors import UsageError
+from curate.io import fs
 
 
 def add_parser(sub):
@@ -14,16 +15,29 @@ def add_parser(sub):
         action="append",
         required=True,
         metavar="NAME=PATH:WEIGHT",
-        help="a source: run output, shard directory, file or glob, and its weight (repeatable)",
+        help="a source: run output, shard directory, file or glob (local or URL), and its weight (repeatable)",
     )
     p.add_argument("--tokens", required=True, help="total tokens of the mix, e.g. 50M, 1.5B")
     p.add_argument("--max-epochs", type=float, default=4.0, help="most passes over a small source (default 4)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--chars-per-token", type=float, default=4.0, help="token estimate when no --tokenizer is given (default 4.0)"
-    )
     p.add_argument("--tokenizer", default=None, help="count tokens exactly with this tokenizer.json")
-    p.add_argument("--out", required=True, help="output directory (text shards in data/, manifest.json)")
+    p.add_argument(
+        "--calibration-vocab",
+        type=int,
+        default=32_000,
+        help="without --tokenizer: vocabulary of the reference BPE that measures each source's characters per token "
+        "(use the size you will train; default 32000)",
+    )
+    p.add_argument(
+        "--calibration-chars", type=float, default=2e7, help="characters sampled for that measurement (default 2e7)"
+    )
+    p.add_argument(
+        "--chars-per-token",
+        type=float,
+        default=None,
+        help="skip the measurement: count every source as characters / this (the shares then drift by source)",
+    )
+    p.add_argument("--out", required=True, help="output directory (text shards in data/, manifest.json; or a URL)")
     p.add_argument("--workers", type=int, default=None, help="parallel tasks (default: all CPUs)")
     p.add_argument("--no-progress", action="store_true")
     return p
@@ -35,7 +49,7 @@ def main(args) -> int:
 
     sources = [parse_source(s) for s in args.source]  # every spec is checked before any work
     tokens = parse_count(args.tokens)
-    if args.tokenizer and not os.path.isfile(args.tokenizer):
+    if args.tokenizer and not fs.isfile(args.tokenizer):
         raise UsageError(f"--tokenizer {args.tokenizer}: no such file")
     if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
@@ -48,8 +62,10 @@ def main(args) -> int:
         seed=args.seed,
         chars_per_token=args.chars_per_token,
         tokenizer=args.tokenizer,
+        calibration_vocab=args.calibration_vocab,
+        calibration_chars=int(args.calibration_chars),
         executor=LocalExecutor(workers, progress=not args.no_progress),
     )
     print(format_plan(manifest))
-    print(f"wrote {len(manifest['outputs'])} shard(s) to {os.path.join(args.out, 'data')}")
+    print(f"wrote {len(manifest['outputs'])} shard(s) to {fs.join(args.out, 'data')}")
     return 0

@@ -296,8 +296,10 @@ def mix(
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise UsageError(f"source names repeat: {names}")
-    if max_epochs <= 0 or (chars_per_token is not None and chars_per_token <= 0):
-        raise UsageError("--max-epochs and --chars-per-token must be positive")
+    if max_epochs <= 0 or (chars_per_token is not None and chars_per_token <= 0) or calibration_chars <= 0:
+        raise UsageError("--max-epochs, --chars-per-token and --calibration-chars must be positive")
+    if calibration_vocab < 258:
+        raise UsageError(f"--calibration-vocab {calibration_vocab} is below the 256 bytes + 2 special tokens")
     tokenizer = os.fspath(tokenizer) if tokenizer else None
     files = {s.name: resolve_inputs(s.path) for s in sources}
     _check_disjoint(files)

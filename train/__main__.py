@@ -6,6 +6,8 @@
     python -m train surprise --checkpoint runs/x/ckpt.pt --text "A capital do Brasil é Brasília."
     python -m train sweep-lr --data out/tokens --config train/configs/tiny.toml
     python -m train plan --compute 1e19
+    python -m train eval runs/x --heldout wiki=wiki.txt --icl-dir ICL --task copa --task arc_easy:0,10
+    python -m train ablate --spec ablation.toml
 """
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ def main(argv: list[str] | None = None) -> int:
 
         from train.checkpoint import ResumeError
         from train.data import TokenDataError
+        from train.devices import DeviceError
         from train.loop import train
 
         try:
             result = train(args.cfg, resume=args.resume)
-        except (FileNotFoundError, TokenDataError, ResumeError) as e:  # the user's input, not a bug: one line
+        except (FileNotFoundError, TokenDataError, ResumeError, DeviceError) as e:  # the user's input: one line
             print(f"python -m train: error: {e}", file=sys.stderr)
             return 2
         finally:
@@ -107,7 +110,17 @@ def main(argv: list[str] | None = None) -> int:
         print(format_plan(p, args.tokens_per_param, args.epochs))
         return 0
 
-    print(f"unknown command {command!r}; use train (default), sample, surprise, sweep-lr or plan", file=sys.stderr)
+    if command == "eval":  # held-out bits per byte and in-context tasks (docs/evaluation.md)
+        from train.evaluate.cli import main as eval_main
+
+        return eval_main(rest)
+    if command == "ablate":  # curation variants trained and evaluated alike (docs/ablation.md)
+        from train.ablate import main as ablate_main
+
+        return ablate_main(rest)
+
+    print(f"unknown command {command!r}; use train (default), sample, surprise, sweep-lr, plan, eval or ablate",
+          file=sys.stderr)
     return 2
 
 

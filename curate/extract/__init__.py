@@ -138,3 +138,6 @@ class Resiliparse(_Extractor):
     def extract(self, doc: Document) -> str | None:
         tree = self._tree.parse(doc.html)
         return self._plain(tree, main_content=self.main_content, alt_texts=False, links=False)
+
+
+from curate.extract.main import Main as Main  # noqa: E402  (after _Extractor, which it subclasses)

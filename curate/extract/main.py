@@ -1,0 +1,122 @@
+"""`extract.Main`: main-content extraction as a two-stage block classifier on the Lexbor parser.
+
+The page is parsed by Lexbor (selectolax; C, HTML5-conformant, the fastest parser measured here), the
+nodes that never hold main text are removed in C, and one walk cuts the body into blocks
+(`blocks.py`). A logistic model scores each block from its own features (stage 1); the
+main-content region is the container with the most stage-1 evidence; a second logistic model
+rescores each block with its neighbours' scores and its place relative to that region (stage 2,
+`features.py`). Blocks over `threshold` are kept. When that keeps fewer than `min_words` words,
+the extractor falls back to the region's blocks ranked by score, then to every block with little
+link text, so a page with text is not returned empty because the model was unsure.
+The weights were fitted by benchmarks/extract_fit.py on the tuning split of the four gold sets
+(see docs/extract.md); benchmarks/extract.py scores the held-out pages.
+
+Output: one paragraph, heading or list item a line (the line rules of C4 and Gopher read lines);
+a `<br>` inside a paragraph also ends a line; table cells of one row are joined by " | "; `<pre>`
+keeps its line breaks and indentation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from curate import Document
+from curate.core.validate import check
+from curate.extract import _Extractor
+from curate.extract import features as F
+from curate.extract.blocks import DROP, Block, walk
+from curate.extract.weights import STAGE1, STAGE2, THRESHOLD
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+
+W1 = np.array([STAGE1.get(k, 0.0) for k in F.LOCAL])
+W2 = np.array([STAGE2.get(k, 0.0) for k in F.LOCAL + F.CONTEXT])
+
+
+def parse(html: str) -> tuple[list[Block], str]:
+    """The page's blocks and its <title> text."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html)
+    node = tree.css_first("title")
+    title = " ".join(node.text().split()) if node is not None else ""
+    tree.strip_tags(DROP)
+    body = tree.body
+    return (walk(body) if body is not None else []), title
+
+
+def scores(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
+    """Stage-2 probability that each block is main content, and each block's tokens."""
+    x, tokens = F.local(blocks)
+    p1 = _sigmoid(x @ W1)
+    return _sigmoid(np.hstack([x, F.context(blocks, p1)]) @ W2), tokens
+
+
+def select(blocks: list[Block], p: np.ndarray, tokens: list[list[str]], threshold: float,
+           min_words: int) -> list[bool]:
+    """Which blocks to keep: those over `threshold`; the fallbacks when they hold under `min_words` words."""
+    keep = [bool(v > threshold) for v in p]
+    if sum(len(t) for t, k in zip(tokens, keep, strict=True) if k) >= min_words:
+        return keep
+    # Fallback 1: the best blocks, most probable first, until min_words words (each at least half as sure).
+    keep = [False] * len(blocks)
+    words = 0
+    for i in np.argsort(-p, kind="stable"):
+        if p[i] < threshold / 2 or words >= min_words:
+            break
+        keep[i], words = True, words + len(tokens[i])
+    if words >= min_words:
+        return keep
+    # Fallback 2: everything that is not mostly link text.
+    return [b.link_chars * 2 < b.chars for b in blocks]
+
+
+def render(blocks: list[Block], keep: list[bool]) -> str:
+    """The kept blocks as text, a line per block (cells of one table row share a line)."""
+    lines: list[str] = []
+    row = None
+    for b, k in zip(blocks, keep, strict=True):
+        if not k:
+            row = None
+            continue
+        if b.kind == "td" and row is not None and b.path[:-1] == row and "\n" not in b.text:
+            lines[-1] += " | " + b.text
+            continue
+        row = b.path[:-1] if b.kind == "td" and "\n" not in b.text else None
+        lines.append(b.text)
+    return "\n".join(lines)
+
+
+def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False) -> str:
+    """The main text of `html`, one paragraph, heading or list item a line."""
+    blocks, page_title = parse(html)
+    if not blocks:
+        return page_title if title else ""
+    p, tokens = scores(blocks)
+    text = render(blocks, select(blocks, p, tokens, threshold, min_words))
+    if title and page_title and not text.startswith(page_title):
+        text = f"{page_title}\n{text}"
+    return text
+
+
+class Main(_Extractor):
+    """Main-content extraction tuned on four gold sets: trafilatura's precision on article pages,
+    Resiliparse's recall on broad pages, faster than both (docs/extract.md). `threshold` trades
+    precision (higher) for recall (lower); `title=True` puts the page's <title> on the first line."""
+
+    def __init__(self, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False, **kw):
+        super().__init__(**kw)
+        self.threshold = check(self, "threshold", threshold, float, lo=0, hi=1)
+        self.min_words = check(self, "min_words", min_words, int, lo=0)
+        self.title = check(self, "title", title, bool)
+
+    def setup(self) -> None:
+        import selectolax.lexbor  # noqa: F401  (fail at setup, not on the first page, when it is missing)
+
+        F.stoplist([])  # load the stop-word lists once per worker
+
+    def extract(self, doc: Document) -> str | None:
+        return extract_text(doc.html, self.threshold, self.min_words, self.title)

@@ -79,12 +79,13 @@ def test_ids_are_stable_across_reads(shared):
 DOLMA = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
 
 
-def test_jsonl_gz_keeps_existing_ids(shared):
+def test_jsonl_gz_keeps_existing_ids_in_metadata(shared):
     docs, stats = read(readers.Jsonl(source="cc"), shared / DOLMA)
     with gzip.open(shared / DOLMA, "rt") as f:
         rows = [json.loads(line) for line in f]
     assert len(docs) == 697 == stats.docs_in
-    assert [d.id for d in docs] == [r["id"] for r in rows]
+    assert [d.metadata["id"] for d in docs] == [r["id"] for r in rows]  # the record's own id, kept
+    assert len({d.id for d in docs}) == 697  # the run's id: unique by construction
     assert [d.url for d in docs] == [r["metadata"]["url"] for r in rows]  # url found in nested metadata
 
 
@@ -95,7 +96,7 @@ def test_jsonl_zst_equals_gz(shared, tmp_path):
     dst.write_bytes(zstandard.ZstdCompressor().compress(gzip.decompress((shared / DOLMA).read_bytes())))
     a, _ = read(readers.Jsonl(), shared / DOLMA)
     b, _ = read(readers.Jsonl(), dst)
-    assert [(d.id, d.text) for d in a] == [(d.id, d.text) for d in b]
+    assert [(d.metadata, d.text) for d in a] == [(d.metadata, d.text) for d in b]
 
 
 def test_jsonl_zst_truncated_is_counted_and_concatenated_frames_read(shared, tmp_path):
@@ -115,11 +116,11 @@ def test_jsonl_zst_truncated_is_counted_and_concatenated_frames_read(shared, tmp
 
 def test_jsonl_custom_keys_and_bad_lines(shared, tmp_path):
     docs, _ = read(readers.Jsonl(text_key="prompt", id_key="task_id"), shared / "benchmarks/humaneval/HumanEval.jsonl.gz")
-    assert len(docs) == 164 and docs[0].id == "HumanEval/0" and "def " in docs[0].text
+    assert len(docs) == 164 and docs[0].metadata["task_id"] == "HumanEval/0" and "def " in docs[0].text
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine", "id": 7}\n{not json\n{"body": "no text key"}\n[1, 2]\n\n{"text": "also fine"}\n')
     docs, stats = read(readers.Jsonl(), bad)
-    assert [d.text for d in docs] == ["fine", "also fine"] and docs[0].id == "7"
+    assert [d.text for d in docs] == ["fine", "also fine"] and docs[0].metadata == {"id": 7}
     assert dict(stats.dropped) == {"read:bad_json": 1, "read:no_text": 2}
 
 
@@ -127,8 +128,9 @@ def test_parquet_custom_columns_wrong_schema_and_not_parquet(tmp_path):
     good = tmp_path / "good.parquet"
     pq.write_table(pa.table({"doc_id": ["a", "b"], "content": ["one", "two"], "lang_hint": ["en", "pt"]}), good)
     docs, _ = read(readers.Parquet(text_key="content", id_key="doc_id", source="books"), good)
-    assert [(d.id, d.text, d.source, d.metadata) for d in docs] == [
-        ("a", "one", "books", {"lang_hint": "en"}), ("b", "two", "books", {"lang_hint": "pt"})]
+    assert [(d.text, d.source, d.metadata) for d in docs] == [
+        ("one", "books", {"doc_id": "a", "lang_hint": "en"}), ("two", "books", {"doc_id": "b", "lang_hint": "pt"})]
+    assert len({d.id for d in docs}) == 2
     docs, stats = read(readers.Parquet(), good)  # no `text` column: a counted skip, not a crash
     assert docs == [] and dict(stats.dropped) == {"read:bad_schema": 1} and "content" in stats.error_sample
     junk = tmp_path / "junk.parquet"

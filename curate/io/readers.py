@@ -6,13 +6,14 @@ An input is a local path (opened directly) or a URL (`file://`, `s3://`, …), o
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import io
 import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -20,13 +21,27 @@ from curate.core.document import CORE_COLUMNS, Document, make_id
 from curate.core.stats import StepStats
 from curate.core.validate import describe
 from curate.io import fs
+from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, Resyncing, Tracked
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_HTTP_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^\s;"',]+)""", re.I)
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+# Codecs Python knows that are no web charset (a page declaring them is decoded as if it declared none),
+# and the labels that browsers read as a superset (WHATWG Encoding Standard).
+_NOT_WEB = {"idna", "punycode", "unicode-escape", "raw-unicode-escape", "utf-7", "undefined", "mbcs", "oem"}
+_AS_BROWSERS = {"iso8859-1": "cp1252", "ascii": "cp1252", "gb2312": "gb18030", "gbk": "gb18030",
+                "iso8859-9": "cp1254", "iso8859-11": "cp874", "euc_kr": "cp949"}
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class Reader:
-    """Base reader. `read` yields documents and records skips in `stats` (reasons `read:<rule>`)."""
+    """Base reader. `read` yields documents and records skips in `stats` (reasons `read:<rule>`).
+
+    Every record is either yielded or counted under exactly one reason; figures that are no drop
+    (a charset the reader had to guess, text repaired for Arrow) go to `stats.extra` as `read:<figure>`.
+    An error of the file itself (network, object store, permission) is raised, never counted.
+    """
 
     name: ClassVar[str] = "read"
 
@@ -44,6 +59,38 @@ class Reader:
         return describe(self)
 
 
+def figure(stats: StepStats, name: str, n: int = 1) -> None:
+    """Add to a reader figure that is not a drop (`read:charset_guessed`, …)."""
+    key = f"read:{name}"
+    stats.extra[key] = stats.extra.get(key, 0) + n
+
+
+def note(stats: StepStats, path: str, e: BaseException | str) -> None:
+    stats.error_sample = stats.error_sample or f"{path}: {e if isinstance(e, str) else f'{type(e).__name__}: {e}'}"
+
+
+def repair_text(value: str) -> str | None:
+    """`value` with lone surrogates (which Arrow cannot encode as UTF-8) as U+FFFD, or None if it had none."""
+    try:
+        value.encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _repair_deep(obj: Any) -> tuple[Any, bool]:
+    if isinstance(obj, str):
+        fixed = repair_text(obj)
+        return (obj, False) if fixed is None else (fixed, True)
+    if isinstance(obj, list):
+        pairs = [_repair_deep(v) for v in obj]
+        return [v for v, _ in pairs], any(c for _, c in pairs)
+    if isinstance(obj, dict):
+        pairs = {_repair_deep(k)[0]: _repair_deep(v) for k, v in obj.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+    return obj, False
+
+
 def parse_date(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -53,40 +100,96 @@ def parse_date(value: str | None) -> datetime | None:
         return None
 
 
-def decode_html(body: bytes, content_type: str | None) -> tuple[str, str]:
-    """Decode HTML bytes: charset from the HTTP header, then from <meta>, then by detection.
+def web_charset(label: str | None) -> str | None:
+    """The Python codec for a declared charset label, as a browser would read it; None if unusable."""
+    if not label:
+        return None
+    try:
+        info = codecs.lookup(label.strip().lower())
+    except (LookupError, ValueError, TypeError):
+        return None
+    if not info._is_text_encoding or info.name in _NOT_WEB:  # base64, zlib, idna, …: not a page's charset
+        return None
+    return _AS_BROWSERS.get(info.name, label.strip().lower())
 
-    Undecodable bytes become U+FFFD rather than failing the page; the chosen charset is returned so
-    that it can be recorded in the document's metadata.
-    """
-    candidates = []
-    if content_type and "charset=" in content_type.lower():
-        candidates.append(content_type.lower().split("charset=")[-1].split(";")[0].strip(" \"'"))
+
+def declared_charsets(body: bytes, content_type: str | None) -> tuple[list[str], int]:
+    """Usable charsets a page declares (HTTP header first, then <meta>), and how many labels were unusable."""
+    labels = []
+    m = _HTTP_CHARSET.search(content_type or "")
+    if m:
+        labels.append(m.group(1))
     m = _META_CHARSET.search(body[:4096])
     if m:
-        candidates.append(m.group(1).decode("ascii", "ignore").lower())
-    for enc in candidates:
+        meta = m.group(1).decode("ascii", "ignore")
+        labels.append("utf-8" if meta.lower().startswith(("utf-16", "utf16")) else meta)  # a byte page cannot be UTF-16
+    usable = [c for c in (web_charset(x) for x in labels) if c]
+    return list(dict.fromkeys(usable)), len(labels) - len(usable)
+
+
+def decode_html(body: bytes, content_type: str | None, stats: StepStats | None = None) -> tuple[str, str]:
+    """Decode HTML bytes: a BOM, then the HTTP charset, then <meta>, then detection (charset-normalizer).
+
+    A declared charset the bytes do not decode in is passed over for the next one (mislabelled pages
+    are common); if none decodes cleanly, the first declared is used with U+FFFD for the bad bytes. An
+    unknown or non-text label (`charset=idna`, `x-no-such`) counts as no declaration. Figures:
+    `read:charset_guessed` (no usable declaration held), `read:charset_invalid` (an unusable label).
+    """
+    for bom, enc in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom):].decode(enc, errors="replace"), enc
+    declared, invalid = declared_charsets(body, content_type)
+    if stats is not None and invalid:
+        figure(stats, "charset_invalid", invalid)
+    for enc in declared:
         try:
-            return body.decode(enc, errors="replace"), enc
-        except LookupError:
+            return body.decode(enc), enc
+        except (UnicodeError, LookupError):
             continue
+    if stats is not None:
+        figure(stats, "charset_guessed")
     try:
         return body.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
+    if declared:
+        return body.decode(declared[0], errors="replace"), declared[0]
     from charset_normalizer import from_bytes
 
     best = from_bytes(body[:65536]).best()
-    enc = best.encoding if best else "utf-8"
+    enc = web_charset(best.encoding if best else None) or "utf-8"
     return body.decode(enc, errors="replace"), enc
+
+
+class _FileState:
+    """What one WARC file's read has seen: WARC records, and the stats as they were before it began."""
+
+    def __init__(self, stats: StepStats, raw: Tracked):
+        self.records, self.raw = 0, raw
+        self.before = (stats.docs_in, stats.dropped.copy(), stats.dropped_chars.copy())
+
+    def check_io(self) -> None:
+        """Re-raise an error of the file itself, whatever a library turned it into: it is no bad data."""
+        if self.raw.io_error is not None:
+            raise self.raw.io_error
+
+    def forget(self, stats: StepStats) -> None:
+        stats.docs_in, stats.dropped, stats.dropped_chars = self.before[0], self.before[1], self.before[2]
 
 
 class Warc(Reader):
     """WARC/WET reader (warcio): HTML `response` records and WET `conversion` records.
 
     Request, metadata, revisit and warcinfo records and non-HTML responses are skipped with a count.
-    A broken stream (truncated gzip, not a WARC) ends the file with a counted `read:corrupt_stream`
-    instead of failing the task: the records before the break are kept.
+    A `.warc.gz` is read gzip member by member (`curate.io.members`): a damaged member costs its own
+    record (`read:bad_gzip`), a record whose header does not parse costs itself (`read:bad_header`),
+    an exception on one record costs that record (`read:bad_record`), and reading goes on with the
+    next member. A file gzipped as one single stream is read whole (figure `read:single_gzip_stream`);
+    if it breaks, the rest of it is one `read:corrupt_stream`. A document is only yielded once the
+    gzip CRC of its member has checked out.
+
+    Ids are unique per run: `blake2b(source, path, record position)`; the WARC-Record-ID is kept in
+    `metadata.warc_record_id`.
     """
 
     def __init__(self, source: str = "web", max_html_bytes: int = 5_000_000):
@@ -94,38 +197,133 @@ class Warc(Reader):
         self.max_html_bytes = max_html_bytes
 
     def read(self, path: str, stats: StepStats) -> Iterator[Document]:
-        from warcio.archiveiterator import ArchiveIterator
-
         if self._empty(path, stats):
             return
         with fs.open(path, "rb") as f:
+            state = _FileState(stats, Tracked(f))
             try:
-                records = ArchiveIterator(f)
-                for rec in records:
-                    if rec.format != "warc":  # warcio falls back to ARC parsing on any text file
-                        self.skip(stats, "not_warc")
-                        stats.error_sample = stats.error_sample or f"{path}: not a WARC file (ARC is not supported)"
-                        return
-                    doc = self._record(rec, records, stats)
-                    if doc is not None:
-                        yield doc
-            except (EOFError, OSError, zlib.error, ValueError, KeyError, IndexError) as e:
-                self.skip(stats, "corrupt_stream")
-                stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
-            except Exception as e:  # warcio's ArchiveLoadFailed and friends
-                if type(e).__name__ not in ("ArchiveLoadFailed", "StatusAndHeadersParserException"):
-                    raise
-                self.skip(stats, "not_warc" if stats.docs_in == 0 else "corrupt_stream")
-                stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
+                yield from self._stream(io.BufferedReader(state.raw, CHUNK), path, stats, state)
+            except Exception:
+                state.check_io()
+                raise
+        if state.records == 0:  # nothing in it was a WARC record: one count for the file, whatever it held
+            state.forget(stats)
+            self.skip(stats, "not_warc")
+            note(stats, path, "not a WARC file (ARC is not supported)")
+
+    def _stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
+        if not (f.peek(3).startswith(GZIP_MAGIC) or path.endswith(".gz")):
+            yield from self._member(f, 0, path, stats, state, plain=True)
+            return
+        members = Resyncing(f)
+        n_members = 0
+        for m in members:
+            n_members += 1
+            try:
+                yield from self._member(m, m.start, path, stats, state)
+            except BadMember as e:
+                note(stats, path, e)
+                members.resync(m.start)
+        if n_members == 1 and state.records > 1:
+            figure(stats, "single_gzip_stream")
+
+    def _member(self, m: Any, start: int, path: str, stats: StepStats, state: _FileState,
+                plain: bool = False) -> Iterator[Document]:
+        """The records of one gzip member (or of a whole uncompressed file), each counted once.
+
+        The document of a record is held back until the next record parses or the member ends with a
+        good CRC, so that no document from a damaged member gets out.
+        """
+        pending, n, counted = None, 0, stats.docs_in
+        try:
+            for rec, offset in self._records(m):
+                if pending is not None:
+                    yield pending
+                    pending = None
+                n += 1
+                if rec is None:
+                    continue
+                state.records += 1
+                pending = self._guarded(rec, path, start, offset, stats, state)
+            if not plain:
+                m.drain()
+        except BadMember:
+            self._lost(stats, pending, counted, "bad_gzip")
+            raise
+        except Exception as e:
+            state.check_io()
+            if pending is not None:
+                yield pending
+            note(stats, path, e)
+            truncated = getattr(m, "truncated", False)
+            if plain or n > 1:  # a stream with more records: what follows the break is lost with it
+                self.skip(stats, "truncated_record" if truncated else "corrupt_stream")
+                figure(stats, "records_before_corrupt_stream", n)
+            elif stats.docs_in == counted:
+                self.skip(stats, "truncated_record" if truncated else "bad_header")
+            if not plain:
+                with contextlib.suppress(BadMember):
+                    m.drain()
+            return
+        if pending is not None:
+            yield pending
+        if n == 0 and not plain and m.pos:  # bytes that held no record FastWARC could frame
+            self.skip(stats, "truncated_record" if m.truncated else "bad_header")
+
+    def _lost(self, stats: StepStats, pending: Document | None, counted: int, rule: str) -> None:
+        """A damaged member: its held-back document becomes a drop, or it is counted once if nothing was."""
+        if pending is not None:
+            stats.drop(f"read:{rule}")
+        elif stats.docs_in == counted:
+            self.skip(stats, rule)
+
+    def _records(self, stream: Any) -> Iterator[tuple[Any, Callable[[], int]]]:
+        """(record, its offset in the stream, to ask once its content is read: warcio's call consumes it)."""
+        from warcio.archiveiterator import ArchiveIterator
+
+        records = ArchiveIterator(stream)
+        for rec in records:
+            if rec.format != "warc":  # warcio falls back to ARC parsing on any text
+                raise ValueError("not a WARC record (ARC is not supported)")
+            yield rec, records.get_record_offset
+
+    def _guarded(self, rec: Any, path: str, start: int, offset: Callable[[], int], stats: StepStats,
+                 state: _FileState) -> Document | None:
+        """`_record`, with an exception on this one record counted as `read:bad_record`."""
+        counted = stats.docs_in
+        try:
+            doc = self._record(rec, stats)
+            if doc is not None:
+                self._identify(doc, path, f"{start}+{offset()}", stats)
+            return doc
+        except BadMember:
+            raise
+        except Exception as e:
+            state.check_io()
+            note(stats, path, e)
+            if stats.docs_in == counted:
+                self.skip(stats, "bad_record")
+            else:
+                stats.drop("read:bad_record")
+            return None
+
+    def _identify(self, doc: Document, path: str, position: str, stats: StepStats) -> None:
+        rid = doc.metadata.get("warc_record_id")
+        doc.id = make_id(self.source, f"{path}\x00{position}")
+        if doc.url is not None and (fixed := repair_text(doc.url)) is not None:
+            doc.url = fixed
+            figure(stats, "text_repaired")
+        if rid is not None and repair_text(rid) is not None:
+            doc.metadata["warc_record_id"] = repair_text(rid)
 
     def _empty(self, path: str, stats: StepStats) -> bool:
         if fs.size(path) == 0:
             self.skip(stats, "empty_file")
-            stats.error_sample = stats.error_sample or f"{path}: empty file"
+            note(stats, path, "empty file")
             return True
         return False
 
-    def _record(self, rec: Any, records: Any, stats: StepStats) -> Document | None:
+    def _record(self, rec: Any, stats: StepStats) -> Document | None:
         kind = rec.rec_type
         if kind not in ("response", "conversion"):
             self.skip(stats, kind or "unknown_record")
@@ -136,7 +334,7 @@ class Warc(Reader):
                 self.skip(stats, "truncated_record")
                 return None
             stats.docs_in += 1
-            return self._doc(rec, records, text=raw.decode("utf-8", errors="replace"))
+            return self._doc(rec, text=raw.decode("utf-8", errors="replace"))
         if rec.http_headers is None or not rec.http_headers.protocol.startswith("HTTP/"):  # warcio is lenient
             self.skip(stats, "no_http_headers")
             return None
@@ -151,33 +349,35 @@ class Warc(Reader):
         if rec.raw_stream.limit > 0:  # the file ends inside this record (truncated download or gzip)
             self.skip(stats, "truncated_record")
             return None
-        html, charset = decode_html(body, ctype)
+        html, charset = decode_html(body, ctype, stats)
         stats.docs_in += 1
-        doc = self._doc(rec, records, text="")
+        doc = self._doc(rec, text="")
         doc.html = html
-        doc.metadata = {"http_status": rec.http_headers.get_statuscode(), "charset": charset}
+        doc.metadata.update({"http_status": rec.http_headers.get_statuscode(), "charset": charset})
         return doc
 
-    def _doc(self, rec: Any, records: Any, text: str) -> Document:
-        """Build the document after its content is read (warcio's offset call consumes the record)."""
+    def _doc(self, rec: Any, text: str) -> Document:
+        """The document of a record, its id set by `_identify` from where the record lies."""
         h = rec.rec_headers
         url = h.get_header("WARC-Target-URI")
-        rid = h.get_header("WARC-Record-ID") or f"{url}@{records.get_record_offset()}"
+        meta = {"warc_record_id": rid} if (rid := h.get_header("WARC-Record-ID")) else {}
         date = parse_date(h.get_header("WARC-Date"))
-        return Document(id=make_id(self.source, rid), text=text, source=self.source, url=url, date=date)
+        return Document(id="", text=text, source=self.source, url=url, date=date, metadata=meta)
 
 
 @contextlib.contextmanager
-def _open_text(path: str) -> Iterator[io.TextIOBase]:
-    """Text lines of a plain, .gz or .zst file (local or URL), closing every layer on exit: gzip and zstandard
-    leave a file object they were handed open, which would leak one fsspec handle per URL input."""
+def _open_bytes(path: str) -> Iterator[tuple[io.BufferedIOBase, Tracked]]:
+    """The decompressed bytes of a plain, .gz or .zst file (local or URL) and the tracked raw file, closing
+    every layer on exit: gzip and zstandard leave a file object they were handed open, which would leak
+    one fsspec handle per URL input."""
     with contextlib.ExitStack() as stack:
-        f = stack.enter_context(fs.open(path, "rb"))
+        raw = Tracked(stack.enter_context(fs.open(path, "rb")))
+        f: Any = io.BufferedReader(raw, CHUNK)
         if path.endswith(".gz"):
             f = stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb"))
         elif path.endswith(".zst"):
             f = stack.enter_context(io.BufferedReader(_StrictZstd(f)))
-        yield stack.enter_context(io.TextIOWrapper(f, encoding="utf-8", errors="replace"))
+        yield f, raw
 
 
 class _StrictZstd(io.RawIOBase):
@@ -221,14 +421,23 @@ class _StrictZstd(io.RawIOBase):
 
 
 class Jsonl(Reader):
-    """JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst). An existing id field is kept as the document id."""
+    """JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst), one record a line.
+
+    Ids are unique per run: `blake2b(source, path:line)`. The record's own id field stays in `metadata`
+    under its own name, with every other field. A line that is not JSON (`read:bad_json`) or has no
+    text (`read:no_text`) costs itself; a line that is not UTF-8 is decoded with U+FFFD and lone
+    surrogates (`"\\ud800"`, which Arrow cannot write) are replaced by U+FFFD: figures
+    `read:invalid_utf8` and `read:text_repaired`. A compressed stream that breaks ends the file with
+    one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`).
+    """
 
     def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", url_key: str = "url"):
         super().__init__(source)
         self.text_key, self.id_key, self.url_key = text_key, id_key, url_key
 
     def read(self, path: str, stats: StepStats) -> Iterator[Document]:
-        with _open_text(path) as f:
+        with _open_bytes(path) as (f, raw):
+            lineno = -1
             try:
                 for lineno, line in enumerate(f):
                     if not line.strip():
@@ -236,71 +445,128 @@ class Jsonl(Reader):
                     doc = self._parse(line, path, lineno, stats)
                     if doc is not None:
                         yield doc
-            except (EOFError, OSError, zlib.error) as e:
+            except Exception as e:  # the decompressor: truncated gzip or zstd, a bad CRC, not gzip at all
+                if raw.io_error is not None:
+                    raise raw.io_error from None
                 self.skip(stats, "corrupt_stream")
-                stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
+                figure(stats, "records_before_corrupt_stream", lineno + 1)
+                note(stats, path, f"{type(e).__name__}: {e} (after {lineno + 1} lines)")
 
-    def _parse(self, line: str, path: str, lineno: int, stats: StepStats) -> Document | None:
+    def _parse(self, line: bytes, path: str, lineno: int, stats: StepStats) -> Document | None:
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            text_line = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text_line = line.decode("utf-8", errors="replace")
+            figure(stats, "invalid_utf8")
+        try:
+            rec = json.loads(text_line)
+        except (json.JSONDecodeError, RecursionError):
             self.skip(stats, "bad_json")
             return None
         text = rec.pop(self.text_key, None) if isinstance(rec, dict) else None
         if not isinstance(text, str):
             self.skip(stats, "no_text")
             return None
-        rid = rec.pop(self.id_key, None)
-        doc_id = str(rid) if rid is not None else make_id(self.source, f"{path}:{lineno}")
+        if _SURROGATE_ESCAPE.search(text_line):
+            (text, rec), changed = _repair_deep([text, rec])
+            if changed:
+                figure(stats, "text_repaired")
         meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
         url = rec.pop(self.url_key, None) or meta.get("url")
         stats.docs_in += 1
-        return Document(id=doc_id, text=text, source=self.source, url=url, metadata=rec)
+        return Document(id=make_id(self.source, f"{path}:{lineno}"), text=text, source=self.source,
+                        url=url if isinstance(url, str) else None, metadata=rec)
 
 
 class Parquet(Reader):
-    """Parquet files. Shards in the text contract come back whole; other files need `text_key`."""
+    """Parquet files. Shards in the text contract come back whole, ids included (the run that wrote them
+    made them unique); other files need `text_key`, and get ids `blake2b(source, path:row)`, their own
+    id column staying in `metadata` under its own name.
+
+    Row groups are read one by one: one that does not decode (a damaged page, a bad page checksum)
+    costs its own rows (`read:bad_row_group`, one count per row), and reading goes on with the next.
+    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`).
+    """
 
     def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024):
         super().__init__(source)
         self.text_key, self.id_key, self.batch_size = text_key, id_key, batch_size
 
     def read(self, path: str, stats: StepStats) -> Iterator[Document]:
-        try:
-            pf = fs.parquet_file(path)
-        except Exception as e:
-            self.skip(stats, "not_parquet")
-            stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
-            return
-        with pf:  # ParquetFile keeps its file open until closed
-            yield from self._rows(pf, path, stats)
+        import pyarrow.parquet as pq
 
-    def _rows(self, pf: Any, path: str, stats: StepStats) -> Iterator[Document]:
+        with fs.open(path, "rb") as f:
+            raw = Tracked(f)
+            try:
+                pf = pq.ParquetFile(raw, page_checksum_verification=True)
+            except Exception as e:
+                if raw.io_error is not None:
+                    raise raw.io_error from None
+                self.skip(stats, "not_parquet")
+                note(stats, path, e)
+                return
+            with pf:
+                yield from self._rows(pf, raw, path, stats)
+
+    def _rows(self, pf: Any, raw: Tracked, path: str, stats: StepStats) -> Iterator[Document]:
         names = pf.schema_arrow.names
         if self.text_key not in names:
             self.skip(stats, "bad_schema")
-            stats.error_sample = stats.error_sample or f"{path}: no column {self.text_key!r} (columns: {names})"
+            note(stats, path, f"no column {self.text_key!r} (columns: {names})")
             return
         contract = all(c in names for c in ("id", "text", "source"))
-        for batch in pf.iter_batches(batch_size=self.batch_size):
-            for rec in batch.to_pylist():
-                text = rec.get(self.text_key)
-                if not isinstance(text, str):
-                    self.skip(stats, "no_text")
-                    continue
-                stats.docs_in += 1
-                if contract:
-                    yield Document.from_record(rec)
-                    continue
-                rid = rec.pop(self.id_key, None)
-                rec.pop(self.text_key)
-                yield Document(
-                    id=str(rid) if rid is not None else make_id(self.source, f"{path}:{stats.docs_in}"),
-                    text=text,
-                    source=self.source,
-                    url=rec.pop("url", None),
-                    metadata={k: v for k, v in rec.items() if k not in CORE_COLUMNS},
-                )
+        row = 0
+        for g in range(pf.metadata.num_row_groups):
+            size, done = pf.metadata.row_group(g).num_rows, 0
+            try:
+                for batch in pf.iter_batches(batch_size=self.batch_size, row_groups=[g]):
+                    for rec in _pylist(batch, stats):
+                        doc = self._doc(rec, contract, path, row + done, stats)
+                        done += 1
+                        if doc is not None:
+                            yield doc
+            except Exception as e:
+                if raw.io_error is not None:
+                    raise raw.io_error from None
+                note(stats, path, f"row group {g}: {type(e).__name__}: {e}")
+                for _ in range(size - done):
+                    self.skip(stats, "bad_row_group")
+            row += size
+
+    def _doc(self, rec: dict, contract: bool, path: str, row: int, stats: StepStats) -> Document | None:
+        text = rec.get(self.text_key)
+        if not isinstance(text, str):
+            self.skip(stats, "no_text")
+            return None
+        stats.docs_in += 1
+        if contract:
+            return Document.from_record(rec)
+        rec.pop(self.text_key)
+        return Document(
+            id=make_id(self.source, f"{path}:{row}"),
+            text=text,
+            source=self.source,
+            url=rec.pop("url", None),
+            metadata={k: v for k, v in rec.items() if k not in CORE_COLUMNS or k == self.id_key},
+        )
+
+
+def _pylist(batch: Any, stats: StepStats) -> list[dict]:
+    """Rows of a record batch; string columns that are not UTF-8 are decoded with U+FFFD, and counted."""
+    try:
+        return batch.to_pylist()
+    except UnicodeDecodeError:
+        import pyarrow as pa
+
+        cols = {}
+        for name, col in zip(batch.schema.names, batch.columns, strict=True):
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                values = col.cast(pa.binary()).to_pylist()
+                cols[name] = [None if v is None else v.decode("utf-8", errors="replace") for v in values]
+            else:
+                cols[name] = col.to_pylist()
+        figure(stats, "invalid_utf8")
+        return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
 
 
 def _split_http(block: bytes) -> tuple[str, dict[str, str], bytes] | None:
@@ -374,21 +640,15 @@ class FastWarc(Warc):
     FastWARC's own HTTP parsing lacks. Tested for equality with `Warc` on the real crawls.
     """
 
-    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+    def _records(self, stream: Any) -> Iterator[tuple[Any, int]]:
         from fastwarc.warc import ArchiveIterator
 
-        if self._empty(path, stats):
-            return
-        with fs.open(path, "rb") as f:
-            try:
-                for rec in ArchiveIterator(f, parse_http=False, auto_decode="none"):
-                    doc = self._fast_record(rec, stats)
-                    if doc is not None:
-                        yield doc
-            except (EOFError, OSError, zlib.error, ValueError) as e:
-                # FastWARC raises OSError both for a stream that is no WARC at all and for one cut short.
-                self.skip(stats, "not_warc" if stats.docs_in == 0 else "corrupt_stream")
-                stats.error_sample = stats.error_sample or f"{path}: {type(e).__name__}: {e}"
+        for rec in ArchiveIterator(stream, parse_http=False, auto_decode="none"):
+            pos = rec.stream_pos
+            yield rec, lambda pos=pos: pos
+
+    def _record(self, rec: Any, stats: StepStats) -> Document | None:
+        return self._fast_record(rec, stats)
 
     def _fast_record(self, rec: Any, stats: StepStats) -> Document | None:
         kind = rec.headers.get("WARC-Type") or ""
@@ -426,19 +686,18 @@ class FastWarc(Warc):
         if len(body) > self.max_html_bytes:
             self.skip(stats, "too_large")
             return None
-        html, charset = decode_html(body, ctype)
+        html, charset = decode_html(body, ctype, stats)
         stats.docs_in += 1
         doc = self._fast_doc(rec, "")
         doc.html = html
-        doc.metadata = {"http_status": status, "charset": charset}
+        doc.metadata.update({"http_status": status, "charset": charset})
         return doc
 
     def _fast_doc(self, rec: Any, text: str) -> Document:
         h = rec.headers
-        url = _target_uri(h) or None
-        rid = h.get("WARC-Record-ID") or f"{url}@{rec.stream_pos}"
+        meta = {"warc_record_id": rid} if (rid := h.get("WARC-Record-ID")) else {}
         date = parse_date(h.get("WARC-Date"))
-        return Document(id=make_id(self.source, rid), text=text, source=self.source, url=url, date=date)
+        return Document(id="", text=text, source=self.source, url=_target_uri(h) or None, date=date, metadata=meta)
 
 
 def _target_uri(headers: Any) -> str:

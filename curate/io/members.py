@@ -1,0 +1,184 @@
+"""Gzip members as separate streams, so that one damaged member costs its own record(s), not the file.
+
+A `.warc.gz` holds one gzip member per record (the WARC standard's recommendation, which Common Crawl
+follows). Reading member by member gives three things a plain gzip stream cannot: a bit flip or a bad
+CRC is caught inside the member it damages (zlib checks the CRC at the member's end), reading resumes
+at the next member start, and a file gzipped as one single stream is still read, as one big member.
+
+`Tracked` wraps the raw file so that an error of the file itself (network, object store, permission)
+is told apart from bad data: the readers re-raise it instead of counting it, and the task fails.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+GZIP_MAGIC = b"\x1f\x8b\x08"
+CHUNK = 1 << 16
+
+
+class BadMember(Exception):
+    """A gzip member (or bytes between members) that does not decompress: data error, CRC, junk."""
+
+
+class Tracked(io.RawIOBase):
+    """A file wrapper that remembers the first error its `read` raised (an I/O error, never bad data)."""
+
+    def __init__(self, raw: Any):
+        self.raw, self.io_error = raw, None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self.raw.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._call(self.raw.seek, offset, whence)
+
+    def tell(self) -> int:
+        return self._call(self.raw.tell)
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except BaseException as e:
+            self.io_error = self.io_error or e
+            raise
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self.raw.read(n)
+        except BaseException as e:
+            self.io_error = self.io_error or e
+            raise
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+
+class _Compressed:
+    """The compressed bytes with a look-ahead buffer and the absolute offset of its first byte."""
+
+    def __init__(self, raw: Any):
+        self.raw, self.buf, self.offset, self.eof = raw, b"", 0, False
+
+    def fill(self, n: int) -> bool:
+        """Make at least `n` bytes available if the file has them; False at end of file."""
+        while len(self.buf) < n and not self.eof:
+            chunk = self.raw.read(CHUNK)
+            self.eof = not chunk
+            self.buf += chunk
+        return len(self.buf) >= n
+
+    def take(self, n: int) -> bytes:
+        out, self.buf, self.offset = self.buf[:n], self.buf[n:], self.offset + min(n, len(self.buf))
+        return out
+
+    def push_back(self, data: bytes) -> None:
+        self.buf, self.offset = data + self.buf, self.offset - len(data)
+
+
+class Member(io.RawIOBase):
+    """The decompressed bytes of one gzip member; raises `BadMember` where it is damaged.
+
+    At the end of the file inside the member it ends quietly and sets `truncated`: the record cut
+    there is then counted as `read:truncated_record` by the reader, as for any cut download.
+    """
+
+    def __init__(self, src: _Compressed, junk: bool = False):
+        self.src, self.start, self.junk = src, src.offset, junk
+        self.dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.pending, self.done, self.truncated = b"", False, False
+        self.pos = 0  # decompressed bytes delivered
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Only a no-op seek (FastWARC asks for its position that way): a member cannot be rewound."""
+        target = offset if whence == io.SEEK_SET else self.pos + offset if whence == io.SEEK_CUR else -1
+        if target != self.pos:
+            raise io.UnsupportedOperation("a gzip member stream cannot seek")
+        return self.pos
+
+    def readinto(self, buf: Any) -> int:
+        if self.junk:
+            raise BadMember(f"no gzip member at byte {self.start}")
+        while not self.pending and not self.done:
+            self._step()
+        n = min(len(buf), len(self.pending))
+        buf[:n], self.pending = self.pending[:n], self.pending[n:]
+        self.pos += n
+        return n
+
+    def _step(self) -> None:
+        if not self.src.fill(1):
+            self.done = self.truncated = True
+            return
+        chunk = self.src.take(len(self.src.buf))
+        try:
+            self.pending = self.dec.decompress(chunk, CHUNK)
+        except zlib.error as e:
+            self.done = True
+            self.src.push_back(chunk)  # the next member may start inside it: `resync` scans from here
+            raise BadMember(f"gzip member at byte {self.start}: {e}") from None
+        self.src.push_back(self.dec.unused_data if self.dec.eof else self.dec.unconsumed_tail)  # zlib keeps a stale tail at eof
+        if self.dec.eof:
+            self.done = True
+
+    def drain(self) -> None:
+        """Read to the member's end, so that its CRC is checked (raises `BadMember` if it fails)."""
+        if self.junk:
+            raise BadMember(f"no gzip member at byte {self.start}")
+        while not self.done:
+            self.pending = b""
+            self._step()
+
+
+class Resyncing:
+    """Members of a file; after a damaged one (`BadMember`), `resync` skips to the next member that
+    starts a WARC record, and iteration goes on from there."""
+
+    def __init__(self, raw: Any, first_bytes: bytes = b"WARC/"):
+        self.src, self.first = _Compressed(raw), first_bytes
+
+    def __iter__(self) -> Iterator[Member]:
+        while self.src.fill(1):
+            junk = not (self.src.fill(len(GZIP_MAGIC)) and self.src.buf.startswith(GZIP_MAGIC))
+            m = Member(self.src, junk=junk)  # junk raises `BadMember` on its first read
+            yield m
+            if (m.junk or not m.done) and self.src.offset <= m.start + 1:  # left where it was: move on
+                self.resync(m.start)
+
+    def resync(self, after: int) -> None:
+        """Skip to the first byte after offset `after` where a gzip member decompresses to a WARC record."""
+        skip = max(0, after + 1 - self.src.offset)
+        while skip > 0 and self.src.fill(1):
+            skip -= len(self.src.take(min(skip, len(self.src.buf))))
+        while self.src.fill(len(GZIP_MAGIC)):
+            i = self.src.buf.find(GZIP_MAGIC)
+            if i < 0:
+                self.src.take(len(self.src.buf) - len(GZIP_MAGIC) + 1)
+                continue
+            self.src.take(i)
+            if self._starts_record():
+                return
+            self.src.take(1)
+        self.src.take(len(self.src.buf))
+
+    def _starts_record(self) -> bool:
+        self.src.fill(CHUNK)
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(self.src.buf[:CHUNK], len(self.first))
+        except zlib.error:
+            return False
+        return head.startswith(self.first)

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -163,3 +162,150 @@ def test_commit_removes_its_own_stale_shards_by_prefix(s3_bucket, s3_server):
     assert prefixes == ["data/part-00001-"]
     assert sorted(fs.listdir(d)) == sorted(["part-00001-000.parquet", *others])
     assert fs.read_table(path).to_pylist()[0]["text"] == "new text"
+
+
+def curate_run(pipe_file: Path, inputs: str, out: str, spool: Path, workers: int = 2) -> subprocess.Popen:
+    """`curate run` in a new process (its workers are processes of their own), reaching S3 through the
+    environment the server fixture set: endpoint (fsspec config) and credentials."""
+    cmd = [sys.executable, "-m", "curate.cli.main", "run", str(pipe_file), "--input", inputs, "--output", out,
+           "--workers", str(workers), "--rejected", "--no-progress"]
+    env = {**os.environ, "PENEIRA_SPOOL": str(spool)}
+    return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.fixture
+def pipe_file(tmp_path) -> Path:
+    path = tmp_path / "s3_pipeline.py"
+    path.write_text(PIPELINE_FILE)
+    return path
+
+
+def test_worker_killed_mid_upload_then_rerun_gives_the_uninterrupted_corpus(
+        shared, local_run, s3_bucket, s3_server, pipe_file, tmp_path):
+    """The server holds the upload of a task's second shard (its first is already in the bucket, its
+    marker is not); the test kills every worker process of the run while that PUT is in flight, and
+    the upload never lands. The rerun must end with exactly the documents of the local run."""
+    inputs = upload_warcs(shared, s3_bucket)
+    out = f"{s3_bucket}/runs/killed"
+    held, release = threading.Event(), threading.Event()
+    target = f"/{s3_bucket[5:]}/runs/killed/_work/stage0/part-00001-001.parquet"
+
+    def hold(method: str, path: str, query: str) -> bool:
+        if method != "PUT" or path != target or held.is_set():
+            return False
+        held.set()
+        release.wait(60)
+        return True  # the upload fails: its client is dead
+
+    s3_server.fault = hold
+    proc = curate_run(pipe_file, inputs, out, tmp_path / "spool")
+    try:
+        assert held.wait(90), "the run never uploaded the shard the test waits for"
+        assert fs.exists(f"{out}/_work/stage0/part-00001-000.parquet")  # the task is half-way through its commit
+        assert not fs.exists(f"{out}/_done/stage0-part-00001")
+        import psutil
+
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert workers
+        for p in workers:
+            p.send_signal(signal.SIGKILL)
+    finally:
+        release.set()
+        log = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 1, log
+    assert "task(s) failed" in log and not fs.exists(f"{out}/stats.json")
+    s3_server.fault = None
+
+    rerun = curate_run(pipe_file, inputs, out, tmp_path / "spool", workers=1)
+    log = rerun.communicate(timeout=180)[0]
+    assert rerun.returncode == 0, log
+    assert corpus(out) == corpus(local_run) and corpus(out, "rejected") == corpus(local_run, "rejected")
+    assert step_rows(out) == step_rows(local_run)
+    assert sorted(fs.listdir(f"{out}/_work/stage0")) == sorted(os.listdir(Path(local_run, "_work", "stage0")))
+
+
+def test_transient_503s_lose_and_duplicate_nothing(shared, local_run, s3_bucket, s3_server, pipe_file, tmp_path):
+    """Every 3rd request of the run is answered 503 SlowDown (each request at most once, 30 at most):
+    botocore's retries absorb them and the run equals the local one, no document lost or doubled."""
+    inputs = upload_warcs(shared, s3_bucket)
+    out = f"{s3_bucket}/runs/slow"
+    failed: list[tuple[str, str, str]] = []
+    seen = [0]
+    lock = threading.Lock()
+
+    def slow_down(method: str, path: str, query: str) -> bool:
+        with lock:
+            seen[0] += 1
+            req = (method, path, query)
+            if seen[0] % 3 or len(failed) >= 30 or req in failed:
+                return False
+            failed.append(req)
+            return True
+
+    s3_server.fault = slow_down
+    proc = curate_run(pipe_file, inputs, out, tmp_path / "spool")
+    log = proc.communicate(timeout=180)[0]
+    s3_server.fault = None
+    assert proc.returncode == 0, log
+    assert len(failed) >= 10 and {m for m, _, _ in failed} >= {"GET", "PUT"}  # reads, uploads and listings
+    assert corpus(out) == corpus(local_run) and corpus(out, "rejected") == corpus(local_run, "rejected")
+    ids = [r["id"] for rows in corpus(out).values() for r in rows]
+    assert len(ids) == len(set(ids)) == sum(len(rows) for rows in corpus(local_run).values())
+    assert step_rows(out) == step_rows(local_run)
+
+
+def test_models_indexes_and_lists_at_s3_urls(shared, s3_bucket, s3_server, tmp_path, monkeypatch, capsys):
+    """`models fetch --from s3://`, a language model, a decontamination index (built to s3:// from a
+    benchmark at s3://) and a block list named by s3:// URLs: each is downloaded once into the local
+    cache and gives what the same file on a local disk gives."""
+    from curate import decontam, filters
+    from curate.decontam.index import IndexFormatError
+    from curate.io import models
+
+    monkeypatch.setenv("PENEIRA_CACHE", str(tmp_path / "cache"))
+    s3 = fsspec.filesystem("s3")
+    b = s3_bucket[5:]
+    lid = shared / "models" / "lid.176.ftz"
+    he = shared / "benchmarks" / "humaneval" / "HumanEval.jsonl.gz"
+    s3.put_file(str(lid), f"{b}/models/lid.176.ftz")
+    s3.put_file(str(he), f"{b}/bench/HumanEval.jsonl.gz")
+    s3.pipe_file(f"{b}/lists/domains.txt", b"# blocked\nexample.org\n")
+
+    assert cli(["models", "fetch", "lid", "--from", f"{s3_bucket}/models/lid.176.ftz"]) == 0
+    assert "verified" in capsys.readouterr().out
+    assert models.cached_path("lid").read_bytes() == lid.read_bytes()
+
+    pages = [Document(id=str(i), text=t, source="web", url=u) for i, (t, u) in enumerate([
+        ("The quick brown fox jumps over the lazy dog near the river bank every morning.", "https://a.com/1"),
+        ("O rato roeu a roupa do rei de Roma e a rainha com raiva resolveu remendar.", "https://example.org/x"),
+    ])]
+    by_url = filters.Language(["en", "pt"], model_path=f"{s3_bucket}/models/lid.176.ftz")
+    by_path = filters.Language(["en", "pt"], model_path=str(lid))
+    start = len(s3_server.requests())
+    by_url.setup()
+    by_url.setup()  # a second worker on the same machine: the copy is reused, one HEAD to check its version
+    gets = [p for m, p, _ in s3_server.requests()[start:] if m == "GET"]
+    assert gets == [f"/{b}/models/lid.176.ftz"]  # downloaded once
+    assert by_url.predict([d.text for d in pages]) == by_path.predict([d.text for d in pages])
+    assert [r.text if isinstance(r, Document) else r.rule for r in by_url.apply_batch(pages)] == [
+        r.text if isinstance(r, Document) else r.rule for r in by_path.apply_batch(pages)]
+
+    blocked = filters.Url(blocked_domains=f"{s3_bucket}/lists/domains.txt")
+    assert [isinstance(r, Document) for r in blocked.apply_batch(pages)] == [True, False]
+    with pytest.raises(ValueError, match="must be an existing file"):
+        filters.Url(blocked_domains=f"{s3_bucket}/lists/missing.txt")
+
+    # the index built to s3:// from the benchmark at s3:// holds the arrays of the local build
+    assert cli(["decontam", "index", "--benchmark", f"humaneval={s3_bucket}/bench/HumanEval.jsonl.gz",
+                "--out", f"{s3_bucket}/index"]) == 0
+    assert cli(["decontam", "index", "--benchmark", f"humaneval={he}", "--out", str(tmp_path / "index")]) == 0
+    for name in ("hashes.npy", "items.npy", "items.json"):
+        assert s3.cat_file(f"{b}/index/{name}") == (tmp_path / "index" / name).read_bytes(), name
+    item = decontam.load_benchmark(str(he))[3].segments[0]  # HumanEval/3's prompt, planted in a page
+    planted = Document(id="p", text=f"Some page text before the code.\n{item}\nand after it.", source="web")
+    step = decontam.Decontaminate(f"{s3_bucket}/index", mode="drop")
+    step.setup()
+    got = step.apply_batch([planted, pages[0]])
+    assert not isinstance(got[0], Document) and got[0].rule == "contaminated" and got[1] is pages[0]
+    with pytest.raises(IndexFormatError, match="no decontamination index"):
+        decontam.Decontaminate(f"{s3_bucket}/nowhere").setup()

@@ -11,7 +11,9 @@ import json
 from collections.abc import Iterator
 
 from curate.core.errors import UsageError
-from curate.io.fs import expand_inputs
+from curate.io import fs
+from curate.io.fs import expand_inputs, is_url
+from curate.io.models import local_copy
 
 
 def add_parser(sub):
@@ -22,7 +24,7 @@ def add_parser(sub):
     ix.add_argument("--benchmark", action="append", required=True, metavar="NAME=PATH[:FIELDS]",
                     help="a benchmark file or directory (format recognised), or PATH:field1,field2 for any "
                          "JSONL/JSON/CSV/TSV/Parquet; repeat for each benchmark")
-    ix.add_argument("--out", required=True, help="index directory to write")
+    ix.add_argument("--out", required=True, help="index directory to write (a local path or an fsspec URL)")
     ix.add_argument("--n", type=int, default=13, help="words per n-gram (default 13)")
     ix.add_argument("--min-words", type=int, default=8,
                     help="segments shorter than n but at least this long are indexed whole (default 8)")
@@ -52,6 +54,17 @@ def _parse_benchmarks(specs: list[str]) -> dict[str, str]:
     return out
 
 
+def _local_spec(spec: str) -> str:
+    """A benchmark given as an fsspec URL (`s3://b/mmlu.csv`, `s3://b/x.jsonl:question,answer`) is read
+    from a local copy of the file (the loaders recognise formats by file name, which the copy keeps)."""
+    if not is_url(spec):
+        return spec
+    url, sep, fields = spec.rpartition(":")
+    if not sep or "/" in fields:  # the colon was the scheme's: no field list
+        url, fields = spec, ""
+    return local_copy(url) + (f":{fields}" if fields else "")
+
+
 def _sample_texts(patterns: list[str], text_key: str) -> Iterator[str]:
     from curate.core.stats import StepStats
     from curate.io import readers
@@ -62,7 +75,7 @@ def _sample_texts(patterns: list[str], text_key: str) -> Iterator[str]:
         elif ".jsonl" in path or ".json" in path:
             docs = readers.Jsonl(text_key=text_key).read(path, StepStats("sample"))
         else:
-            with open(path, encoding="utf-8", errors="replace") as f:
+            with fs.open(path, "r", encoding="utf-8", errors="replace") as f:
                 yield f.read()
             continue
         for d in docs:
@@ -77,9 +90,11 @@ def _index(args) -> int:
     benchmarks = {}
     for name, spec in _parse_benchmarks(args.benchmark).items():
         try:
-            benchmarks[name] = (spec, load_benchmark(spec))
+            benchmarks[name] = (spec, load_benchmark(_local_spec(spec)))
         except BenchmarkError as e:
             raise UsageError(f"--benchmark {name}: {e}") from None
+        except FileNotFoundError:
+            raise UsageError(f"--benchmark {name}: {spec} does not exist") from None
     sample = _sample_texts(args.corpus_sample, args.text_key) if args.corpus_sample else None
     meta = build_index(benchmarks, args.out, n=args.n, min_words=args.min_words, corpus_sample=sample,
                        max_doc_freq=args.max_doc_freq)

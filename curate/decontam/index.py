@@ -9,6 +9,9 @@ On disk (a directory, written atomically file by file, `index.json` last):
 * `index.json`: format name and version, normalisation scheme, n, the short-item floor, per-benchmark
   counts and the frequency cap that was applied. A reader refuses any other version or scheme.
 
+The directory may be an fsspec URL (`s3://…`): it is written there file by file the same way, and a
+step loads it from a local copy made once per machine (`curate.io.models.local_copy`).
+
 The arrays are memory-mapped when loaded, so the forkserver workers of one machine share one copy in
 the page cache instead of each holding its own.
 
@@ -30,6 +33,8 @@ import numpy as np
 from curate.core.errors import UsageError
 from curate.decontam.loaders import Item
 from curate.decontam.text import NORMALIZATION, WordBatch, char_map, nfkc_lower
+from curate.io import fs
+from curate.io.models import local_copy
 from curate.io.writers import atomic_write_text
 
 FORMAT = "peneira-decontam-index"
@@ -37,6 +42,7 @@ VERSION = 1
 DEFAULT_N = 13
 DEFAULT_MIN_WORDS = 8  # GPT-3's floor for benchmarks whose items are shorter than n (Brown et al. 2020, App. C)
 PREVIEW_CHARS = 80
+FILES = ("index.json", "hashes.npy", "items.npy", "items.json")  # index.json first: it names the version
 _CHUNK = 20_000  # segments hashed per WordBatch while building: bounds memory, keeps numpy calls large
 
 
@@ -136,21 +142,19 @@ def build_index(
         meta["entries"] = int(len(hashes))
         meta["frequency_cap"] = {"sample_docs": docs, "max_doc_freq": max_doc_freq, "removed_ngrams": int(len(common))}
     meta["build_seconds"] = round(time.time() - t0, 3)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / "index.json").exists():
-        (out / "index.json").unlink()  # an interrupted rebuild must not look complete
-    _save_npy(out / "hashes.npy", hashes)
-    _save_npy(out / "items.npy", owners)
-    atomic_write_text(str(out / "items.json"), json.dumps({"benchmarks": names, "items": table}, ensure_ascii=False))
-    atomic_write_text(str(out / "index.json"), json.dumps(meta, indent=1))
+    out = os.fspath(out_dir)  # a local directory or an fsspec URL (s3://…)
+    fs.makedirs(out)
+    fs.remove(fs.join(out, "index.json"))  # an interrupted rebuild must not look complete
+    _save_npy(fs.join(out, "hashes.npy"), hashes)
+    _save_npy(fs.join(out, "items.npy"), owners)
+    atomic_write_text(fs.join(out, "items.json"), json.dumps({"benchmarks": names, "items": table}, ensure_ascii=False))
+    atomic_write_text(fs.join(out, "index.json"), json.dumps(meta, indent=1))
     return meta
 
 
-def _save_npy(path: Path, arr: np.ndarray) -> None:
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, arr)
-    os.replace(tmp, path)
+def _save_npy(path: str, arr: np.ndarray) -> None:
+    with fs.atomic_open(path, "wb") as f:
+        np.save(f, arr)
 
 
 class NgramIndex:
@@ -164,10 +168,14 @@ class NgramIndex:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> NgramIndex:
-        p = Path(path)
-        if not (p / "index.json").is_file():
+        """Load an index directory; one at an fsspec URL is first copied to the local cache, once per machine."""
+        try:
+            p = Path(local_copy(path, FILES))
+        except FileNotFoundError:
+            p = None
+        if p is None or not (p / "index.json").is_file():
             raise IndexFormatError(
-                f"no decontamination index at {p} (missing index.json); build one with `curate decontam index`"
+                f"no decontamination index at {os.fspath(path)} (missing index.json); build one with `curate decontam index`"
             )
         meta = json.loads((p / "index.json").read_text())
         if meta.get("format") != FORMAT or meta.get("version") != VERSION:

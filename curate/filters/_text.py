@@ -19,6 +19,8 @@ from collections import OrderedDict
 from functools import cache
 from importlib import resources
 
+from curate.io import fs
+
 WORD_RE = re.compile(r"(?<!\S)[^\w\s]*(\w(?:\S*\w)?)")
 # Punctuation runs at the edges of chunks, or whole punctuation chunks: tokenizers emit them as tokens,
 # so ratios the published recipes take "per word" (hashes, ellipses, alphabetic words) count them too.
@@ -127,5 +129,5 @@ def shipped_languages(kind: str) -> list[str]:
 
 def read_word_file(path: str) -> list[str]:
     """One entry a line; blank lines and lines starting with `#` are skipped."""
-    with open(path, encoding="utf-8") as f:
+    with fs.open(path, "r", encoding="utf-8") as f:  # a local path or an fsspec URL
         return [s for line in f if (s := line.strip()) and not s.startswith("#")]

@@ -3,17 +3,26 @@
 Nothing downloads at run time: `curate models fetch NAME` puts a model in the cache (from its official
 address, or from a local file or URL with `--from`), and steps only read it. A step that cannot find
 its model fails with one error that names the command to run.
+
+A model or index the user names by an fsspec URL (`s3://…`, a cluster with no shared disk) is the one
+exception: `local_copy` downloads it to the cache once per machine and every worker loads that copy
+(fastText and memory-mapped arrays need a local file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import posixpath
 import shutil
 import tempfile
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from curate.io import fs
 
 
 @dataclass(frozen=True)
@@ -58,17 +67,21 @@ def resolve(name: str, path: str | os.PathLike | None = None) -> Path:
     """The model file to load: `path` if given, else $<env>, else the cache. Raises ModelMissing."""
     spec = MODELS[name]
     if path is not None:
-        where, origin = Path(path).expanduser(), "the given model_path"
+        given, origin = os.fspath(path), "the given model_path"
     elif os.environ.get(spec.env):
-        where, origin = Path(os.environ[spec.env]).expanduser(), f"${spec.env}"
+        given, origin = os.environ[spec.env], f"${spec.env}"
     else:
-        where, origin = cached_path(name), "the model cache"
-    if not where.is_file():
-        raise ModelMissing(
-            f"{spec.name} model not found at {where} ({origin}); run `curate models fetch {spec.name}` "
-            f"(or `curate models fetch {spec.name} --from FILE_OR_URL` offline)"
-        )
-    return where
+        given, origin = str(cached_path(name)), "the model cache"
+    where = Path(given).expanduser()
+    if fs.is_url(given):  # a model at an fsspec URL: loaded from its local copy
+        with contextlib.suppress(FileNotFoundError):
+            where = Path(local_copy(given))
+    if where.is_file():
+        return where
+    raise ModelMissing(
+        f"{spec.name} model not found at {given if fs.is_url(given) else where} ({origin}); run `curate models fetch {spec.name}` "
+        f"(or `curate models fetch {spec.name} --from FILE_OR_URL` offline)"
+    )
 
 
 def sha256_of(path: str | os.PathLike) -> str:
@@ -88,11 +101,11 @@ def fetch(name: str, source: str | None = None) -> Path:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{spec.filename}.")
     try:
         with os.fdopen(fd, "wb") as out:
-            if "://" in source:
+            if source.startswith(("http://", "https://")):
                 with urllib.request.urlopen(source, timeout=60) as resp:  # noqa: S310 (user-given URL)
                     shutil.copyfileobj(resp, out)
-            else:
-                with open(os.path.expanduser(source), "rb") as src:
+            else:  # a local file or any fsspec URL (s3://, gs://, file://)
+                with fs.open(source if fs.is_url(source) else os.path.expanduser(source), "rb") as src:
                     shutil.copyfileobj(src, out)
         digest = sha256_of(tmp)
         if digest != spec.sha256:
@@ -102,3 +115,44 @@ def fetch(name: str, source: str | None = None) -> Path:
         if os.path.exists(tmp):
             os.remove(tmp)
     return dest
+
+
+def local_copy(path: str | os.PathLike, files: Sequence[str] = ()) -> str:
+    """A local path holding `path`: the path itself when it is local (plain, `file://`), else a copy in
+    `<cache>/remote/`, downloaded once per machine and shared by every worker on it.
+
+    With `files`, `path` is a directory and those of its files are copied (an index directory; its
+    version is taken from `files[0]`, which its writer publishes last). The copy is keyed by the URL and
+    the object's properties (`ukey`: ETag, size, modification time), so a replaced object is fetched
+    again, and published by one rename, so concurrent workers never load a half-written copy.
+    A missing object raises FileNotFoundError.
+    """
+    path = os.fspath(path)
+    local = fs.local_path(path)
+    if local is not None:
+        return local
+    store, inner = fs.url_to_fs(path)
+    inner = inner.rstrip("/")
+    version = store.ukey(posixpath.join(inner, files[0]) if files else inner)
+    key = hashlib.sha256(f"{path}\n{version}".encode()).hexdigest()[:24]
+    dest = cache_dir() / "remote" / key / posixpath.basename(inner)
+    if dest.exists():
+        return str(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".download-"))
+    try:
+        if files:
+            for name in files:
+                store.get_file(posixpath.join(inner, name), str(tmp / name))
+            got = tmp
+        else:
+            got = tmp / "file"
+            store.get_file(inner, str(got))
+        try:
+            os.rename(got, dest)
+        except OSError:  # a directory another worker published first
+            if not dest.exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return str(dest)

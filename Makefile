@@ -29,7 +29,12 @@ demo: .venv/.installed
 	$(CURATE) tokenizer train $(DEMO)/mix --vocab-size 2048 --out $(DEMO)/tokenizer.json
 	$(CURATE) tokenize $(DEMO)/mix --tokenizer $(DEMO)/tokenizer.json --val-fraction 0.05 --out $(DEMO)/tokens
 	$(PY) -m train --data $(DEMO)/tokens --config train/configs/tiny.toml --steps 150 --out $(DEMO)/run
-	@echo "demo done: report in $(DEMO)/curated/report.html, training curves in $(DEMO)/run/"
+	# evaluation on text the model never saw: pages of a second crawl (another seed) curated by pipelines/web.py,
+	# and the demo benchmark as a language-modelling task (its planted copies were decontaminated away)
+	$(CURATE) demo generate --seed 1 --pages 80 --files 1 --out $(DEMO)/heldout-warc
+	$(CURATE) run pipelines/web.py --input '$(DEMO)/heldout-warc/*.warc.gz' --output $(DEMO)/heldout --workers 2
+	$(PY) -m train eval $(DEMO)/run --heldout web=$(DEMO)/heldout --task $(DEMO)/warc/benchmark.jsonl --out $(DEMO)/eval
+	@echo "demo done: report in $(DEMO)/curated/report.html, training curves in $(DEMO)/run/, evaluation in $(DEMO)/eval/"
 
 test: .venv/.installed
 	.venv/bin/pytest -q

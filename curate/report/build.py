@@ -1,7 +1,7 @@
 """The run report: what a pipeline kept, what each rule removed, and what the kept corpus looks like.
 
 `write_report(OUT)` reads OUT/stats.json and the kept shards in OUT/data (only the columns it plots,
-shard by shard), and writes OUT/report.md (charts as PNG files in OUT/report/) and OUT/report.html,
+a batch of rows at a time, kept as counts), and writes OUT/report.md (charts as PNG files in OUT/report/) and OUT/report.html,
 which embeds the same PNGs as base64 so it can be mailed or attached on its own.
 """
 
@@ -22,14 +22,35 @@ from curate.io import fs
 MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
 
 
+SCORE_EDGES = np.linspace(0, 1, 41)  # bins of the language and quality score histograms
+BATCH_ROWS = 8192  # rows decoded at a time: memory is one batch of the narrow columns, whatever the corpus
+
+
 @dataclass
 class Corpus:
-    """Per-document figures of the kept shards (what the histograms need, nothing else)."""
+    """What the histograms need, as counts accumulated batch by batch: never one value per document.
 
-    chars: np.ndarray
-    lang_scores: np.ndarray
-    quality_scores: np.ndarray
+    `lengths` holds every distinct document length (characters) and `length_counts` how many documents
+    have it: exact (the median too), and bounded by the longest document, not by how many there are.
+    The score histograms are counts per bin of `SCORE_EDGES`; `langs` counts documents per language.
+    """
+
+    lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    length_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    lang_hist: np.ndarray = field(default_factory=lambda: np.zeros(len(SCORE_EDGES) - 1, np.int64))
+    quality_hist: np.ndarray = field(default_factory=lambda: np.zeros(len(SCORE_EDGES) - 1, np.int64))
     langs: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def docs(self) -> int:
+        return int(self.length_counts.sum())
+
+    def median_length(self) -> float:
+        """The median document length, as `np.median` of every length would give it."""
+        order = np.cumsum(self.length_counts)
+        n = int(order[-1])
+        lo, hi = (np.searchsorted(order, k, side="right") for k in ((n - 1) // 2, n // 2))
+        return (float(self.lengths[lo]) + float(self.lengths[hi])) / 2
 
 
 def load_stats(out: str) -> tuple[str, list[StepStats]]:
@@ -42,23 +63,34 @@ def load_stats(out: str) -> tuple[str, list[StepStats]]:
 
 
 def load_corpus(out: str) -> Corpus:
-    chars, lang_scores, quality = [], [], []
-    langs: dict[str, int] = {}
+    """Figures of the kept shards, read `BATCH_ROWS` rows of the plotted columns at a time (text only to
+    measure it): memory holds one batch and the counts, never a shard's text or a value per document."""
+    lengths: dict[int, int] = {}
+    corpus = Corpus()
     for path in fs.glob(fs.join(out, "data", "*.parquet")):
-        cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in fs.parquet_file(path).schema_arrow.names]
-        t = fs.read_table(path, columns=cols)
-        chars.append(pc.utf8_length(t["text"]).to_numpy(zero_copy_only=False))
-        for name, acc in (("lang_score", lang_scores), ("quality_score", quality)):
-            if name in t.column_names:
-                acc.append(t[name].drop_null().to_numpy(zero_copy_only=False))
-        if "lang" in t.column_names:
-            for row in pc.value_counts(t["lang"].drop_null()).to_pylist():
-                langs[row["values"]] = langs.get(row["values"], 0) + row["counts"]
+        pf = fs.parquet_file(path)
+        cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in pf.schema_arrow.names]
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
+            _add_batch(corpus, lengths, batch)
+    if lengths:
+        corpus.lengths, corpus.length_counts = (np.array(v, np.int64) for v in zip(*sorted(lengths.items()), strict=True))
+    corpus.langs = dict(sorted(corpus.langs.items(), key=lambda kv: -kv[1]))
+    return corpus
 
-    def cat(parts: list) -> np.ndarray:
-        return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
 
-    return Corpus(cat(chars), cat(lang_scores), cat(quality), dict(sorted(langs.items(), key=lambda kv: -kv[1])))
+def _add_batch(corpus: Corpus, lengths: dict[int, int], batch) -> None:
+    names = batch.schema.names
+    values, counts = np.unique(pc.utf8_length(batch.column(names.index("text"))).to_numpy(zero_copy_only=False),
+                               return_counts=True)
+    for v, n in zip(values.tolist(), counts.tolist(), strict=True):
+        lengths[v] = lengths.get(v, 0) + n
+    for name, hist in (("lang_score", corpus.lang_hist), ("quality_score", corpus.quality_hist)):
+        if name in names:
+            scores = pc.drop_null(batch.column(names.index(name))).to_numpy(zero_copy_only=False)
+            hist += np.histogram(scores, bins=SCORE_EDGES)[0]
+    if "lang" in names:
+        for row in pc.value_counts(pc.drop_null(batch.column(names.index("lang")))).to_pylist():
+            corpus.langs[row["values"]] = corpus.langs.get(row["values"], 0) + row["counts"]
 
 
 def _funnel(stats: list[StepStats]) -> list[tuple[str, int, int]]:
@@ -144,22 +176,23 @@ def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
         ax.set_xlabel("documents")
         save(fig, "drops")
 
-    if corpus.chars.size:
+    if corpus.docs:
         fig, ax = plt.subplots(figsize=(7, 3.2))
-        lo, hi = max(corpus.chars.min(), 1), max(corpus.chars.max(), 10)
-        ax.hist(np.maximum(corpus.chars, 1), bins=np.geomspace(lo, hi * 1.01, 40), color="#55A868")
+        lo, hi = max(corpus.lengths.min(), 1), max(corpus.lengths.max(), 10)
+        ax.hist(np.maximum(corpus.lengths, 1), bins=np.geomspace(lo, hi * 1.01, 40), weights=corpus.length_counts,
+                color="#55A868")
         ax.set_xscale("log")
-        ax.set_title(f"kept document length (median {np.median(corpus.chars):,.0f} characters)")
+        ax.set_title(f"kept document length (median {corpus.median_length():,.0f} characters)")
         ax.set_xlabel("characters")
         save(fig, "length")
 
-    for name, values, title in (
-        ("lang_score", corpus.lang_scores, "language score of kept documents"),
-        ("quality_score", corpus.quality_scores, "quality score of kept documents"),
+    for name, hist, title in (
+        ("lang_score", corpus.lang_hist, "language score of kept documents"),
+        ("quality_score", corpus.quality_hist, "quality score of kept documents"),
     ):
-        if values.size:
+        if hist.sum():
             fig, ax = plt.subplots(figsize=(7, 3.2))
-            ax.hist(values, bins=np.linspace(0, 1, 41), color="#8172B2")
+            ax.hist(SCORE_EDGES[:-1], bins=SCORE_EDGES, weights=hist, color="#8172B2")  # the counts, drawn as bars
             ax.set_title(title)
             ax.set_xlabel("score")
             save(fig, name)

@@ -1,35 +1,56 @@
 #!/usr/bin/env bash
-# Tokens/s and MFU of gpt2-124m (train/configs/gpt2-124m.toml) with torch.compile and bf16 autocast on a GPU box.
-# Goal on an H100/H200: >= 45% MFU. MFU = 6·N + attention FLOPs per token x tokens/s / peak bf16 FLOP/s of the
-# device (looked up by name in train/metrics.py). The first 10 steps (compilation, warmup) are left out.
+# Tokens/s and MFU of gpt2-124m (train/configs/gpt2-124m.toml) with torch.compile and bf16 autocast, on one GPU
+# and then under torchrun on all visible GPUs. Goal on an H100/H200: >= 45% MFU. MFU = (6·N + attention FLOPs per
+# token) x tokens/s / peak bf16 FLOP/s of the device (looked up by name in train/metrics.py); the first 10 steps
+# (compilation, warmup) are left out.
 #
-#   benchmarks/gpu.sh [TOKENS_DIR]        # one GPU; NPROC=8 benchmarks/gpu.sh for DDP over 8
+#   benchmarks/gpu.sh [--data TOKENS_DIR] [--steps 30] [--nproc N] [--install]
 #
-# Without TOKENS_DIR, shards are built from ../shared/data web text with a 32k BPE (the vocabulary sets the size
-# of the LM head, so use your real tokens for numbers you will quote).
+# Self-contained: without --data it trains on synthetic tokens (uniform ids over GPT-2's 50,257-token vocabulary,
+# which sets the LM head's size; speed does not depend on what the ids say). A preflight fails loudly, before any
+# training, when there is no usable CUDA GPU, no bf16, or no working torch.compile toolchain (C compiler, Triton).
+# Python: $PYTHON, else .venv/bin/python, else python3. --install first installs the project (pip install -e .,
+# which brings a CUDA build of PyTorch from PyPI) into that interpreter; without it nothing is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
-[ -x "$PY" ] || PY=python
-NPROC=${NPROC:-1}
-STEPS=${STEPS:-40}
+
+DATA="" STEPS=30 NPROC="" INSTALL=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --data) DATA=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --nproc) NPROC=$2; shift 2 ;;
+    --install) INSTALL=1; shift ;;
+    *) echo "usage: benchmarks/gpu.sh [--data TOKENS_DIR] [--steps N] [--nproc N] [--install]" >&2; exit 2 ;;
+  esac
+done
+
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for candidate in .venv/bin/python python3 python; do
+    if command -v "$candidate" >/dev/null 2>&1; then PY=$candidate; break; fi
+  done
+fi
+[ -n "$PY" ] || { echo "gpu.sh: no Python found (set PYTHON)" >&2; exit 1; }
+if [ "$INSTALL" = 1 ]; then
+  echo "gpu.sh: installing the project into $PY (pip install -e .)"
+  "$PY" -m pip install -q -e .
+fi
+
+[ -n "$NPROC" ] || NPROC=$("$PY" -c "import torch; print(max(1, torch.cuda.device_count()))" 2>/dev/null || echo 1)
+"$PY" benchmarks/gpu.py preflight --nproc "$NPROC"
+
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-DATA=${1:-}
 if [ -z "$DATA" ]; then
   DATA=$WORK/tokens
-  "$PY" -c "import sys; from curate.tokens.tokenize import build_token_shards; build_token_shards(sys.argv[1], sys.argv[2], vocab_size=32768)" \
-    ../shared/data/text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz "$DATA"
+  "$PY" benchmarks/gpu.py synthetic "$DATA"
 fi
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
-"$PY" -m torch.distributed.run --standalone --nproc_per_node "$NPROC" -m train --config gpt2-124m --data "$DATA" \
-  --out "$WORK/run" --steps "$STEPS" --warmup_steps 5 --eval_every 0 --ckpt_every 0 --log_every 1 \
-  --progress false --plots false --compile on --dtype bfloat16
-"$PY" - "$WORK/run/metrics.jsonl" "$NPROC" <<'PY'
-import json, statistics, sys
-rows = [json.loads(line) for line in open(sys.argv[1])][10:]
-tps = statistics.median(r["tokens_per_s"] for r in rows)
-mfu = statistics.median(r["mfu"] for r in rows) if rows[0]["mfu"] is not None else None
-print(f"gpt2-124m, compile + bf16, {sys.argv[2]} GPU(s): {tps:,.0f} tokens/s, "
-      + (f"MFU {mfu:.1%}" if mfu is not None else "MFU unknown (GPU not in train/metrics.py PEAK_BF16_FLOPS)"))
-PY
+RUN=(--config gpt2-124m --data "$DATA" --steps "$STEPS" --warmup_steps 5 --eval_every 0 --ckpt_every 0
+     --log_every 1 --progress false --plots false --compile on --dtype bfloat16 --device cuda)
+
+"$PY" -m train "${RUN[@]}" --out "$WORK/one"
+"$PY" -m torch.distributed.run --standalone --nproc_per_node "$NPROC" -m train "${RUN[@]}" --out "$WORK/ddp"
+echo
+"$PY" benchmarks/gpu.py summary "$WORK/one/metrics.jsonl" "1 GPU"
+"$PY" benchmarks/gpu.py summary "$WORK/ddp/metrics.jsonl" "torchrun, $NPROC GPU(s)"

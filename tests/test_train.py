@@ -5,18 +5,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import pickle
 import random
 
+import numpy as np
 import pytest
 import torch
 from _traindata import SMALL, VOCAB, token_shards
 
 from train import checkpoint
 from train.__main__ import main
+from train.checkpoint import ResumeError
 from train.config import Config, load_config, parse_overrides
-from train.loop import train
+from train.devices import resolve_device
+from train.loop import model_config, train
 from train.model import GPT
-from train.optim import lr_factor
+from train.optim import Muon, build_optimizer, lr_factor
 from train.plan import plan
 
 
@@ -212,3 +216,163 @@ def test_sweep_lr_shows_the_regimes_and_stops_divergence(tokens, tmp_path):
     assert too_high.diverged and len(too_high.losses) < 16
     assert sum(good.losses[-3:]) / 3 < sum(low.losses[-3:]) / 3 - 0.25  # too low barely moves from ln(vocab)
     assert (tmp_path / "sweep_lr.png").stat().st_size > 0
+
+
+# ---- issue 17: checkpoints, Muon, devices, resume ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def short_run(one_thread, tokens, tmp_path_factory):
+    """A 4-step Muon run with its checkpoint, for the checkpoint and device tests."""
+    out = tmp_path_factory.mktemp("short")
+    train(cfg_for(tokens, out, optimizer="muon", steps=4, warmup_steps=1, micro_batch=4, seq_len=32,
+                  batch_tokens=128, eval_every=0))
+    return out
+
+
+class RunsCode:
+    """What a malicious checkpoint could hold: unpickling it would call `touch` on a file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (type(self.marker).touch, (self.marker,))
+
+
+def test_checkpoint_is_weights_only_and_refuses_code(short_run, tmp_path, capsys):
+    ckpt = short_run / "ckpt.pt"
+    torch.load(ckpt, weights_only=True)  # PyTorch's own safe unpickler accepts the trainer's checkpoint
+    evil, marker = tmp_path / "ckpt.pt", tmp_path / "pwned"
+    torch.save({"model": {}, "config": RunsCode(marker)}, evil)
+    with pytest.raises(pickle.UnpicklingError):
+        checkpoint.load(evil)
+    with pytest.raises(pickle.UnpicklingError):
+        main(["sample", "--checkpoint", str(evil)])
+    assert not marker.exists()
+
+
+def test_rng_restored_from_cpu_whatever_the_map_location(short_run):
+    """Loaded with map_location="meta" (a stand-in for cuda:N on this CPU box) the weights move, the RNG states stay
+    on the CPU, and restoring them replays the same random numbers from all three generators."""
+    state = checkpoint.load(short_run / "ckpt.pt", map_location="meta")
+    assert all(t.device.type == "meta" for t in state["model"].values())
+    assert len(state["rng"]) == 1 and state["rng"][0]["torch"].device.type == "cpu"
+
+    def draws():
+        return torch.rand(3).tolist(), np.random.rand(3).tolist(), [random.random() for _ in range(3)]
+
+    checkpoint.set_rng_state(state["rng"][0])
+    first = draws()
+    torch.manual_seed(99), np.random.seed(99), random.seed(99)
+    checkpoint.set_rng_state(state["rng"][0])
+    assert draws() == first
+    assert checkpoint.restore_rng(state["rng"], rank=0, world=1, seed=0)
+    assert draws() == first
+    with pytest.raises(TypeError):  # what resuming on a GPU did before: the generator refuses a non-CPU tensor
+        torch.set_rng_state(torch.load(short_run / "ckpt.pt", map_location="meta", weights_only=True)["rng"][0]["torch"])
+
+
+def test_muon_orthogonalises_each_fused_block_on_its_own():
+    """Our Muon on a stacked (3m, n) weight == torch.optim.Muon on the three (m, n) weights separately (an independent
+    implementation), over two steps so momentum counts; and different from torch.optim.Muon on the stack as one."""
+    torch.manual_seed(0)
+    m, n, lr, wd = 48, 32, 0.02, 0.01
+    w0 = torch.randn(3 * m, n)
+    grads = [torch.randn(3 * m, n) for _ in range(2)]
+
+    def run(params, opt, split):
+        for g in grads:
+            for p, gi in zip(params, g.split(m) if split else [g], strict=True):
+                p.grad = gi.clone()
+            opt.step()
+        return torch.cat([p.detach() for p in params]) - w0
+
+    ours = [torch.nn.Parameter(w0.clone())]
+    mine = run(ours, Muon([{"params": ours, "blocks": 3}], lr=lr, weight_decay=wd), split=False)
+    separate = [torch.nn.Parameter(b.clone()) for b in w0.split(m)]
+    reference = run(separate, torch.optim.Muon(separate, lr=lr, weight_decay=wd, momentum=0.95), split=True)
+    whole = [torch.nn.Parameter(w0.clone())]
+    fused = run(whole, torch.optim.Muon(whole, lr=lr, weight_decay=wd, momentum=0.95), split=False)
+    tol = 0.02 * lr  # both run Newton-Schulz in bf16 (different kernels): agreement to bf16 rounding
+    torch.testing.assert_close(mine, reference, atol=tol, rtol=0)
+    assert (mine - fused).abs().max() > 10 * tol
+
+
+def test_muon_groups_and_decay():
+    cfg = load_config("tiny", {"optimizer": "muon", "n_layer": 1})
+    model = GPT(model_config(cfg, 256))
+    opt = build_optimizer(model, cfg, torch.device("cpu"))
+    muon = opt.optimizers[1]
+    blocks = {g["blocks"]: [p.shape for p in g["params"]] for g in muon.param_groups}
+    d, h = 128, model.cfg.mlp_hidden
+    assert blocks == {1: [(d, d), (d, h)], 2: [(2 * h, d)], 3: [(3 * d, d)]}
+    assert all(g["weight_decay"] == cfg.muon_weight_decay == 0.01 for g in muon.param_groups)
+    assert opt.optimizers[0].param_groups[0]["weight_decay"] == cfg.weight_decay == 0.1  # AdamW keeps its own
+
+
+def test_devices_follow_local_rank():
+    cuda = torch.device
+    assert resolve_device("cuda", local_rank=3, local_world=4) == cuda("cuda", 3)
+    assert resolve_device("cuda:1", local_rank=0, local_world=1) == cuda("cuda", 1)
+    assert resolve_device("cpu", local_rank=2, local_world=4) == cuda("cpu")
+    with pytest.raises(ValueError, match="all 2 processes of this node on one GPU"):
+        resolve_device("cuda:0", local_rank=1, local_world=2)
+    if not torch.cuda.is_available():
+        assert resolve_device("auto") == cuda("cpu")
+
+
+def test_sample_and_surprise_feed_the_model_on_its_device(short_run):
+    """The token ids reach the model on the model's device (meta here; it was the CPU whatever the device)."""
+    from train.generate import load_checkpoint, next_token_candidates, sample, surprise
+
+    run = load_checkpoint(short_run / "ckpt.pt", "meta")
+    assert run.device.type == "meta"
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def record(module, args):
+        seen.append(args[0].device.type)
+        raise Stop
+
+    run.model.register_forward_pre_hook(record)
+    for call in (lambda: sample(run, "The", 3), lambda: surprise(run, "The city"),
+                 lambda: next_token_candidates(run, "The")):
+        with pytest.raises(Stop):
+            call()
+    assert seen == ["meta"] * 3
+
+
+def test_missing_data_is_one_line(tmp_path, capsys):
+    assert main(["--config", "tiny", "--data", str(tmp_path / "MISSING"), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "MISSING has no manifest.json" in err and "Traceback" not in err
+
+
+def test_resume_refuses_another_global_batch_or_seq_len(tokens, tmp_path, capsys):
+    kw = dict(steps=6, warmup_steps=1, micro_batch=4, seq_len=32, batch_tokens=256, eval_every=0)
+    train(cfg_for(tokens, tmp_path, stop_at=2, **kw))
+    for change, key in [({"batch_tokens": 512}, "batch_tokens = 256"), ({"seq_len": 64, "batch_tokens": 256}, "seq_len = 32")]:
+        with pytest.raises(ResumeError, match=f"written with {key} and this run has"):
+            train(cfg_for(tokens, tmp_path, **{**kw, **change}), resume=True)
+    args = ["--config", "tiny", "--resume", *[a for k, v in {**SMALL, **kw, "batch_tokens": 512}.items()
+                                              for a in (f"--{k}", str(v))],
+            "--data", str(tokens), "--out", str(tmp_path), "--progress", "false", "--plots", "false"]
+    assert main(args) == 2
+    assert "keeps the global batch" in capsys.readouterr().err
+
+
+def test_resume_with_another_micro_batch(tokens, tmp_path):
+    """After an out-of-memory error: lower micro_batch and resume. Accumulation doubles, the batches stay the same
+    samples, so the losses match the uninterrupted run up to float rounding."""
+    kw = dict(optimizer="muon", steps=12, warmup_steps=2, seq_len=32, batch_tokens=256, eval_every=12,
+              eval_batches=1)
+    whole = train(cfg_for(tokens, tmp_path / "whole", micro_batch=4, **kw))  # accumulation 2
+    first = train(cfg_for(tokens, tmp_path / "split", micro_batch=4, stop_at=6, **kw))
+    if "samples" not in checkpoint.load(tmp_path / "split")["loader"]:
+        pytest.skip("needs the Loader that resumes from a global sample count (issue 17 item 10, train/data.py)")
+    second = train(cfg_for(tokens, tmp_path / "split", micro_batch=2, **kw), resume=True)  # accumulation 4
+    assert first.losses + second.losses == pytest.approx(whole.losses, rel=1e-5)
+    assert second.val_loss == pytest.approx(whole.val_loss, rel=1e-5)

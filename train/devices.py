@@ -13,6 +13,10 @@ import torch
 import torch.distributed as dist
 
 
+class DeviceError(ValueError):
+    """A --device this process cannot use."""
+
+
 def resolve_device(name: str, local_rank: int = 0, local_world: int = 1) -> torch.device:
     """`auto` | `cpu` | `cuda` | `cuda:N` -> the torch.device this process should use (always indexed for CUDA)."""
     if name == "auto":
@@ -23,7 +27,7 @@ def resolve_device(name: str, local_rank: int = 0, local_world: int = 1) -> torc
     if dev.index is None:
         return torch.device("cuda", local_rank)
     if local_world > 1:
-        raise ValueError(f"--device {name} would put all {local_world} processes of this node on one GPU; "
+        raise DeviceError(f"--device {name} would put all {local_world} processes of this node on one GPU; "
                          "use --device cuda (each process takes cuda:LOCAL_RANK)")
     return dev
 
@@ -35,7 +39,7 @@ def init_distributed(device: str) -> tuple[int, int, torch.device]:
     dev = resolve_device(device, local_rank, local_world)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"--device {device}: CUDA is not available to this PyTorch ({torch.__version__})")
+            raise DeviceError(f"--device {device}: CUDA is not available to this PyTorch ({torch.__version__})")
         torch.cuda.set_device(dev)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo", device_id=dev if dev.type == "cuda" else None)

@@ -6,6 +6,7 @@ Runs unchanged on one CPU, one GPU, or many GPUs under `torchrun` (DDP: NCCL on 
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import shutil
@@ -31,6 +32,10 @@ from train.metrics import MetricsLog, peak_flops, plot_run
 from train.model import GPT, GPTConfig
 from train.optim import build_optimizer, lr_factor, set_lr
 from train.prefetch import Prefetcher
+
+# DDP's switch for the per-forward buffer broadcast; newer torch renames it and deprecates the old name.
+NO_BUFFER_SYNC = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DDP).parameters
+                  else {"broadcast_buffers": False})
 
 
 @dataclass
@@ -160,9 +165,9 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         say(f"--resume: no checkpoint in {out}, starting from scratch")
     if compile_model:
         raw.compile_blocks()
-    # No buffer broadcast: the RoPE tables are computed identically on every rank, and broadcasting them would cost
-    # an all-reduce, a host sync and a broadcast before every forward.
-    model = DDP(raw, device_ids=[device.index] if on_cuda else None, broadcast_buffers=False) if world > 1 else raw
+    # No buffer sync: the RoPE tables are computed identically on every rank, and DDP would otherwise broadcast them
+    # before every forward (older torch also all-reduced and synced the host first, to pick the source rank).
+    model = DDP(raw, device_ids=[device.index] if on_cuda else None, **NO_BUFFER_SYNC) if world > 1 else raw
     batches = Prefetcher(loader, device)
 
     flops_per_token, peak = raw.flops_per_token(), peak_flops(device)

@@ -131,3 +131,113 @@ def test_deeply_nested_html_cannot_stall_a_worker(tmp_path, extractor):
     path.write_bytes(response("http://deep.example/", deep) + response("http://ok.example/", GOOD_HTML, rid="<u:2>"))
     steps = run(tmp_path, [path], steps=[extractor()])
     assert steps["extract"]["dropped"] == {"extract:too_deep": 1} and steps["extract"]["docs_out"] == 1
+
+
+# ---------------------------------------------------------------- issue 13: nothing lost
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+def test_one_bad_record_costs_itself_not_the_rest_of_the_file(tmp_path, monkeypatch, cls):
+    """A page declaring `charset=idna` (a codec that raises on most bytes) and a page whose processing
+    raises are one record each: the pages after them are still read (case 1)."""
+    real = readers.decode_html
+
+    def poisoned(body, ctype, stats=None):
+        if b"POISON" in body:
+            raise ValueError("a decoding error in this one record")
+        return real(body, ctype, stats)
+
+    monkeypatch.setattr(readers, "decode_html", poisoned)
+    path = tmp_path / "mixed.warc.gz"
+    idna = "<html><body><p>Olá, página em português com acentuação: ação, coração.</p></body></html>".encode()
+    path.write_bytes(response("http://a.example/", GOOD_HTML, rid="<u:a>")
+                     + response("http://b.example/", idna, ctype="text/html; charset=idna", rid="<u:b>")
+                     + response("http://c.example/", b"<html>POISON</html>", rid="<u:c>")
+                     + response("http://d.example/", GOOD_HTML, rid="<u:d>"))
+    docs, stats = read(cls(), path)
+    assert [d.url for d in docs] == ["http://a.example/", "http://b.example/", "http://d.example/"]
+    assert "coração" in docs[1].html  # the unusable label passed over: the bytes are UTF-8
+    assert dict(stats.dropped) == {"read:bad_record": 1} and "decoding error" in stats.error_sample
+    assert stats.extra["read:charset_invalid"] == 1 and stats.extra["read:charset_guessed"] == 1
+
+
+class _FlakyFile:
+    """A file that raises an OSError (a connection reset, say) after `good` bytes, as fsspec would."""
+
+    def __init__(self, f, good: int):
+        self.f, self.left = f, good
+
+    def read(self, n=-1):
+        if self.left <= 0:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        data = self.f.read(self.left if n is None or n < 0 else min(n, self.left))
+        self.left -= len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+@pytest.mark.parametrize("cls,name", [(readers.Warc, "wget/dolma_sample-0001.warc.gz"),
+                                      (readers.FastWarc, "wget/dolma_sample-0001.warc.gz"),
+                                      (readers.Jsonl, None), (readers.Parquet, None)])
+def test_io_error_mid_file_fails_the_task_and_leaves_no_marker(shared, tmp_path, monkeypatch, cls, name):
+    """An OSError of the file itself is raised, never counted as bad data: the task fails, writes no
+    `_done` marker, and a rerun reads the whole file (case 2)."""
+    from curate.io import fs
+
+    if name is not None:
+        src = shared / "warc" / name
+    elif cls is readers.Jsonl:
+        src = shared / "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        src = tmp_path / "in.parquet"
+        pq.write_table(pa.table({"text": [f"document number {i} " * 50 for i in range(3000)]}), src, row_group_size=500)
+    real_open = fs.open
+    flaky = {"on": True}
+
+    def open_(path, mode="rb", **kw):
+        f = real_open(path, mode, **kw)
+        return _FlakyFile(f, src.stat().st_size // 2) if flaky["on"] and str(path) == str(src) else f
+
+    monkeypatch.setattr(fs, "open", open_)
+    out = tmp_path / "out"
+    pipe = Pipeline(name="io", reader=cls(), steps=[])
+    with pytest.raises(Exception, match="Connection reset"):
+        pipe.run(inputs=[str(src)], output=str(out), progress=False)
+    assert not (out / "_done").exists() or not list((out / "_done").iterdir())
+    flaky["on"] = False
+    pipe.run(inputs=[str(src)], output=str(out), progress=False)
+    expected = read(cls(), src)[0]
+    written = [r for f in (out / "data").glob("*.parquet") for r in __import__("pyarrow.parquet").parquet.read_table(f).to_pylist()]
+    assert len(written) == len(expected) > 0
+
+
+def test_lone_surrogate_in_jsonl_is_repaired_and_counted(tmp_path):
+    """json.loads accepts "\\ud800", which Arrow cannot write: repaired to U+FFFD, counted, task done (case 4)."""
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"text": "before \\ud800 after", "id": 1, "meta": {"k": "\\udc00"}}\n'
+                    '{"text": "a paired surrogate \\ud83d\\ude00 is fine", "id": 2}\n', encoding="ascii")
+    steps = run(tmp_path, [path], reader=readers.Jsonl(), steps=[])
+    assert steps["read"]["extra"] == {"read:text_repaired": 1} and steps["read"]["docs_out"] == 2
+    import pyarrow.parquet as pq
+
+    rows = [r for f in sorted((tmp_path / "out/data").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    assert [r["text"] for r in rows] == ["before \ufffd after", "a paired surrogate \U0001f600 is fine"]
+    assert json.loads(rows[0]["metadata"]) == {"id": 1, "meta": {"k": "\ufffd"}}
+
+
+def test_invalid_utf8_jsonl_line_is_decoded_with_replacement_and_counted(tmp_path):
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(b'{"text": "caf\xe9 cr\xe8me"}\n{"text": "plain"}\n')
+    docs, stats = read(readers.Jsonl(), path)
+    assert [d.text for d in docs] == ["caf\ufffd cr\ufffdme", "plain"] and stats.extra == {"read:invalid_utf8": 1}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from curate import Pipeline, extract, readers, writers
+from curate import Pipeline, Step, extract, readers, writers
 from curate.cli.main import main as cli
 from curate.core.document import TEXT_SCHEMA
 
@@ -233,3 +233,92 @@ def test_a_step_may_split_a_document_into_several(tmp_path):
     assert split["dropped"] == {"paragraphs:rejected": 1}
     assert (split["extra"]["split_docs"], split["extra"]["split_parts"]) == (3, 6)
     assert (keep["docs_in"], keep["docs_out"]) == (6, 4)
+
+
+# ---------------------------------------------------------------- issue 13: identity, batch fallback, resume
+
+
+def test_reused_ids_do_not_make_unique_documents_disappear(tmp_path):
+    """{id:b,X}, {id:a,X}, {id:b,Y}: exact dedup keeps one X and Y (case 3; before, Y was dropped)."""
+    from curate import dedup
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "b", "text": "X X X"}\n{"id": "a", "text": "X X X"}\n{"id": "b", "text": "Y is unique"}\n')
+    Pipeline(name="ids", reader=readers.Jsonl(), steps=[dedup.Exact()]).run(
+        inputs=str(src), output=str(tmp_path / "o"), progress=False)
+    rows = [r for f in sorted((tmp_path / "o/data").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    assert sorted(r["text"] for r in rows) == ["X X X", "Y is unique"]
+    assert stats(tmp_path / "o")["exact"]["dropped"] == {"exact:duplicate": 1}
+
+
+class BrokenBatch(Step):
+    """A vectorised step whose batch path rewrites documents and counts, then raises on batches of 2+."""
+
+    name = "broken"
+
+    def __init__(self):
+        self._seen = 0
+
+    def apply_batch(self, docs):
+        for d in docs:
+            self._seen += 1
+            d.text = d.text + " [touched]"
+        if len(docs) > 1:
+            raise RuntimeError("the vectorised path is broken")
+        return docs
+
+    def finish(self, st):
+        st.extra["seen"] = self._seen
+        self._seen = 0
+
+
+def test_failed_batch_is_retried_explicitly_on_unmodified_copies_counted_once(tmp_path):
+    """Case 5: the fallback is counted, works on copies taken before the batch call, counters counted once."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(100)))
+    Pipeline(name="b", reader=readers.Jsonl(), steps=[BrokenBatch()]).run(
+        inputs=str(src), output=str(tmp_path / "o"), progress=False)
+    s = stats(tmp_path / "o")["broken"]
+    assert s["extra"]["batch_fallbacks"] == 2  # 100 documents = batches of 64 and 36
+    assert "vectorised path is broken" in s["extra"]["batch_error"]
+    assert s["extra"]["seen"] == 100 and s["docs_out"] == 100 and s["errors"] == 0
+    assert sorted(t for _, t in texts(tmp_path / "o")) == sorted(f"doc {i} [touched]" for i in range(100))
+
+
+RESUME_PIPE = """
+from curate import Pipeline, Step, readers
+
+class Model(Step):
+    name = "model"
+    def __init__(self, path):
+        self.path = path
+    def apply(self, doc):
+        return doc
+
+pipeline = Pipeline(name="r", reader=readers.Jsonl(), steps=[lambda doc: len(doc.text) > {n}, Model({model!r})])
+"""
+
+
+def test_resume_refuses_a_changed_function_body_or_model_file(tmp_path, capsys):
+    """Case 8: a lambda edited on the same line, or a retrained model file, is a different pipeline."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": "word " * i}) + "\n" for i in range(20)))
+    model = tmp_path / "quality.bin"
+    model.write_bytes(b"weights v1")
+    pipe = tmp_path / "p.py"
+    out = str(tmp_path / "o")
+
+    def run_with(n: int) -> int:
+        pipe.write_text(RESUME_PIPE.format(n=n, model=str(model)))
+        return cli(["run", str(pipe), "--input", str(src), "--output", out, "--workers", "1", "--no-progress"])
+
+    assert run_with(20) == 0
+    capsys.readouterr()
+    assert run_with(20) == 0  # the same code and model: a resume
+    os.utime(model, ns=(time.time_ns(), time.time_ns()))  # touched, same bytes: still the same pipeline
+    assert run_with(20) == 0
+    assert run_with(30) == 2  # the lambda's body changed, its name and line did not
+    assert "different pipeline" in capsys.readouterr().err
+    model.write_bytes(b"weights v2")  # retrained in place
+    assert run_with(20) == 2
+    assert "different pipeline" in capsys.readouterr().err

@@ -156,3 +156,71 @@ def test_jsonl_closes_the_file_it_opened(tmp_path, monkeypatch, suffix):
     docs = list(readers.Jsonl().read(url, StepStats("read")))
     assert [d.text for d in docs] == ["doc 0", "doc 1", "doc 2"]
     assert len(opened) == 1 and opened[0].closed
+
+
+# ---------------------------------------------------------------- issue 13 and 16: streams, charsets, identity
+
+
+@pytest.mark.parametrize("cls", [readers.Warc, readers.FastWarc])
+def test_warc_gzipped_as_one_stream_is_read_whole(shared, tmp_path, cls):
+    """`gzip -c file.warc` writes one member for all records; every record is intact and read (case 7)."""
+    src = shared / "warc/wget/dolma_sample-0001.warc.gz"
+    one = tmp_path / "one-stream.warc.gz"
+    one.write_bytes(gzip.compress(gzip.decompress(src.read_bytes()), mtime=0))
+    want, want_stats = read(cls(), src)
+    got, stats = read(cls(), one)
+    key = lambda d: (d.metadata["warc_record_id"], d.url, d.html)  # noqa: E731
+    assert [key(d) for d in got] == [key(d) for d in want] and len(got) == HTML_COUNTS["wget/dolma_sample-0001.warc.gz"]
+    assert stats.dropped == want_stats.dropped and stats.extra["read:single_gzip_stream"] == 1
+
+
+def _page(ctype: str, body: bytes) -> bytes:
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\n\r\n".encode()
+    block = head + body
+    return gzip.compress(
+        (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://x.example/\r\n"
+         f"WARC-Record-ID: <urn:uuid:{len(body)}-{ctype}>\r\nContent-Length: {len(block)}\r\n\r\n").encode()
+        + block + b"\r\n\r\n", mtime=0)
+
+
+CP1252 = "<html><body><p>Ceci n\u2019est pas une pipe \u2014 \u00e9t\u00e9, \u00e0 bient\u00f4t.</p></body></html>"
+SJIS = "<html><head><title>日本語のページ</title></head><body><p>" + "これは日本語で書かれた文章です。" * 20 + "</p></body></html>"
+
+
+@pytest.mark.parametrize("cls", [readers.Warc, readers.FastWarc])
+@pytest.mark.parametrize("ctype,body,want,charset,guessed", [
+    # the HTTP header wins; latin-1 is read as windows-1252, as browsers do (the ’ and — are 0x92, 0x97)
+    ("text/html; charset=ISO-8859-1", CP1252.encode("cp1252"), CP1252, "cp1252", 0),
+    # no HTTP charset: <meta charset> and <meta http-equiv>
+    ("text/html", b'<meta charset="shift_jis">' + SJIS.encode("shift_jis"), SJIS, "shift_jis", 0),
+    ("text/html", b'<meta http-equiv="Content-Type" content="text/html; charset=euc-jp">' + SJIS.encode("euc-jp"),
+     SJIS, "euc-jp", 0),
+    # an unusable label (idna, base64, unknown) counts as none: detection, counted as guessed
+    ("text/html; charset=idna", SJIS.encode("shift_jis"), SJIS, None, 1),
+    ("text/html; charset=base64", CP1252.encode("utf-8"), CP1252, "utf-8", 1),
+    # a mislabelled page: declared UTF-8, bytes in windows-1252 -> detection
+    ("text/html; charset=utf-8", b'<meta charset="windows-1252">' + CP1252.encode("cp1252"), CP1252, "windows-1252", 0),
+    # a BOM beats every declaration
+    ("text/html; charset=iso-8859-1", b"\xef\xbb\xbf" + SJIS.encode("utf-8"), SJIS, "utf-8", 0),
+])
+def test_charset_from_the_raw_bytes(tmp_path, cls, ctype, body, want, charset, guessed):
+    path = tmp_path / "c.warc.gz"
+    path.write_bytes(_page(ctype, body))
+    docs, stats = read(cls(), path)
+    assert len(docs) == 1 and want.split("<body>")[1] in docs[0].html
+    if charset is not None:
+        assert docs[0].metadata["charset"] == charset
+    assert stats.extra.get("read:charset_guessed", 0) == guessed
+
+
+def test_duplicate_records_and_ids_stay_distinct(shared, tmp_path):
+    """The same record twice in a file, or the same id on two JSONL lines, are two documents with two ids."""
+    src = shared / "warc/cc/whirlwind.CC-MAIN-2024-22.warc.gz"
+    twice = tmp_path / "twice.warc.gz"
+    twice.write_bytes(src.read_bytes() * 2)
+    docs, _ = read(readers.Warc(), twice)
+    assert len(docs) == 2 and docs[0].metadata == docs[1].metadata and docs[0].id != docs[1].id
+    jl = tmp_path / "dup.jsonl"
+    jl.write_text('{"id": "b", "text": "X"}\n{"id": "a", "text": "X"}\n{"id": "b", "text": "Y"}\n')
+    docs, _ = read(readers.Jsonl(), jl)
+    assert [d.metadata["id"] for d in docs] == ["b", "a", "b"] and len({d.id for d in docs}) == 3

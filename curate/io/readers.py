@@ -33,6 +33,7 @@ _NOT_WEB = {"idna", "punycode", "unicode-escape", "raw-unicode-escape", "utf-7",
 _AS_BROWSERS = {"iso8859-1": "cp1252", "ascii": "cp1252", "gb2312": "gb18030", "gbk": "gb18030",
                 "iso8859-9": "cp1254", "iso8859-11": "cp874", "euc_kr": "cp949"}
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Reader:
@@ -75,7 +76,7 @@ def repair_text(value: str) -> str | None:
         value.encode("utf-8")
         return None
     except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _SURROGATE.sub("\ufffd", value)
 
 
 def _repair_deep(obj: Any) -> tuple[Any, bool]:
@@ -247,6 +248,9 @@ class Warc(Reader):
                 pending = self._guarded(rec, path, start, offset, stats, state)
             if not plain:
                 m.drain()
+                if m.truncated:  # the file ends inside this member: its CRC was never checked
+                    self._lost(stats, pending, counted, "truncated_record")
+                    pending = None
         except BadMember:
             self._lost(stats, pending, counted, "bad_gzip")
             raise

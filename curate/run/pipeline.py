@@ -8,10 +8,13 @@ documents of an uninterrupted one.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import platform
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
@@ -22,6 +25,7 @@ from curate.core.document import Document, shard_schema
 from curate.core.errors import StepFailed, UsageError
 from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
+from curate.core.validate import file_digests, seed_file_digests
 from curate.io import fs
 from curate.io.fs import expand_inputs
 from curate.io.readers import Parquet as ParquetReader
@@ -107,7 +111,7 @@ class Pipeline:
             elif isinstance(stages[-1], StreamStage):
                 stages[-1].steps.append(s)
             else:
-                stages.append(StreamStage(ParquetReader(), [s], self.writer))
+                stages.append(StreamStage(ParquetReader(), [s], self.writer))  # contract shards: ids kept
         return stages
 
     def describe(self) -> dict:
@@ -147,20 +151,34 @@ class Run:
         self.schema = shard_schema(pipeline.extra_columns)
 
     def _check_config(self) -> None:
-        """Refuse to resume into an output made by a different pipeline: that would mix two corpora."""
+        """Refuse to resume into an output made by a different pipeline: that would mix two corpora.
+
+        Steps are compared by their config, function steps by their code and model or index files by
+        their content (`core.validate.describe`); the digests of files are stored with the config and
+        reused while a file's size and mtime are unchanged, so a rerun does not read a model again.
+        """
         fs.makedirs(fs.join(self.out, "_work"))
         path = fs.join(self.out, "_work", "config.json")
-        config = {"pipeline": self.p.describe(), "inputs": self.files, "limit": self.limit,
-                  "rejected": self.rejected_dir is not None}  # a resume without it would leave rejected/ partial
+        old = None
         if fs.exists(path):
             with fs.open(path, "r", encoding="utf-8") as f:
                 old = json.load(f)
-            if old != config:
-                raise UsageError(
-                    f"{self.out} holds a run of a different pipeline or inputs; use a new --output or delete it"
-                )
-        else:
-            atomic_write_text(path, json.dumps(config, indent=1))
+            seed_file_digests(old.pop("file_digests", []))
+        config = {"pipeline": self.p.describe(), "inputs": self.files, "limit": self.limit,
+                  "rejected": self.rejected_dir is not None}  # a resume without it would leave rejected/ partial
+        if old is None:
+            atomic_write_text(path, json.dumps({**config, "file_digests": file_digests()}, indent=1))
+        elif old != config:
+            changed = [k for k in config if old.get(k) != config[k]]
+            detail = ""
+            if "pipeline" in changed:
+                was, now = old["pipeline"].get("steps", []), config["pipeline"]["steps"]
+                diff = [f"{a} -> {b}" for a, b in zip(was, now, strict=False) if a != b]
+                detail = f" (changed: {diff[0]})" if diff else ""
+            raise UsageError(
+                f"{self.out} holds a run of a different pipeline or inputs ({', '.join(changed)} differ{detail}); "
+                "use a new --output or delete it"
+            )
 
     def execute(self) -> dict:
         t0 = time.time()
@@ -346,7 +364,7 @@ def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document],
         t = time.perf_counter()
         st.docs_in += len(batch)
         st.chars_in += sum(len(d.text) for d in batch)
-        results = _apply(step, st, batch)
+        batch, results = _apply(step, st, batch)
         kept = []
         for doc, res in zip(batch, results, strict=True):
             if isinstance(res, Document):
@@ -369,20 +387,52 @@ def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document],
         writer.write(doc)
 
 
-def _apply(step: Step, st: StepStats, batch: list[Document]) -> list:
-    """Apply a step to a batch; if the batch raises, retry per document so one bad page costs one drop."""
+def _apply(step: Step, st: StepStats, batch: list[Document]) -> tuple[list[Document], list]:
+    """Apply a step to a batch; if the batch call raises, retry it document by document, explicitly.
+
+    The retry works on copies of the documents taken before the batch call (which may have rewritten
+    some of them before it raised), and the step's counters (`StepStats.extra` and the step's own
+    `_`-prefixed int and Counter attributes) are put back as they were, so nothing is counted twice.
+    Each fallback is counted in `extra["batch_fallbacks"]`, its first error in `extra["batch_error"]`;
+    a document that also fails alone is dropped as `<step>:error`. Returns the documents the results
+    belong to (the copies after a fallback) and the results.
+    """
+    copies = [_copy(d) for d in batch]
+    before = _counters(step, st)
     try:
-        return step.apply_batch(batch)
-    except Exception:
-        pass
+        return batch, step.apply_batch(batch)
+    except Exception as e:
+        _restore(step, st, before)
+        st.extra["batch_fallbacks"] = st.extra.get("batch_fallbacks", 0) + 1
+        st.extra.setdefault("batch_error", "".join(traceback.format_exception_only(e)).strip())
     out = []
-    for doc in batch:
+    for doc in copies:
+        single = _counters(step, st)
         try:
             out.append(step.apply_batch([doc])[0])
         except Exception as e:
+            _restore(step, st, single)
             st.errors += 1
             st.error_sample = st.error_sample or "".join(traceback.format_exception_only(e)).strip()
             out.append(Reject("error"))
             if st.errors >= FAIL_FAST_ERRORS and st.errors == st.docs_in - len(batch) + len(out):
                 raise StepFailed(f"step {st.name!r} raised on its first {st.errors} documents: {st.error_sample}") from e
-    return out
+    return copies, out
+
+
+def _copy(doc: Document) -> Document:
+    """A copy that a step's in-place edits of `doc` (text, scores, metadata) cannot reach."""
+    return dataclasses.replace(doc, metadata=copy.deepcopy(doc.metadata), extra=dict(doc.extra))
+
+
+def _counters(step: Step, st: StepStats) -> tuple[dict, dict]:
+    """The figures a step may have counted so far: its stats' extra and its private numeric attributes."""
+    own = {k: copy.copy(v) for k, v in vars(step).items()
+           if k.startswith("_") and (isinstance(v, Counter) or type(v) in (int, float))}
+    return copy.deepcopy(st.extra), own
+
+
+def _restore(step: Step, st: StepStats, saved: tuple[dict, dict]) -> None:
+    st.extra = copy.deepcopy(saved[0])
+    for k, v in saved[1].items():
+        setattr(step, k, copy.copy(v))

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from functools import cache
 from importlib import resources
 
+from curate.filters._words import word_tokens
 from curate.io import fs
 
 WORD_RE = re.compile(r"(?<!\S)[^\w\s]*(\w(?:\S*\w)?)")
@@ -39,7 +40,7 @@ _CACHE_SIZE = 256  # more than a batch (64 documents), so every filter of a batc
 class TextStats:
     """Lazily computed splits of one text; each property is computed on first use and kept."""
 
-    __slots__ = ("text", "_words", "_lower", "_lines", "_n_symbols", "_tokens")
+    __slots__ = ("text", "_words", "_lower", "_lines", "_n_symbols", "_tokens", "_word_tokens")
 
     def __init__(self, text: str):
         self.text = text
@@ -48,6 +49,7 @@ class TextStats:
         self._lines: list[str] | None = None
         self._n_symbols: int | None = None
         self._tokens: list[str] | None = None
+        self._word_tokens: list[str] | None = None
 
     @property
     def words(self) -> list[str]:
@@ -68,6 +70,13 @@ class TextStats:
         if self._tokens is None:
             self._tokens = ALL_TOKENS_RE.findall(self.text)
         return self._tokens
+
+    @property
+    def word_tokens(self) -> list[str]:
+        """spaCy-English-like tokens, punctuation included (curate.filters._words): what datatrove counts."""
+        if self._word_tokens is None:
+            self._word_tokens = word_tokens(self.text)
+        return self._word_tokens
 
     @property
     def lines(self) -> list[str]:

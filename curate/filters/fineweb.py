@@ -13,7 +13,10 @@ from curate.filters._text import TERMINAL_PUNCTUATION, find_duplicates, text_sta
 class FineWeb(Filter):
     """Reasons, checked in this order: `empty`, `punct_lines`, `short_lines`, `dup_line_chars`, `newline_ratio`.
 
-    Lines are the non-blank lines, right-stripped. `dup_line_chars` is the characters in lines that repeat
+    Lines are the non-blank lines, right-stripped. datatrove (FineWeb) does not strip them, so there a
+    line ending in ". " does not end in punctuation, and two of NLTK's inaugural addresses, whose lines
+    end in a space, fail `punct_lines`; stripping changes 5 of 2,313 decisions on the fidelity set
+    (docs/filters.md). `dup_line_chars` is the characters in lines that repeat
     an earlier line over all non-newline characters. `newline_ratio` is newlines per word.
     """
 
@@ -51,7 +54,6 @@ class FineWeb(Filter):
         text = doc.text
         if find_duplicates(lines)[1] / (len(text) - text.count("\n")) > self.max_dup_line_char_ratio:
             return "dup_line_chars"
-        n_tokens = len(st.words) + st.n_symbols
-        if text.count("\n") / max(n_tokens, 1) > self.max_newline_word_ratio:
+        if text.count("\n") / max(len(st.word_tokens), 1) > self.max_newline_word_ratio:
             return "newline_ratio"
         return None

@@ -23,6 +23,10 @@ BULLETS = ("•", "‣", "·", "-", "*")
 ELLIPSES = ("...", "…")
 
 
+def _is_symbol(token: str) -> bool:
+    return not any(c.isalnum() for c in token)
+
+
 def _stop_word_table(stop_words: Iterable[str] | Mapping[str, Iterable[str]] | None) -> dict[str, frozenset[str]]:
     if stop_words is None:
         return {}
@@ -110,7 +114,8 @@ class GopherQuality(Filter):
 
     def reject_rule(self, doc: Document) -> str | None:
         st = text_stats(doc.text)
-        words = st.words
+        tokens = st.word_tokens
+        words = [t for t in tokens if not _is_symbol(t)]  # tokens with a letter or digit: what "words" counts
         n = len(words)
         if n < self.min_words or n == 0:  # with min_words=0, a text of no words has no ratios to take
             return "too_few_words"
@@ -122,7 +127,7 @@ class GopherQuality(Filter):
         if mean_len > self.max_mean_word_length:
             return "long_mean_word_length"
         text = doc.text
-        n_tokens = n + st.n_symbols if self.punctuation_counts_as_words else n
+        n_tokens = len(tokens) if self.punctuation_counts_as_words else n
         if text.count("#") / n_tokens > self.max_hash_ratio:
             return "hash_ratio"
         if sum(map(text.count, ELLIPSES)) / n_tokens > self.max_ellipsis_ratio:
@@ -138,11 +143,13 @@ class GopherQuality(Filter):
         stop = self._stop_words(doc.lang or self.default_lang)
         if stop is None:
             self._unavailable += 1
-        elif self._count_stop_words(stop, st.lower_tokens) < self.min_stop_words:
+        elif self._count_stop_words(stop, [t.lower() for t in tokens]) < self.min_stop_words:
             return "stop_words"
         return None
 
     def _count_stop_words(self, stop: frozenset[str], tokens: list[str]) -> int:
+        """Stop words among the (lower-cased) tokens. datatrove compares tokens as written, so "The" does not
+        count there; lower-casing follows the paper and changes 2 of 2,313 decisions on the fidelity set."""
         if self.stop_words_counted == "occurrences":
             return sum(1 for t in tokens if t in stop)
         return len(stop.intersection(tokens))
@@ -222,7 +229,7 @@ class GopherRepetition(Filter):
             return "dup_line_frac"
         if dup_chars / len(text) > self.max_dup_line_char_frac:
             return "dup_line_char_frac"
-        return self._ngram_rule(text_stats(text).tokens, len(text))
+        return self._ngram_rule(text_stats(text).word_tokens, len(text))
 
     def _ngram_rule(self, words: list[str], n_chars: int) -> str | None:
         if len(words) < 2:

@@ -93,29 +93,33 @@ class Muon(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self) -> None:
-        todo = []  # (param, momentum-smoothed gradient, group)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
-                buf.lerp_(p.grad, 1 - group["momentum"])
-                todo.append((p, p.grad.lerp(buf, group["momentum"]) if group["nesterov"] else buf, group))
-        owner = share_out([p.numel() for p, _, _ in todo], self.world)
-        for (p, update, group), rank in zip(todo, owner, strict=True):
+        params = [(p, group) for group in self.param_groups for p in group["params"] if p.grad is not None]
+        owner = share_out([p.numel() for p, _ in params], self.world)
+        for (p, group), rank in zip(params, owner, strict=True):
+            buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
+            buf.lerp_(p.grad, 1 - group["momentum"])  # on every rank: each keeps the whole optimizer state
             if rank == self.rank:
-                k = group["blocks"]
-                rows, cols = p.size(0) // k, p.size(1)
-                ortho = newton_schulz(update.view(k, rows, cols), group["ns_steps"]).reshape(p.shape)
-                p.mul_(1 - group["lr"] * group["weight_decay"])
-                p.add_(ortho, alpha=-group["lr"] * math.sqrt(max(1, rows / cols)))  # Keller's shape scaling
-        for rank in range(self.world if self.world > 1 else 0):
-            mine = [p for (p, _, _), r in zip(todo, owner, strict=True) if r == rank]
-            if mine:
-                flat = _flatten_dense_tensors(mine)
-                dist.broadcast(flat, src=rank)
-                for p, new in zip(mine, _unflatten_dense_tensors(flat, mine), strict=True):
-                    p.copy_(new)
+                self._update(p, p.grad.lerp(buf, group["momentum"]) if group["nesterov"] else buf, group)
+        for rank in range(self.world) if self.world > 1 else ():
+            self._broadcast([p for (p, _), r in zip(params, owner, strict=True) if r == rank], src=rank)
+
+    @staticmethod
+    def _update(p: torch.Tensor, momentum: torch.Tensor, group: dict[str, Any]) -> None:
+        """Decay, then step along the orthogonalised momentum, each of the `blocks` row blocks on its own."""
+        k = group["blocks"]
+        rows, cols = p.size(0) // k, p.size(1)
+        ortho = newton_schulz(momentum.view(k, rows, cols), group["ns_steps"]).reshape(p.shape)
+        p.mul_(1 - group["lr"] * group["weight_decay"])
+        p.add_(ortho, alpha=-group["lr"] * math.sqrt(max(1, rows / cols)))  # Keller's shape scaling, per block
+
+    @staticmethod
+    def _broadcast(params: list[torch.Tensor], src: int) -> None:
+        """The weights rank `src` updated, sent to all ranks in one flat message."""
+        if params:
+            flat = _flatten_dense_tensors(params)
+            dist.broadcast(flat, src=src)
+            for p, new in zip(params, _unflatten_dense_tensors(flat, params), strict=True):
+                p.copy_(new)
 
 
 def share_out(sizes: list[int], world: int) -> list[int]:

@@ -18,6 +18,7 @@ from typing import Any
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 CHUNK = 1 << 16
+MAX_RESCAN = 16 << 20  # compressed bytes of one member kept to rescan after damage (bounds memory)
 
 
 class BadMember(Exception):
@@ -96,6 +97,7 @@ class Member(io.RawIOBase):
         self.dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
         self.pending, self.done, self.truncated = b"", False, False
         self.pos = 0  # decompressed bytes delivered
+        self.history: list[bytes] | None = []  # compressed bytes consumed, to rescan after damage
 
     def readable(self) -> bool:
         return True
@@ -129,11 +131,24 @@ class Member(io.RawIOBase):
             self.pending = self.dec.decompress(chunk, CHUNK)
         except zlib.error as e:
             self.done = True
-            self.src.push_back(chunk)  # the next member may start inside it: `resync` scans from here
+            self._rewind(chunk)
             raise BadMember(f"gzip member at byte {self.start}: {e}") from None
-        self.src.push_back(self.dec.unused_data if self.dec.eof else self.dec.unconsumed_tail)  # zlib keeps a stale tail at eof
+        rest = self.dec.unused_data if self.dec.eof else self.dec.unconsumed_tail  # zlib keeps a stale tail at eof
+        self.src.push_back(rest)
+        if self.history is not None:
+            self.history.append(chunk[: len(chunk) - len(rest)])
+            if sum(map(len, self.history)) > MAX_RESCAN:
+                self.history = None
         if self.dec.eof:
             self.done = True
+
+    def _rewind(self, chunk: bytes) -> None:
+        """Give back what this damaged member consumed, but its first byte, so that `resync` finds the next
+        member even where zlib read past it (a flipped header flag makes it skip a name that is not there).
+        A member over MAX_RESCAN bytes gives back only the chunk that failed."""
+        back = b"".join(self.history) + chunk if self.history is not None else chunk
+        self.src.push_back(back[1:] if self.history is not None else back)
+        self.history = None
 
     def drain(self) -> None:
         """Read to the member's end, so that its CRC is checked (raises `BadMember` if it fails)."""
@@ -181,4 +196,5 @@ class Resyncing:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(self.src.buf[:CHUNK], len(self.first))
         except zlib.error:
             return False
-        return head.startswith(self.first)
+        cut_short = self.src.eof and len(self.src.buf) < CHUNK and self.first.startswith(head)  # a truncated member
+        return head.startswith(self.first) or cut_short

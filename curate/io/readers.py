@@ -271,7 +271,7 @@ class Warc(Reader):
             return
         if pending is not None:
             yield pending
-        if n == 0 and not plain and m.pos:  # bytes that held no record FastWARC could frame
+        if stats.docs_in == counted and not plain and m.pos:  # bytes that held no record FastWARC could frame
             self.skip(stats, "truncated_record" if m.truncated else "bad_header")
 
     def _lost(self, stats: StepStats, pending: Document | None, counted: int, rule: str) -> None:

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/scale.py generate --docs 5000000 --dir /tmp/peneira-scale/corpus
     .venv/bin/python benchmarks/scale.py run --docs 1000000 --dir /tmp/peneira-scale/corpus --workers 2
+    .venv/bin/python benchmarks/scale.py run --docs 5000000 --skip-tokens ...; ... tokens --docs 5000000
 
 `generate` writes a corpus of short documents (40-70 words, about 300 characters) in Parquet shards
 of 100,000: words drawn i.i.d. from the unigram frequencies of real text (WikiText, Botchan for the
@@ -187,7 +188,7 @@ def prepare(work: Path, corpus: Path) -> None:
     work.mkdir(parents=True, exist_ok=True)
     if not (work / "quality.bin").exists():
         pos, neg = _prepare(DATA, work)
-        quality.train(quality.load_corpus(pos), quality.load_corpus(neg), str(work / "quality.bin"))
+        quality.train(pos, neg, str(work / "quality.bin"))
     if not (work / "tokenizer.json").exists():
         train_tokenizer(str(sorted(corpus.glob("shard-*.parquet"))[0]), 4096, str(work / "tokenizer.json"))
 
@@ -200,7 +201,7 @@ def partitions(docs: int) -> int:
     return parts
 
 
-def run(docs: int, corpus: Path, workers: int, work: Path) -> dict:
+def run(docs: int, corpus: Path, workers: int, work: Path, tokens: bool = True) -> dict:
     from curate import Pipeline, dedup, quality, readers
 
     shards = sorted(corpus.glob("shard-*.parquet"))[: (docs + SHARD_DOCS - 1) // SHARD_DOCS]
@@ -220,7 +221,7 @@ def run(docs: int, corpus: Path, workers: int, work: Path) -> dict:
     t0 = time.perf_counter()
     pipe.run(inputs=[str(p) for p in shards], output=str(out), executor=ex, progress=False)
     seconds = {"pipeline": time.perf_counter() - t0}
-    tokens_note = run_tokens(out, work, ex, seconds)
+    tokens_note = run_tokens(out, work, ex, seconds) if tokens else "mix/tokenize not run (--skip-tokens)"
     stats = json.loads((out / "stats.json").read_text())
     return {"docs": docs, "parts": parts, "shards": len(shards), "seconds": seconds, "tokens": tokens_note,
             "phases": phase_peaks(str(rss_dir)), "timeline": ex.phases,
@@ -249,6 +250,21 @@ def run_tokens(out: Path, work: Path, ex, seconds: dict) -> str:
         return f"mix/tokenize not measured: {type(e).__name__}: {e}"
 
 
+def run_tokens_only(docs: int, workers: int, work: Path) -> dict:
+    """mix + tokenize on the output of an earlier `run --skip-tokens`, in a process of their own."""
+    out = work / f"run-{docs}"
+    rss_dir = work / f"rss-{docs}-tokens"
+    for d in (out / "mix", out / "tokens", rss_dir):
+        shutil.rmtree(d, ignore_errors=True)
+    rss_dir.mkdir(parents=True)
+    ex = measured_executor(workers, str(rss_dir))
+    seconds: dict[str, float] = {}
+    note = run_tokens(out, work, ex, seconds)
+    return {"docs": docs, "parts": partitions(docs), "shards": len(list(out.glob("data/*.parquet"))),
+            "seconds": seconds, "tokens": note, "phases": phase_peaks(str(rss_dir)), "timeline": ex.phases, "steps": {},
+            "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
+
+
 def report(r: dict) -> None:
     print(f"\n{r['docs']:,} documents, {r['shards']} shards, {r['parts']} hash partitions; {r['tokens']}")
     print("seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items()))
@@ -262,11 +278,12 @@ def report(r: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["generate", "prepare", "run"])
+    ap.add_argument("what", choices=["generate", "prepare", "run", "tokens"])
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/peneira-scale/corpus"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp/peneira-scale"))
+    ap.add_argument("--skip-tokens", action="store_true", help="run: stop after the pipeline (then `tokens`)")
     args = ap.parse_args()
     if args.what == "generate":
         generate(args.docs, args.dir)
@@ -274,9 +291,12 @@ def main() -> int:
     if args.what == "prepare":
         prepare(args.work, args.dir)
         return 0
-    result = run(args.docs, args.dir, args.workers, args.work)
+    if args.what == "tokens":
+        result = run_tokens_only(args.docs, args.workers, args.work)
+    else:
+        result = run(args.docs, args.dir, args.workers, args.work, tokens=not args.skip_tokens)
     report(result)
-    with open(args.work / f"result-{args.docs}.json", "w") as f:
+    with open(args.work / f"result-{args.docs}-{args.what}.json", "w") as f:
         json.dump(result, f, indent=1)
     return 0
 

@@ -23,7 +23,7 @@ from curate.run.executors.local import LocalExecutor
 def model(shared, tmp_path_factory) -> tuple[str, Path]:
     tmp = tmp_path_factory.mktemp("quality_top")
     pos, neg = _prepare(shared, tmp)
-    result = quality.train(quality.load_corpus(pos), quality.load_corpus(neg), str(tmp / "quality.bin"))
+    result = quality.train(pos, neg, str(tmp / "quality.bin"))  # globs: the defaults, as test_quality trains
     return result.model_path, tmp
 
 

@@ -104,7 +104,8 @@ def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: l
     mdir = fs.join(ctx.work_dir, "_phases", phase)
     fs.makedirs(mdir)
     tasks = [Marked(fn, a, fs.join(mdir, f"{lab}.json")) for a, lab in zip(args, labels, strict=True)]
-    todo = [t for t in tasks if not fs.exists(t.marker)]
+    done = set(fs.listdir(mdir))  # one listing per phase, not one existence check per task
+    todo = [t for t in tasks if fs.basename(t.marker) not in done]
     if todo:
         ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {fs.basename(t.marker)}" for t in todo])
     results = []

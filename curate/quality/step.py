@@ -106,7 +106,8 @@ class TopFraction(GlobalStep):
         if ctx.rejected_dir:
             fs.makedirs(ctx.rejected_dir)
         jobs = [ScoreJob(self.model_path, path, fs.join(score_dir, fs.basename(path))) for path in ctx.inputs]
-        todo = [j for j in jobs if not fs.exists(j.hist_path)]
+        scored = set(fs.listdir(score_dir))  # one listing, not one existence check per shard
+        todo = [j for j in jobs if fs.basename(j.hist_path) not in scored]
         if todo:
             ctx.executor.map(score_shard, todo, desc="quality: score", labels=[j.shard for j in todo])
         counts = np.zeros(1 << HIGH_BITS, dtype=np.int64)

@@ -240,7 +240,7 @@ class RunsCode:
         return (type(self.marker).touch, (self.marker,))
 
 
-def test_checkpoint_is_weights_only_and_refuses_code(short_run, tmp_path, capsys):
+def test_checkpoint_is_weights_only_and_refuses_code(short_run, tmp_path):
     ckpt = short_run / "ckpt.pt"
     torch.load(ckpt, weights_only=True)  # PyTorch's own safe unpickler accepts the trainer's checkpoint
     evil, marker = tmp_path / "ckpt.pt", tmp_path / "pwned"
@@ -264,7 +264,9 @@ def test_rng_restored_from_cpu_whatever_the_map_location(short_run):
 
     checkpoint.set_rng_state(state["rng"][0])
     first = draws()
-    torch.manual_seed(99), np.random.seed(99), random.seed(99)
+    torch.manual_seed(99)
+    np.random.seed(99)
+    random.seed(99)
     checkpoint.set_rng_state(state["rng"][0])
     assert draws() == first
     assert checkpoint.restore_rng(state["rng"], rank=0, world=1, seed=0)

@@ -322,3 +322,11 @@ def test_resume_refuses_a_changed_function_body_or_model_file(tmp_path, capsys):
     model.write_bytes(b"weights v2")  # retrained in place
     assert run_with(20) == 2
     assert "different pipeline" in capsys.readouterr().err
+
+
+def test_input_keys_name_files_relative_to_the_inputs_common_directory():
+    from curate.run.pipeline import input_keys
+
+    assert input_keys(["/data/a/part-0.jsonl", "/data/b/part-0.jsonl"]) == ["a/part-0.jsonl", "b/part-0.jsonl"]
+    assert input_keys(["s3://bucket/crawl/a.warc.gz"]) == input_keys(["/mnt/crawl/a.warc.gz"]) == ["a.warc.gz"]
+    assert input_keys(["file:///x/y/1.jsonl", "/x/y/2.jsonl"]) == ["1.jsonl", "2.jsonl"]

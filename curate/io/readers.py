@@ -49,7 +49,10 @@ class Reader:
     def __init__(self, source: str = "web"):
         self.source = source
 
-    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+    def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
+        """Documents of one file. `key` names the file in document ids (default: `path`); a run passes the
+        file's path relative to its inputs' common directory, so the same files stored elsewhere (a local
+        path, `file://`, `s3://`) give the same ids."""
         raise NotImplementedError
 
     def skip(self, stats: StepStats, rule: str, chars: int = 0) -> None:
@@ -165,8 +168,8 @@ def decode_html(body: bytes, content_type: str | None, stats: StepStats | None =
 class _FileState:
     """What one WARC file's read has seen: WARC records, and the stats as they were before it began."""
 
-    def __init__(self, stats: StepStats, raw: Tracked):
-        self.records, self.raw = 0, raw
+    def __init__(self, stats: StepStats, raw: Tracked, key: str):
+        self.records, self.raw, self.key = 0, raw, key
         self.before = (stats.docs_in, stats.dropped.copy(), stats.dropped_chars.copy())
 
     def check_io(self) -> None:
@@ -197,11 +200,11 @@ class Warc(Reader):
         super().__init__(source)
         self.max_html_bytes = max_html_bytes
 
-    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+    def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         if self._empty(path, stats):
             return
         with fs.open(path, "rb") as f:
-            state = _FileState(stats, Tracked(f))
+            state = _FileState(stats, Tracked(f), key or path)
             try:
                 yield from self._stream(io.BufferedReader(state.raw, CHUNK), path, stats, state)
             except Exception:
@@ -298,7 +301,7 @@ class Warc(Reader):
         try:
             doc = self._record(rec, stats)
             if doc is not None:
-                self._identify(doc, path, f"{start}+{offset()}", stats)
+                self._identify(doc, state.key, f"{start}+{offset()}", stats)
             return doc
         except BadMember:
             raise
@@ -311,9 +314,9 @@ class Warc(Reader):
                 stats.drop("read:bad_record")
             return None
 
-    def _identify(self, doc: Document, path: str, position: str, stats: StepStats) -> None:
+    def _identify(self, doc: Document, key: str, position: str, stats: StepStats) -> None:
         rid = doc.metadata.get("warc_record_id")
-        doc.id = make_id(self.source, f"{path}\x00{position}")
+        doc.id = make_id(self.source, f"{key}\x00{position}")
         if doc.url is not None and (fixed := repair_text(doc.url)) is not None:
             doc.url = fixed
             figure(stats, "text_repaired")
@@ -439,14 +442,14 @@ class Jsonl(Reader):
         super().__init__(source)
         self.text_key, self.id_key, self.url_key = text_key, id_key, url_key
 
-    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+    def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         with _open_bytes(path) as (f, raw):
             lineno = -1
             try:
                 for lineno, line in enumerate(f):
                     if not line.strip():
                         continue
-                    doc = self._parse(line, path, lineno, stats)
+                    doc = self._parse(line, key or path, lineno, stats)
                     if doc is not None:
                         yield doc
             except Exception as e:  # the decompressor: truncated gzip or zstd, a bad CRC, not gzip at all
@@ -456,7 +459,7 @@ class Jsonl(Reader):
                 figure(stats, "records_before_corrupt_stream", lineno + 1)
                 note(stats, path, f"{type(e).__name__}: {e} (after {lineno + 1} lines)")
 
-    def _parse(self, line: bytes, path: str, lineno: int, stats: StepStats) -> Document | None:
+    def _parse(self, line: bytes, key: str, lineno: int, stats: StepStats) -> Document | None:
         try:
             text_line = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -478,7 +481,7 @@ class Jsonl(Reader):
         meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
         url = rec.pop(self.url_key, None) or meta.get("url")
         stats.docs_in += 1
-        return Document(id=make_id(self.source, f"{path}:{lineno}"), text=text, source=self.source,
+        return Document(id=make_id(self.source, f"{key}:{lineno}"), text=text, source=self.source,
                         url=url if isinstance(url, str) else None, metadata=rec)
 
 
@@ -496,7 +499,7 @@ class Parquet(Reader):
         super().__init__(source)
         self.text_key, self.id_key, self.batch_size = text_key, id_key, batch_size
 
-    def read(self, path: str, stats: StepStats) -> Iterator[Document]:
+    def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         import pyarrow.parquet as pq
 
         with fs.open(path, "rb") as f:
@@ -510,9 +513,9 @@ class Parquet(Reader):
                 note(stats, path, e)
                 return
             with pf:
-                yield from self._rows(pf, raw, path, stats)
+                yield from self._rows(pf, raw, path, key or path, stats)
 
-    def _rows(self, pf: Any, raw: Tracked, path: str, stats: StepStats) -> Iterator[Document]:
+    def _rows(self, pf: Any, raw: Tracked, path: str, key: str, stats: StepStats) -> Iterator[Document]:
         names = pf.schema_arrow.names
         if self.text_key not in names:
             self.skip(stats, "bad_schema")
@@ -525,7 +528,7 @@ class Parquet(Reader):
             try:
                 for batch in pf.iter_batches(batch_size=self.batch_size, row_groups=[g]):
                     for rec in _pylist(batch, stats):
-                        doc = self._doc(rec, contract, path, row + done, stats)
+                        doc = self._doc(rec, contract, key, row + done, stats)
                         done += 1
                         if doc is not None:
                             yield doc
@@ -537,7 +540,7 @@ class Parquet(Reader):
                     self.skip(stats, "bad_row_group")
             row += size
 
-    def _doc(self, rec: dict, contract: bool, path: str, row: int, stats: StepStats) -> Document | None:
+    def _doc(self, rec: dict, contract: bool, key: str, row: int, stats: StepStats) -> Document | None:
         text = rec.get(self.text_key)
         if not isinstance(text, str):
             self.skip(stats, "no_text")
@@ -547,7 +550,7 @@ class Parquet(Reader):
             return Document.from_record(rec)
         rec.pop(self.text_key)
         return Document(
-            id=make_id(self.source, f"{path}:{row}"),
+            id=make_id(self.source, f"{key}:{row}"),
             text=text,
             source=self.source,
             url=rec.pop("url", None),

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import json
+import os
 import platform
+import posixpath
 import time
 import traceback
 from collections import Counter
@@ -65,6 +68,7 @@ class StreamTask:
     rejected_dir: str | None
     limit: int | None
     extra_columns: dict
+    key: str | None = None  # the input's name in document ids (stage 0; see `input_keys`)
 
     @property
     def stats_path(self) -> str:
@@ -204,6 +208,7 @@ class Run:
 
     def _stream(self, k: int, stage: StreamStage, inputs: list[str], out_dir: str):
         payload = cloudpickle.dumps(stage)
+        keys = input_keys(inputs) if k == 0 else [None] * len(inputs)
         tasks = []
         for i, path in enumerate(inputs):
             stem = f"part-{i:05d}" if k == 0 else fs.basename(path).removesuffix(".parquet")
@@ -218,6 +223,7 @@ class Run:
                     rejected_dir=self.rejected_dir,
                     limit=self.limit if k == 0 else None,
                     extra_columns=self.p.extra_columns,
+                    key=keys[i],
                 )
             )
         done = set(fs.listdir(fs.join(self.out, "_done")))  # one listing per stage, not a request per task
@@ -322,7 +328,7 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej, progress: Pr
     step_stats = [StepStats(s.name) for s in stage.steps]
     t_read = time.perf_counter()
     batch: list[Document] = []
-    for doc in _limited(stage.reader.read(task.path, read_stats), task.limit):
+    for doc in _limited(_read(stage.reader, task, read_stats), task.limit):
         read_stats.chars_in += len(doc.html if doc.html is not None else doc.text)  # raw size as read
         batch.append(doc)
         if len(batch) >= BATCH_DOCS:
@@ -347,6 +353,29 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej, progress: Pr
     atomic_write_text(task.stats_path, json.dumps(result))
     atomic_write_text(task.done_path, "")
     return result
+
+
+def _read(reader: Reader, task: StreamTask, stats: StepStats):
+    """The reader's documents, with the task's input key for ids if the reader takes one (a custom reader may not)."""
+    if task.key is not None and "key" in inspect.signature(reader.read).parameters:
+        return reader.read(task.path, stats, key=task.key)
+    return reader.read(task.path, stats)
+
+
+def input_keys(files: list[str]) -> list[str]:
+    """Each input's path relative to the inputs' common directory: the file's part of its documents' ids.
+
+    So ids are unique within a run (no two inputs share a relative path) and the same files give the same
+    ids wherever they are stored: a plain path, `file://`, `memory://` or `s3://` copy of the same layout.
+    """
+    inner = [os.path.abspath(p) if not fs.is_url(p) else fs.local_path(p) or p.split("://", 1)[1] for p in files]
+    try:
+        root = posixpath.dirname(inner[0]) if len(inner) == 1 else posixpath.commonpath(inner)
+    except ValueError:  # local and remote inputs mixed: no common directory
+        return inner
+    if root in inner:  # commonpath of one repeated file
+        root = posixpath.dirname(root)
+    return [posixpath.relpath(p, root) for p in inner]
 
 
 def _limited(docs, limit: int | None):
@@ -420,9 +449,16 @@ def _apply(step: Step, st: StepStats, batch: list[Document]) -> tuple[list[Docum
     return copies, out
 
 
+_DOC_FIELDS = tuple(f.name for f in dataclasses.fields(Document))
+
+
 def _copy(doc: Document) -> Document:
-    """A copy that a step's in-place edits of `doc` (text, scores, metadata) cannot reach."""
-    return dataclasses.replace(doc, metadata=copy.deepcopy(doc.metadata), extra=dict(doc.extra))
+    """A copy that a step's in-place edits of `doc` (text, scores, metadata) cannot reach. Metadata of plain
+    values (what the WARC readers give) is copied flat; nested metadata (JSONL fields) deeply."""
+    flat = all(not isinstance(v, (dict, list, set)) for v in doc.metadata.values())
+    meta = dict(doc.metadata) if flat else copy.deepcopy(doc.metadata)
+    fields = {name: getattr(doc, name) for name in _DOC_FIELDS}  # 4x faster than dataclasses.replace
+    return Document(**{**fields, "metadata": meta, "extra": dict(doc.extra)})
 
 
 def _counters(step: Step, st: StepStats) -> tuple[dict, dict]:

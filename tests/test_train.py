@@ -7,6 +7,7 @@ import json
 import math
 import pickle
 import random
+import time
 
 import numpy as np
 import pytest
@@ -322,6 +323,32 @@ def test_devices_follow_local_rank():
         resolve_device("cuda:0", local_rank=1, local_world=2)
     if not torch.cuda.is_available():
         assert resolve_device("auto") == cuda("cpu")
+
+
+def test_cuda_without_cuda_is_one_line(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert main(["--config", "tiny", "--data", str(tmp_path), "--device", "cuda", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--device cuda: CUDA is not available" in err
+
+
+def test_prefetched_batches_and_position_are_the_loaders(tokens):
+    """Read ahead by a thread, the batches are the loader's own, in order, and the position saved in a checkpoint
+    counts only the batches handed out, not those read ahead."""
+    from train.data import Loader, TokenDataset
+    from train.prefetch import Prefetcher
+
+    ds = TokenDataset(tokens, "train")
+    plain, ahead = (Loader(ds, 32, 4, seed=3) for _ in range(2))
+    with Prefetcher(ahead, torch.device("cpu"), depth=3) as batches:
+        for _ in range(5):
+            assert all(torch.equal(a, b) for a, b in zip(batches.next_batch(), plain.next_batch(), strict=True))
+        for _ in range(1000):  # let the thread run ahead (it fills the queue within milliseconds)
+            if batches._queue.full():
+                break
+            time.sleep(0.01)
+        assert batches.state_dict() == plain.state_dict() != ahead.state_dict()
 
 
 def test_sample_and_surprise_feed_the_model_on_its_device(short_run):

@@ -1,12 +1,14 @@
 """curate dedup-report OUT: how MinHash grouped a run's documents, and a few clusters side by side.
 
 Reads the kept shards' `dedup_cluster` / `dedup_cluster_size` columns for the histogram and, when
-the run was made with --rejected, the dropped copies (same `dedup_cluster`) for the examples.
+the run was made with --rejected, the dropped copies (same `dedup_cluster`) for the examples: a batch
+of narrow columns at a time, texts only for the few documents shown.
 """
 
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,23 +29,67 @@ def add_parser(sub):
     return p
 
 
-def _read(paths: list[str], columns: list[str]) -> pa.Table:
-    tables = []
+BATCH_ROWS = 8192  # rows decoded at a time: the report holds counts and a few examples, never a column of the corpus
+
+
+def _batches(paths: list[str], columns: list[str]):
+    """Record batches of `columns` from every shard that has them, `BATCH_ROWS` rows at a time."""
     for p in paths:
-        names = fs.parquet_file(p).schema_arrow.names
-        if all(c in names for c in columns):
-            tables.append(fs.read_table(p, columns=columns))
-    return pa.concat_tables(tables) if tables else pa.table({c: [] for c in columns})
+        pf = fs.parquet_file(p)
+        if all(c in pf.schema_arrow.names for c in columns):
+            yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=columns)
 
 
-def histogram(sizes: list[int]) -> list[tuple[str, int, int]]:
-    """(bin label, clusters, documents in them) for cluster sizes of kept documents."""
+def _largest(rows: list[dict], n: int) -> list[dict]:
+    """The `n` kept rows of the largest clusters (ties: smallest id), as the examples show them."""
+    return sorted(rows, key=lambda r: (-r["dedup_cluster_size"], r["id"]))[:n]
+
+
+def scan_kept(paths: list[str], examples: int) -> tuple[Counter, list[dict]]:
+    """(kept documents per cluster size, the kept rows of the `examples` largest clusters), from narrow columns."""
+    sizes: Counter = Counter()
+    top: list[dict] = []
+    for b in _batches(paths, ["id", "dedup_cluster", "dedup_cluster_size"]):
+        size = pc.fill_null(b.column(2), 1)
+        for row in pc.value_counts(size).to_pylist():
+            sizes[row["values"]] += row["counts"]
+        big = b.filter(pc.greater(size, 1))
+        if big.num_rows and examples:
+            top = _largest(top + big.to_pylist(), examples)
+    return sizes, top
+
+
+def histogram(sizes: Counter) -> list[tuple[str, int, int]]:
+    """(bin label, clusters, documents in them) from kept documents per cluster size (one kept per cluster)."""
     rows = []
     for lo, hi in BINS:
-        inside = [s for s in sizes if s >= lo and (hi is None or s <= hi)]
+        inside = {s: n for s, n in sizes.items() if s >= lo and (hi is None or s <= hi)}
         label = f"{lo}" if lo == hi else (f"{lo}-{hi}" if hi else f">{lo - 1}")
-        rows.append((label, len(inside), sum(inside)))
+        rows.append((label, sum(inside.values()), sum(s * n for s, n in inside.items())))
     return rows
+
+
+def _texts(paths: list[str], wanted: set[str]) -> dict[str, str]:
+    """Texts of the documents with these ids, reading a batch of `id` and `text` at a time."""
+    out: dict[str, str] = {}
+    keys = pa.array(sorted(wanted), pa.string())
+    for b in _batches(paths, ["id", "text"]):
+        hit = b.filter(pc.is_in(b.column(0), value_set=keys))
+        out.update(zip(hit.column(0).to_pylist(), hit.column(1).to_pylist(), strict=True))
+    return out
+
+
+def dropped_copies(paths: list[str], clusters: list, copies: int) -> dict:
+    """Per cluster, its `copies` MinHash-dropped members with the smallest ids, with their texts."""
+    members: dict = {c: [] for c in clusters}
+    for b in _batches(paths, ["id", "dedup_cluster", "drop_reason"]):
+        keys = pa.array(clusters, b.schema.field("dedup_cluster").type)
+        hit = b.filter(pc.and_(pc.is_in(b.column(1), value_set=keys), pc.starts_with(b.column(2), "minhash:")))
+        for row in hit.to_pylist():
+            c = row["dedup_cluster"]
+            members[c] = sorted(members[c] + [row], key=lambda r: r["id"])[:copies]
+    texts = _texts(paths, {r["id"] for rows in members.values() for r in rows})
+    return {c: [{**r, "text": texts[r["id"]]} for r in rows] for c, rows in members.items()}
 
 
 def side_by_side(texts: list[str], titles: list[str], width: int, lines: int) -> str:
@@ -61,28 +107,23 @@ def main(args) -> int:
     data = fs.glob(fs.join(args.output, "data", "*.parquet"))
     if not data:
         raise UsageError(f"no shards under {fs.join(args.output, 'data')}")
-    kept = _read(data, ["id", "text", "dedup_cluster", "dedup_cluster_size"])
-    if kept.num_rows == 0 and fs.parquet_file(data[0]).schema_arrow.get_field_index("dedup_cluster") < 0:
+    if fs.parquet_file(data[0]).schema_arrow.get_field_index("dedup_cluster") < 0:
         raise UsageError(f"{args.output} has no dedup_cluster column: was it made with dedup.MinHash?")
-    sizes = [s or 1 for s in kept["dedup_cluster_size"].to_pylist()]
-    dup_docs = sum(s - 1 for s in sizes)
-    print(f"kept documents: {len(sizes):,}   in clusters of 2+: {sum(1 for s in sizes if s > 1):,}   "
-          f"near-duplicates removed: {dup_docs:,}")
+    sizes, top = scan_kept(data, args.examples)
+    print(f"kept documents: {sum(sizes.values()):,}   in clusters of 2+: {sum(n for s, n in sizes.items() if s > 1):,}   "
+          f"near-duplicates removed: {sum((s - 1) * n for s, n in sizes.items()):,}")
     print(f"\n{'cluster size':>14}{'clusters':>12}{'documents':>12}")
     for label, n, docs in histogram(sizes):
         print(f"{label:>14}{n:>12,}{docs:>12,}")
 
     rejected = fs.glob(fs.join(args.output, "rejected", "*.parquet"))
-    dropped = _read(rejected, ["id", "text", "dedup_cluster", "drop_reason"])
-    dropped = dropped.filter(pc.starts_with(dropped["drop_reason"], "minhash:")) if dropped.num_rows else dropped
-    big = kept.filter(pc.greater(kept["dedup_cluster_size"], 1)) if kept.num_rows else kept
-    big = big.sort_by([("dedup_cluster_size", "descending"), ("id", "ascending")]).slice(0, args.examples)
-    if big.num_rows and not dropped.num_rows:
+    copies = dropped_copies(rejected, [r["dedup_cluster"] for r in top], args.copies) if top else {}
+    if top and not any(copies.values()):
         print("\n(run with --rejected to see the dropped copies beside each kept document)")
-    for row in big.to_pylist():
-        members = dropped.filter(pc.equal(dropped["dedup_cluster"], row["dedup_cluster"])) if dropped.num_rows else dropped
-        members = members.sort_by("id").slice(0, args.copies).to_pylist() if members.num_rows else []
+    kept_text = _texts(data, {r["id"] for r in top}) if top else {}
+    for row in top:
+        members = copies[row["dedup_cluster"]]
         print(f"\ncluster {row['dedup_cluster']} ({row['dedup_cluster_size']} documents)")
         titles = [f"kept {row['id']}"] + [f"dropped {m['id']}" for m in members]
-        print(side_by_side([row["text"]] + [m["text"] for m in members], titles, args.width, args.lines))
+        print(side_by_side([kept_text[row["id"]]] + [m["text"] for m in members], titles, args.width, args.lines))
     return 0

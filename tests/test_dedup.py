@@ -84,8 +84,13 @@ def run(inputs, out, steps, workers=1, rejected=True):
                     rejected=rejected, progress=False)
 
 
+def own(run_id: str | None) -> str | None:
+    """The input's id inside a run's id (`<own id>#<position digest>`, docs/data-contract.md)."""
+    return run_id.rsplit("#", 1)[0] if run_id else run_id
+
+
 def clusters_of(out) -> dict[str, tuple[str, bool]]:
-    """id -> (dedup_cluster, kept) over kept and rejected shards."""
+    """own id -> (own id of its cluster, kept) over kept and rejected shards."""
     got = {}
     for sub, kept in (("data", True), ("rejected", False)):
         for p in glob.glob(f"{out}/{sub}/*.parquet"):
@@ -93,12 +98,12 @@ def clusters_of(out) -> dict[str, tuple[str, bool]]:
             for r in t:
                 if not kept and not r["drop_reason"].startswith("minhash"):
                     continue
-                got[r["id"]] = (r["dedup_cluster"], kept)
+                got[own(r["id"])] = (own(r["dedup_cluster"]), kept)
     return got
 
 
 def kept_ids(out) -> set[str]:
-    return {i for p in glob.glob(f"{out}/data/*.parquet") for i in pq.read_table(p, columns=["id"])["id"].to_pylist()}
+    return {own(i) for p in glob.glob(f"{out}/data/*.parquet") for i in pq.read_table(p, columns=["id"])["id"].to_pylist()}
 
 
 def jaccard(a: set, b: set) -> float:
@@ -379,7 +384,7 @@ def test_exact_and_minhash_end_to_end(shared, tmp_path):
     assert mh["dropped"] == {"minhash:duplicate": 1}
     kept = kept_ids(tmp_path / "out")
     assert docs[5]["id"] in kept and "zz-upper" not in kept and "zz-digits" not in kept
-    rej = {r["id"]: r["drop_reason"] for p in glob.glob(f"{tmp_path}/out/rejected/*.parquet")
+    rej = {own(r["id"]): r["drop_reason"] for p in glob.glob(f"{tmp_path}/out/rejected/*.parquet")
            for r in pq.read_table(p).to_pylist()}
     assert rej["zz-upper"] == rej["zz-digits"] == "exact:duplicate"
     assert sum(r == "exact:duplicate" for r in rej.values()) == 12

@@ -95,6 +95,16 @@ def _repair_deep(obj: Any) -> tuple[Any, bool]:
     return obj, False
 
 
+def unique_id(source: str, own: Any, position: str) -> str:
+    """An id unique in the run: the input's own id (if it has a plain one) + `#` + a digest of where the
+    record lies, else the digest alone. The own id stays first, so ids still read and sort like the
+    input's (`#` sorts below every character ids usually hold)."""
+    digest = make_id(source, position)
+    if own is None or isinstance(own, (dict, list, bool)):
+        return digest
+    return f"{own}#{digest[:12]}"
+
+
 def parse_date(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -430,8 +440,8 @@ class _StrictZstd(io.RawIOBase):
 class Jsonl(Reader):
     """JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst), one record a line.
 
-    Ids are unique per run: `blake2b(source, path:line)`. The record's own id field stays in `metadata`
-    under its own name, with every other field. A line that is not JSON (`read:bad_json`) or has no
+    Ids are unique per run: the record's own id + `#` + a digest of (source, file, line) (`unique_id`);
+    the own id field also stays in `metadata` under its own name, with every other field. A line that is not JSON (`read:bad_json`) or has no
     text (`read:no_text`) costs itself; a line that is not UTF-8 is decoded with U+FFFD and lone
     surrogates (`"\\ud800"`, which Arrow cannot write) are replaced by U+FFFD: figures
     `read:invalid_utf8` and `read:text_repaired`. A compressed stream that breaks ends the file with
@@ -481,14 +491,14 @@ class Jsonl(Reader):
         meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
         url = rec.pop(self.url_key, None) or meta.get("url")
         stats.docs_in += 1
-        return Document(id=make_id(self.source, f"{key}:{lineno}"), text=text, source=self.source,
+        return Document(id=unique_id(self.source, rec.get(self.id_key), f"{key}:{lineno}"), text=text, source=self.source,
                         url=url if isinstance(url, str) else None, metadata=rec)
 
 
 class Parquet(Reader):
     """Parquet files. Shards in the text contract come back whole, ids included (the run that wrote them
-    made them unique); other files need `text_key`, and get ids `blake2b(source, path:row)`, their own
-    id column staying in `metadata` under its own name.
+    made them unique); other files need `text_key`, and get ids like JSONL's (`unique_id`, from the
+    file and row), their own id column staying in `metadata` under its own name.
 
     Row groups are read one by one: one that does not decode (a damaged page, a bad page checksum)
     costs its own rows (`read:bad_row_group`, one count per row), and reading goes on with the next.
@@ -550,7 +560,7 @@ class Parquet(Reader):
             return Document.from_record(rec)
         rec.pop(self.text_key)
         return Document(
-            id=make_id(self.source, f"{key}:{row}"),
+            id=unique_id(self.source, rec.get(self.id_key), f"{key}:{row}"),
             text=text,
             source=self.source,
             url=rec.pop("url", None),

@@ -241,3 +241,13 @@ def test_invalid_utf8_jsonl_line_is_decoded_with_replacement_and_counted(tmp_pat
     path.write_bytes(b'{"text": "caf\xe9 cr\xe8me"}\n{"text": "plain"}\n')
     docs, stats = read(readers.Jsonl(), path)
     assert [d.text for d in docs] == ["caf\ufffd cr\ufffdme", "plain"] and stats.extra == {"read:invalid_utf8": 1}
+
+
+def test_parquet_string_that_is_not_utf8_is_decoded_with_replacement_and_counted(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = pa.array([b"caf\xe9", b"fine"], pa.binary()).view(pa.string())  # bytes Arrow never checked
+    pq.write_table(pa.table({"text": text, "id": ["x", "y"]}), tmp_path / "bad.parquet")
+    docs, stats = read(readers.Parquet(), tmp_path / "bad.parquet")
+    assert [d.text for d in docs] == ["caf\ufffd", "fine"] and stats.extra == {"read:invalid_utf8": 1}

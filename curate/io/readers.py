@@ -202,8 +202,8 @@ class Warc(Reader):
     if it breaks, the rest of it is one `read:corrupt_stream`. A document is only yielded once the
     gzip CRC of its member has checked out.
 
-    Ids are unique per run: `blake2b(source, path, record position)`; the WARC-Record-ID is kept in
-    `metadata.warc_record_id`.
+    Ids are unique per run: `blake2b(source, file key, record position)` (see `Reader.read`); the
+    WARC-Record-ID is kept in `metadata.warc_record_id`.
     """
 
     def __init__(self, source: str = "web", max_html_bytes: int = 5_000_000):
@@ -255,8 +255,6 @@ class Warc(Reader):
                     yield pending
                     pending = None
                 n += 1
-                if rec is None:
-                    continue
                 state.records += 1
                 pending = self._guarded(rec, path, start, offset, stats, state)
             if not plain:

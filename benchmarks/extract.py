@@ -1,24 +1,38 @@
-"""Reading and extraction throughput on the real crawls, single core: warcio vs FastWARC, trafilatura vs Resiliparse.
+"""Extraction quality and speed on the gold sets, and reading + extraction throughput on the real crawls.
 
-    .venv/bin/python benchmarks/extract.py [--data ../shared/data] [--repeat 5]
+    .venv/bin/python benchmarks/extract.py [--data ../shared/data] [--repeat 5] [--sets dragnet,...]
 
-Prints docs/s per core for read-only (each reader over the WARC set, `--repeat` times) and for
-read+extract (each extractor over every page once, plus the read cost), the speed ratio against the
-baseline measured in the same run (warcio, trafilatura), how far the two extractors agree (mean
-token-set Jaccard over pages where both return text), and peak RSS.
+Part 1, quality: every extractor (trafilatura with favor_precision, Resiliparse main_content,
+extract.Main) on every gold set of ../shared/data/extraction and on the hand-made gold of 10 WARC
+pages (tests/data/warc_gold.jsonl): mean per-page token F1, precision and recall over bags of
+lower-cased \\w+ tokens, for extract.Main's tuning split and held-out split separately (`_gold.is_tune`),
+and pages per CPU-second (one process, so per core; CPU time, not wall time, because the machine
+is shared), with the ratio to trafilatura measured in the same run. Pages are decoded before timing.
+
+Part 2, throughput on the WARC set: docs/s per core for read-only (each reader over the WARC set,
+`--repeat` times) and for read+extract, the speed ratio against the baseline measured in the same
+run (warcio, trafilatura), how far the two extractors agree, and peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import sys
 import time
 from pathlib import Path
 
-from curate import extract, readers
-from curate.core.document import Document
+from _data import DATA, ROOT
+from _gold import SETS, bag, is_tune, pages, prf
+from warcio.archiveiterator import ArchiveIterator
+
+from curate import Document, extract
 from curate.core.stats import StepStats
+from curate.io import readers
+from curate.io.readers import decode_html
+
+EXTRACTORS = (("trafilatura", extract.Trafilatura), ("resiliparse", extract.Resiliparse), ("main", extract.Main))
 
 
 def read_all(reader: readers.Reader, files: list[Path]) -> list[Document]:
@@ -31,7 +45,7 @@ def time_reads(reader: readers.Reader, files: list[Path], repeat: int) -> tuple[
     return time.perf_counter() - t0, n
 
 
-def time_extract(ex: extract._Extractor, docs: list[Document]) -> tuple[float, dict[str, str]]:
+def time_extract(ex: extract.Extractor, docs: list[Document]) -> tuple[float, dict[str, str]]:
     ex.setup()
     out: dict[str, str] = {}
     t0 = time.perf_counter()
@@ -41,6 +55,55 @@ def time_extract(ex: extract._Extractor, docs: list[Document]) -> tuple[float, d
     return time.perf_counter() - t0, out
 
 
+def run_gold(ex: extract.Extractor, items: list[tuple[str, str, str | None, str]]) -> tuple[float, list]:
+    """CPU seconds for `ex` over the pages, and (id, precision, recall, F1) per page."""
+    docs = [Document(id=i, text="", source="gold", url=u, html=h) for i, h, u, _ in items]
+    t0 = time.process_time()
+    outs = [ex.apply(d) for d in docs]
+    sec = time.process_time() - t0
+    scores = [(i, *prf(bag(o.text) if isinstance(o, Document) else bag(""), bag(g)))
+              for (i, _, _, g), o in zip(items, outs, strict=True)]
+    return sec, scores
+
+
+def mean(rows: list, k: int) -> float:
+    return sum(r[k] for r in rows) / max(len(rows), 1)
+
+
+def warc_gold(data: Path) -> list[tuple[str, str, str | None, str]]:
+    """The WARC pages of tests/data/warc_gold.jsonl, found by record id, decoded as the readers do."""
+    with open(ROOT / "tests" / "data" / "warc_gold.jsonl", encoding="utf-8") as f:
+        gold = [json.loads(line) for line in f]
+    want = {g["record_id"]: g for g in gold}
+    items = []
+    for warc in sorted({g["warc"] for g in gold}):
+        with open(data / warc, "rb") as f:
+            for rec in ArchiveIterator(f):
+                g = want.get(rec.rec_headers.get_header("WARC-Record-ID"))
+                if g is not None and rec.rec_type == "response":
+                    html = decode_html(rec.content_stream().read(), rec.http_headers.get_header("Content-Type"))[0]
+                    items.append((g["record_id"], html, g["url"], g["text"]))
+    return items
+
+
+def quality(data: Path, sets: list[str]) -> None:
+    print("| set | extractor | F1 | F1 tune / held-out | precision | recall | pages/s per core | x trafilatura |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name in [*sets, "warc-gold"]:
+        items = warc_gold(data) if name == "warc-gold" else list(pages(name, data))
+        base = None
+        for label, cls in EXTRACTORS:
+            ex = cls()
+            ex.setup()
+            sec, rows = run_gold(ex, items)
+            rate = len(items) / sec
+            base = base or rate
+            tune = [r for r in rows if is_tune(r[0])]
+            held = [r for r in rows if not is_tune(r[0])]
+            print(f"| {name} ({len(items)}) | {label} | {mean(rows, 3):.3f} | {mean(tune, 3):.3f} / {mean(held, 3):.3f} "
+                  f"| {mean(rows, 1):.3f} | {mean(rows, 2):.3f} | {rate:,.0f} | {rate / base:.1f}x |", flush=True)
+
+
 def jaccard(a: str, b: str) -> float:
     sa, sb = set(a.lower().split()), set(b.lower().split())
     return len(sa & sb) / max(len(sa | sb), 1)
@@ -48,9 +111,14 @@ def jaccard(a: str, b: str) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--repeat", type=int, default=5, help="passes over the WARC set for the read-only figure")
+    ap.add_argument("--sets", default=",".join(SETS), help="gold sets to score (comma-separated)")
+    ap.add_argument("--no-throughput", action="store_true", help="skip part 2 (reading + extraction of the WARCs)")
     args = ap.parse_args()
+    quality(Path(args.data), [s for s in args.sets.split(",") if s])
+    if args.no_throughput:
+        return 0
     files = sorted((Path(args.data) / "warc").rglob("*.warc*.gz"))
     if not files:
         sys.exit(f"no WARC files under {args.data}/warc")

@@ -7,7 +7,7 @@ benchmarks/extract.py reports the other 40% separately. A block's label is wheth
 of its tokens occur in the page's gold text; each block weighs its share of the page's tokens, and each
 set weighs the same, so the 1,376 Dragnet pages do not drown the 57 CleanEval ones. Both stages are
 L2-regularised logistic regressions fitted by Newton's method; the threshold is the one of a grid that
-maximises the mean F1 over the four sets' tuning pages. Parsed blocks are cached, so a rerun with
+maximises the worst margin over the four sets' tuning pages to the better of trafilatura and Resiliparse. Parsed blocks are cached, so a rerun with
 another `--label` only refits (the parse of ~1,000 pages takes a minute on one core).
 """
 
@@ -24,6 +24,10 @@ from _gold import SETS, bag, is_tune, pages, prf
 
 from curate.extract import features as F
 from curate.extract import main as M
+
+# The better of trafilatura and Resiliparse per set (docs/benchmarks.md): the threshold is chosen to
+# maximise the worst margin over these, not the mean F1, so no set is traded away for another.
+TARGET = {"dragnet": 0.842, "readability": 0.934, "CleanPortalEval": 0.948, "cleaneval-dev": 0.882}
 
 
 def load(cache: Path) -> dict[str, list[dict]]:
@@ -57,10 +61,11 @@ def logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = 1.0, steps
     return beta
 
 
-def design(data: dict, label: float, w1: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def design(data: dict, label: float, w1: np.ndarray | None, set_weight: dict[str, float]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows, labels and weights of every tuning block; with stage-1 weights, the stage-2 rows."""
     xs, ys, ws = [], [], []
-    for rows in data.values():
+    for name, rows in data.items():
         for r in rows:
             x = r["x"]
             if w1 is not None:
@@ -70,7 +75,7 @@ def design(data: dict, label: float, w1: np.ndarray | None) -> tuple[np.ndarray,
             frac = np.array([sum(t in gold for t in ts) / len(ts) if ts else 0.0 for ts in r["tokens"]])
             xs.append(x)
             ys.append((frac >= label).astype(np.float64))
-            ws.append(1000.0 * n / max(n.sum(), 1.0) / len(rows))
+            ws.append(1000.0 * set_weight.get(name, 1.0) * n / max(n.sum(), 1.0) / len(rows))
     return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
 
 
@@ -88,13 +93,13 @@ def tune_f1(data: dict, w1: np.ndarray, w2: np.ndarray, threshold: float) -> dic
     return out
 
 
-def write(path: Path, w1: np.ndarray, w2: np.ndarray, threshold: float, label: float) -> None:
+def write(path: Path, w1: np.ndarray, w2: np.ndarray, threshold: float, options: str) -> None:
     def dump(names, w):
         return "".join(f"    {k!r}: {v:.4f},\n" for k, v in zip(names, w, strict=True))
 
     path.write_text(
         '"""Weights of extract.Main\'s two block classifiers, written by benchmarks/extract_fit.py '
-        f'(--label {label}); do not edit by hand."""\n\n'
+        f'({options}); do not edit by hand."""\n\n'
         f"THRESHOLD = {threshold}\n\nSTAGE1 = {{\n{dump(F.LOCAL, w1)}}}\n\n"
         f"STAGE2 = {{\n{dump(F.LOCAL + F.CONTEXT, w2)}}}\n"
     )
@@ -104,19 +109,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default="/tmp/peneira-extract-blocks.pkl")
     ap.add_argument("--label", type=float, default=0.6, help="share of a block's tokens in gold to call it content")
+    ap.add_argument("--weight", action="append", default=[], metavar="SET=W",
+                    help="weight of one set's pages in the fit (default 1 each)")
     ap.add_argument("--out", default=str(ROOT / "curate" / "extract" / "weights.py"))
     args = ap.parse_args()
     data = load(Path(args.cache))
-    w1 = logistic(*design(data, args.label, None))
-    w2 = logistic(*design(data, args.label, w1))
+    set_weight = {k: float(v) for k, v in (w.split("=") for w in args.weight)}
+    w1 = logistic(*design(data, args.label, None, set_weight))
+    w2 = logistic(*design(data, args.label, w1, set_weight))
     best = None
-    for threshold in (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8):
+    for threshold in (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85):
         f1 = tune_f1(data, w1, w2, threshold)
-        mean = float(np.mean(list(f1.values())))
-        print(f"  threshold {threshold}: " + "  ".join(f"{k} {v:.3f}" for k, v in f1.items()) + f"  mean {mean:.4f}")
-        if best is None or mean > best[0]:
-            best = (mean, threshold)
-    write(Path(args.out), w1, w2, best[1], args.label)
+        margin = min(v - TARGET[k] for k, v in f1.items())
+        print(f"  threshold {threshold}: " + "  ".join(f"{k} {v:.3f}" for k, v in f1.items())
+              + f"  worst margin {margin:+.4f}")
+        if best is None or margin > best[0]:
+            best = (margin, threshold)
+    write(Path(args.out), w1, w2, best[1], " ".join([f"--label {args.label}", *(f"--weight {w}" for w in args.weight)]))
     print(f"wrote {args.out} (threshold {best[1]})")
     return 0
 

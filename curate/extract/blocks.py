@@ -71,69 +71,86 @@ def cue(attrs: dict) -> int:
     return found
 
 
-class _Walk:
-    """State of one walk: the text being collected and the blocks made so far."""
+def _clean(raw: str, pre: bool) -> str:
+    """Whitespace folded within lines (kept in <pre>), empty lines dropped."""
+    if pre:
+        return "\n".join(ln.rstrip() for ln in raw.split("\n") if ln.strip())
+    if "\n" not in raw:
+        return " ".join(raw.split())
+    return "\n".join(ln for ln in (" ".join(x.split()) for x in raw.split("\n")) if ln)
 
-    def __init__(self) -> None:
-        self.blocks: list[Block] = []
-        self.buf: list[str] = []
-        self.link_chars = 0
 
-    def flush(self, kind: str, neg: int, pos: int, path: tuple, pre: bool) -> None:
-        if not self.buf:
+_HAS_WORD = re.compile(r"\w")
+
+
+class TooDeep(RecursionError):
+    """The tree nests elements deeper than the walk accepts (the extractors count it as `too_deep`)."""
+
+
+def walk(body, max_depth: int = 512) -> list[Block]:
+    """The blocks of `body` (a selectolax LexborNode) in document order.
+
+    Recursive over elements only (text nodes are handled inline); raises TooDeep past `max_depth`
+    nested elements, well inside Python's recursion limit."""
+    blocks: list[Block] = []
+    buf: list[str] = []
+    link = [0]
+    counter = [0]
+
+    def flush(kind: str, neg: int, pos: int, path: tuple, pre: bool) -> None:
+        raw = "".join(buf)
+        buf.clear()
+        n_link, link[0] = link[0], 0
+        if not _HAS_WORD.search(raw):
             return
-        raw = "".join(self.buf)
-        self.buf = []
-        link, self.link_chars = self.link_chars, 0
-        if pre:
-            lines = [ln.rstrip() for ln in raw.split("\n")]
-            text = "\n".join(ln for ln in lines if ln.strip())
-        else:
-            text = "\n".join(" ".join(ln.split()) for ln in raw.split("\n") if not ln.isspace() and ln)
-            text = "\n".join(ln for ln in text.split("\n") if ln)
-        if text:
-            self.blocks.append(Block(text, len(text), min(link, len(text)), kind, neg, pos, path))
+        text = _clean(raw, pre)
+        blocks.append(Block(text, len(text), min(n_link, len(text)), kind, neg, pos, path))
 
-
-def walk(body) -> list[Block]:
-    """The blocks of `body` (a selectolax LexborNode) in document order."""
-    w = _Walk()
-    # Frame: children iterator, block kind, negative and positive cue counts, container path, in link, in pre,
-    # and whether the element is a block (its end ends a block).
-    stack = [(body.iter(include_text=True), "div", 0, 0, (0,), False, False, True)]
-    n_elem = 0
-    while stack:
-        it, kind, neg, pos, path, link, pre, block = stack[-1]
-        ch = next(it, None)
-        if ch is None:
-            stack.pop()
-            if block:
-                w.flush(kind, neg, pos, path, pre)
-            continue
-        tag = ch.tag
-        if tag == "-text":
-            t = ch.text_content
-            if t:
+    def visit(node, kind: str, neg: int, pos: int, path: tuple, in_link: bool, pre: bool, depth: int) -> None:
+        if depth > max_depth:
+            raise TooDeep
+        depth += 1
+        for ch in node.iter(include_text=True):
+            tag = ch.tag
+            if tag == "-text":
+                t = ch.text_content
                 if not pre:
+                    if t.isspace():  # the whitespace between tags: one space, and only after some text
+                        if buf:
+                            buf.append(" ")
+                        continue
                     t = t.replace("\n", " ")
-                w.buf.append(t)
-                if link:
-                    w.link_chars += len(t.strip())
-        elif tag == "br":
-            w.buf.append("\n")
-        elif not tag or tag[0] == "-":  # comments, doctype, nodes Lexbor leaves untyped
-            continue
-        elif tag in BLOCK:
-            w.flush(kind, neg, pos, path, pre)
-            n_elem += 1
-            attrs = ch.attributes
-            c = cue(attrs) if attrs else 0
-            sub_neg = neg + (c < 0) + (tag in NEG_TAGS)
-            sub_pos = pos + (c > 0) + (tag in POS_TAGS)
-            stack.append((ch.iter(include_text=True), KINDS.get(tag, "div"), sub_neg, sub_pos, (*path, n_elem),
-                          link, pre or tag == "pre", True))
-        else:
-            stack.append((ch.iter(include_text=True), kind, neg, pos, path, link or tag == "a", pre, False))
-    for i, b in enumerate(w.blocks):
+                if in_link:
+                    link[0] += len(t.strip())
+                buf.append(t)
+            elif tag in BLOCK:
+                if buf:
+                    flush(kind, neg, pos, path, pre)
+                counter[0] += 1
+                attrs = ch.attributes
+                c = cue(attrs) if attrs else 0
+                visit(ch, KINDS.get(tag, "div"), neg + (c < 0) + (tag in NEG_TAGS), pos + (c > 0) + (tag in POS_TAGS),
+                      (*path, counter[0]), in_link, pre or tag == "pre", depth)
+                if buf:
+                    flush(KINDS.get(tag, "div"), neg + (c < 0) + (tag in NEG_TAGS),
+                          pos + (c > 0) + (tag in POS_TAGS), (*path, counter[0]), pre or tag == "pre")
+            elif tag == "a" and not pre:
+                # A link's text in one C call: a link is inline, and blocks inside one (teaser cards) are
+                # link text whichever block they join.
+                t = ch.text(deep=True)
+                if t and not t.isspace():
+                    link[0] += len(t.strip())
+                    buf.append(t.replace("\n", " "))
+                elif buf:
+                    buf.append(" ")
+            elif tag == "br":
+                buf.append("\n")
+            elif tag and tag[0] != "-":  # not a comment, doctype or a node Lexbor leaves untyped
+                visit(ch, kind, neg, pos, path, in_link or tag == "a", pre, depth)
+
+    visit(body, "div", 0, 0, (0,), False, False, 0)
+    if buf:
+        flush("div", 0, 0, (0,), False)
+    for i, b in enumerate(blocks):
         b.index = i
-    return w.blocks
+    return blocks

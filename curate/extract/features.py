@@ -10,9 +10,9 @@ frequent words point to; a page whose language has no list gets a neutral stop-w
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
+from itertools import chain, islice
 
 import numpy as np
 
@@ -20,10 +20,12 @@ from curate.extract.blocks import Block
 
 WORD = re.compile(r"\w+")
 _PUNCT = re.compile(r"[.,;:!?。、，]")
+_CAP = re.compile(r"(?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω]")
+_NUM = re.compile(r"\b\d+\b")
 _END = (".", "!", "?", '"', "”", "’", ":", ";", "。", ")", "…")
 KINDS = ("p", "h", "li", "td", "pre", "cap")
 LOCAL = ("bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits", "neg", "pos",
-         *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len")
+         *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len", "stop_rel")
 CONTEXT = ("p1_prev", "p1_next", "p1_window", "region", "region_share", "region_neg")
 NEUTRAL_STOP = 0.3  # a typical density of running text, for languages without a list
 
@@ -47,7 +49,7 @@ def stoplist(tokens: list[list[str]]) -> frozenset[str] | None:
     """The stop words of the page's language: the list that covers most of its 40 most frequent words."""
     if not _stoplists:
         _load_stoplists()
-    freq = Counter(w for ws in tokens for w in ws)
+    freq = Counter(islice(chain.from_iterable(tokens), 1500))
     votes: Counter[str] = Counter()
     for w, _ in freq.most_common(40):
         for lang in _word_langs.get(w, ()):
@@ -59,38 +61,59 @@ def stoplist(tokens: list[list[str]]) -> frozenset[str] | None:
 
 
 def local(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
-    """Stage-1 features, one row per block, and each block's lower-cased tokens."""
-    tokens = [WORD.findall(b.text.lower()) for b in blocks]
+    """Stage-1 features, one row per block, and each block's lower-cased tokens (column by column)."""
+    texts = [b.text for b in blocks]
+    tokens = [WORD.findall(t.lower()) for t in texts]
     stop = stoplist(tokens)
-    total = sum(b.chars for b in blocks) or 1
-    n = max(len(blocks) - 1, 1)
-    rows = []
-    for b, ws in zip(blocks, tokens, strict=True):
-        nw = len(ws) or 1
-        text = b.text
-        sd = sum(w in stop for w in ws) / nw if stop is not None else NEUTRAL_STOP
-        caps = sum(w[:1].isupper() for w in text.split()) / max(text.count(" ") + 1, 1)
-        digits = sum(w.isdigit() for w in ws) / nw
-        kind = b.kind
-        ld, lc = b.link_chars / b.chars, math.log1p(b.chars)
-        rows.append([
-            1.0, lc, sd, ld, min(len(_PUNCT.findall(text)) / nw, 1.0),
-            float(text.endswith(_END)), caps, digits, min(b.neg, 3), min(b.pos, 2),
-            *(float(kind == k) for k in KINDS), b.index / n, b.chars / total, float(b.neg > 0), ld * ld, sd * lc,
-        ])
-    return np.array(rows, dtype=np.float64).reshape(len(blocks), len(LOCAL)), tokens
+    nw = np.array([len(ws) or 1 for ws in tokens], dtype=np.float64)
+    chars = np.array([b.chars for b in blocks], dtype=np.float64)
+    lc = np.log1p(chars)
+    ld = np.array([b.link_chars for b in blocks], dtype=np.float64) / chars
+    if stop is not None:
+        has = stop.__contains__
+        sd = np.array([sum(map(has, ws)) for ws in tokens], dtype=np.float64) / nw
+    else:
+        sd = np.full(len(blocks), NEUTRAL_STOP)
+    punct = np.minimum(np.array([len(_PUNCT.findall(t)) for t in texts], dtype=np.float64) / nw, 1.0)
+    ends = np.array([t.endswith(_END) for t in texts], dtype=np.float64)
+    caps = np.array([len(_CAP.findall(t)) / (t.count(" ") + 1) for t in texts], dtype=np.float64)
+    digits = np.array([len(_NUM.findall(t)) for t in texts], dtype=np.float64) / nw
+    neg = np.array([b.neg for b in blocks], dtype=np.float64)
+    pos = np.array([b.pos for b in blocks], dtype=np.float64)
+    kinds = np.array([b.kind for b in blocks])
+    n = len(blocks)
+    cols = [np.ones(n), lc, sd, ld, punct, ends, caps, digits, np.minimum(neg, 3), np.minimum(pos, 2),
+            *((kinds == k).astype(np.float64) for k in KINDS), np.arange(n) / max(n - 1, 1),
+            chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld, sd * lc, sd / _prose_stop(sd, nw)]
+    return np.column_stack(cols).reshape(n, len(LOCAL)), tokens
 
 
-def region(blocks: list[Block], p1: np.ndarray) -> tuple[int, float]:
-    """The container whose blocks have the largest sum of (p1 - 0.5) x chars, and its share of the page."""
-    sums: dict[int, float] = {}
-    for b, p in zip(blocks, p1, strict=True):
-        v = (p - 0.5) * b.chars
-        for node in b.path:
-            sums[node] = sums.get(node, 0.0) + v
-    best = max(sums, key=lambda k: (sums[k], k)) if sums else 0
-    inside = sum(b.chars for b in blocks if best in b.path)
-    return best, inside / (sum(b.chars for b in blocks) or 1)
+def _prose_stop(sd: np.ndarray, nw: np.ndarray) -> float:
+    """The page's typical stop-word density of prose (median over blocks of 10+ words): stop-word lists fit
+    languages unevenly (Aragonese read with the Spanish list), so a block is also judged against its page."""
+    prose = sd[nw >= 10]
+    return max(float(np.median(prose)), 0.05) if len(prose) else NEUTRAL_STOP
+
+
+def paths(blocks: list[Block]) -> np.ndarray:
+    """The blocks' container paths as rows of a matrix, padded with -1."""
+    depth = max(len(b.path) for b in blocks)
+    pad = (-1,) * depth
+    return np.array([b.path + pad[len(b.path):] for b in blocks], dtype=np.int64)
+
+
+def region(blocks: list[Block], p1: np.ndarray) -> tuple[int, np.ndarray]:
+    """The container whose blocks have the largest sum of (p1 - 0.5) x chars, and which blocks lie in it."""
+    mat = paths(blocks)
+    chars = np.array([b.chars for b in blocks], dtype=np.float64)
+    v = np.repeat((p1 - 0.5) * chars, mat.shape[1])
+    flat = mat.ravel()
+    ok = flat >= 0
+    sums = np.bincount(flat[ok], weights=v[ok])
+    used = np.bincount(flat[ok]) > 0
+    sums[~used] = -np.inf
+    best = int(np.flatnonzero(sums == sums.max())[-1])  # ties: the deepest (numbered last in document order)
+    return best, (mat == best).any(axis=1)
 
 
 def _window(x: np.ndarray, k: int) -> np.ndarray:
@@ -103,14 +126,15 @@ def _window(x: np.ndarray, k: int) -> np.ndarray:
 def context(blocks: list[Block], p1: np.ndarray) -> np.ndarray:
     """Stage-2 extra features: neighbours' stage-1 scores (chars-weighted window of 3 each side) and the region."""
     n = len(blocks)
-    best, share = region(blocks, p1)
+    _, inside = region(blocks, p1)
     chars = np.array([b.chars for b in blocks], dtype=np.float64)
     prev = np.concatenate(([0.0], p1[:-1]))
     nxt = np.concatenate((p1[1:], [0.0]))
     wp, wc = _window(p1 * chars, 3), _window(chars, 3)
     window = (wp - p1 * chars) / np.maximum(wc - chars, 1.0)
-    inreg = np.array([float(best in b.path) for b in blocks])
+    share = chars[inside].sum() / (chars.sum() or 1.0)
     # Cues met inside the region (a comment section within the article's container) count, those above it don't.
-    base = min((b.neg for b in blocks if best in b.path), default=0)
-    rel = np.array([min(b.neg - base, 3) if best in b.path else min(b.neg, 3) for b in blocks], dtype=np.float64)
-    return np.column_stack([prev, nxt, window, inreg, np.full(n, share), rel])
+    neg = np.array([b.neg for b in blocks], dtype=np.float64)
+    base = neg[inside].min() if inside.any() else 0.0
+    rel = np.minimum(np.where(inside, neg - base, neg), 3)
+    return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel])

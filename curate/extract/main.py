@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from curate import Document
+from curate.core.document import Document
 from curate.core.validate import check
-from curate.extract import _Extractor
 from curate.extract import features as F
+from curate.extract.base import Extractor
 from curate.extract.blocks import DROP, Block, walk
 from curate.extract.weights import STAGE1, STAGE2, THRESHOLD
 
@@ -36,8 +36,8 @@ W1 = np.array([STAGE1.get(k, 0.0) for k in F.LOCAL])
 W2 = np.array([STAGE2.get(k, 0.0) for k in F.LOCAL + F.CONTEXT])
 
 
-def parse(html: str) -> tuple[list[Block], str]:
-    """The page's blocks and its <title> text."""
+def parse(html: str, max_depth: int = 512) -> tuple[list[Block], str]:
+    """The page's blocks and its <title> text; TooDeep past `max_depth` nested elements."""
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(html)
@@ -45,7 +45,7 @@ def parse(html: str) -> tuple[list[Block], str]:
     title = " ".join(node.text().split()) if node is not None else ""
     tree.strip_tags(DROP)
     body = tree.body
-    return (walk(body) if body is not None else []), title
+    return (walk(body, max_depth) if body is not None else []), title
 
 
 def scores(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
@@ -55,20 +55,42 @@ def scores(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
     return _sigmoid(np.hstack([x, F.context(blocks, p1)]) @ W2), tokens
 
 
+def _data_rows(blocks: list[Block], max_cell: int = 80) -> list[list[int]]:
+    """Runs of two or more short one-line cells of one table row: a data table's rows (a layout table's
+    cells are long, and are judged one by one)."""
+    rows, run = [], []
+    for i, b in enumerate(blocks):
+        if b.kind == "td" and b.chars <= max_cell and "\n" not in b.text:
+            if run and blocks[run[-1]].path[:-1] == b.path[:-1] and run[-1] == i - 1:
+                run.append(i)
+                continue
+            if len(run) > 1:
+                rows.append(run)
+            run = [i]
+        else:
+            if len(run) > 1:
+                rows.append(run)
+            run = []
+    if len(run) > 1:
+        rows.append(run)
+    return rows
+
+
 def select(blocks: list[Block], p: np.ndarray, tokens: list[list[str]], threshold: float,
            min_words: int) -> list[bool]:
     """Which blocks to keep: those over `threshold`; the fallbacks when they hold under `min_words` words."""
     keep = [bool(v > threshold) for v in p]
+    for row in _data_rows(blocks):  # a row of short cells is kept or dropped whole
+        chars = sum(blocks[i].chars for i in row)
+        whole = sum(p[i] * blocks[i].chars for i in row) / chars > threshold
+        for i in row:
+            keep[i] = whole
     if sum(len(t) for t, k in zip(tokens, keep, strict=True) if k) >= min_words:
         return keep
-    # Fallback 1: the best blocks, most probable first, until min_words words (each at least half as sure).
-    keep = [False] * len(blocks)
-    words = 0
-    for i in np.argsort(-p, kind="stable"):
-        if p[i] < threshold / 2 or words >= min_words:
-            break
-        keep[i], words = True, words + len(tokens[i])
-    if words >= min_words:
+    # Fallback 1: every block at least half as probable as the threshold asks (a page in a language
+    # whose stop words the model knows badly scores its prose low, but still above its menus).
+    keep = [bool(v > threshold / 2) for v in p]
+    if sum(len(t) for t, k in zip(tokens, keep, strict=True) if k) >= min_words:
         return keep
     # Fallback 2: everything that is not mostly link text.
     return [b.link_chars * 2 < b.chars for b in blocks]
@@ -90,9 +112,10 @@ def render(blocks: list[Block], keep: list[bool]) -> str:
     return "\n".join(lines)
 
 
-def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False) -> str:
+def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False,
+                 max_depth: int = 512) -> str:
     """The main text of `html`, one paragraph, heading or list item a line."""
-    blocks, page_title = parse(html)
+    blocks, page_title = parse(html, max_depth)
     if not blocks:
         return page_title if title else ""
     p, tokens = scores(blocks)
@@ -102,7 +125,7 @@ def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, t
     return text
 
 
-class Main(_Extractor):
+class Main(Extractor):
     """Main-content extraction tuned on four gold sets: trafilatura's precision on article pages,
     Resiliparse's recall on broad pages, faster than both (docs/extract.md). `threshold` trades
     precision (higher) for recall (lower); `title=True` puts the page's <title> on the first line."""
@@ -119,4 +142,4 @@ class Main(_Extractor):
         F.stoplist([])  # load the stop-word lists once per worker
 
     def extract(self, doc: Document) -> str | None:
-        return extract_text(doc.html, self.threshold, self.min_words, self.title)
+        return extract_text(doc.html, self.threshold, self.min_words, self.title, self.max_depth)

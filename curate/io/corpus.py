@@ -86,7 +86,7 @@ def read_batches(path: str, batch_size: int = 1024, source: str | None = None) -
     from curate.io.readers import Jsonl
 
     stats = StepStats("read")
-    reader = Jsonl(source=source or "text")
+    reader = Jsonl(source=source or "text", unique_ids=False)  # a finished corpus: its ids as written
     batch = Batch([], [], [])
     for doc in reader.read(path, stats):  # a JSONL "source" field is provenance, not a mixing source name
         batch.ids.append(doc.id)

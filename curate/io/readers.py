@@ -446,9 +446,11 @@ class Jsonl(Reader):
     one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`).
     """
 
-    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", url_key: str = "url"):
+    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", url_key: str = "url",
+                 unique_ids: bool = True):
         super().__init__(source)
         self.text_key, self.id_key, self.url_key = text_key, id_key, url_key
+        self.unique_ids = unique_ids  # False: ids as given (a finished corpus read back, e.g. by `curate mix`)
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         with _open_bytes(path) as (f, raw):
@@ -489,7 +491,9 @@ class Jsonl(Reader):
         meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
         url = rec.pop(self.url_key, None) or meta.get("url")
         stats.docs_in += 1
-        return Document(id=unique_id(self.source, rec.get(self.id_key), f"{key}:{lineno}"), text=text, source=self.source,
+        own = rec.get(self.id_key)
+        doc_id = unique_id(self.source, own, f"{key}:{lineno}") if self.unique_ids or own is None else str(own)
+        return Document(id=doc_id, text=text, source=self.source,
                         url=url if isinstance(url, str) else None, metadata=rec)
 
 

@@ -183,6 +183,10 @@ def test_deep_nesting_is_rejected_as_too_deep(main):
     # Inline elements count too (the regex pre-scan of the other extractors skips none of them).
     spans = "<html><body><p>" + "<span>" * 5_000 + "text" + "</span>" * 5_000 + "</p></body></html>"
     assert run(main, spans) == Reject("too_deep")
+    # Under 5,000 tags the regex pre-scan is skipped (Lexbor parses that in milliseconds however it
+    # nests) and the walk measures the parsed tree: still too_deep.
+    small = "<html><body>" + "<div>" * 2_000 + "<p>deep inside.</p>" + "</div>" * 2_000 + "</body></html>"
+    assert small.count("<") < 5_000 and run(main, small) == Reject("too_deep")
 
 
 def test_nesting_within_the_limit_is_extracted(main):

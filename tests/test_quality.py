@@ -36,35 +36,78 @@ def _prepare(shared: Path, tmp: Path) -> tuple[list[str], list[str]]:
 def trained(shared, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("quality")
     pos, neg = _prepare(shared, tmp)
-    corpora = quality.load_corpus(pos), quality.load_corpus(neg)
-    result = quality.train(*corpora, str(tmp / "quality.bin"))  # the defaults: DCLM recipe, seed 0, 10% held out
-    return result, corpora, tmp
+    examples = quality.load_examples(pos), quality.load_examples(neg)
+    result = quality.train(*examples, str(tmp / "quality.bin"))  # the defaults: DCLM recipe, seed 0, 10% held out
+    return result, examples, tmp
 
 
-def test_corpus_reading_counts(trained):
-    _, (pos, neg), _ = trained
-    assert (pos.files, len(pos.lines)) == (5, 1488)  # 4 globs, the zip glob matching 2 archives
-    assert pos.skipped == {"read:zip_member_not_txt": 2}  # the two corpora's README members
-    assert (neg.files, len(neg.lines)) == (3, 1346)
-    assert neg.skipped == {"empty": 27, "duplicate": 9, "read:zip_member_not_txt": 1}
+def test_every_input_kind_is_chunked(tmp_path):
+    """A long JSONL record is cut into examples like a long text file; a short one stays one example."""
+    paragraphs = ["a b c d e f g h", "i j k l m n o p", "q r s t u v w x"]
+    records = ["\n\n".join(paragraphs), "short one", " "]
+    (tmp_path / "long.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in records))
+    (tmp_path / "long.txt").write_text("\n\n".join(p.replace(" ", " Z") for p in paragraphs))
+    ex = quality.load_examples([str(tmp_path / "long.jsonl"), str(tmp_path / "long.txt")], chunk_words=8)
+    assert ex.lines == [*paragraphs, "short one", *(p.replace(" ", " z") for p in paragraphs)]
+    assert ex.group == [0, 0, 0, 1, 3, 3, 3]  # record 2 is blank: counted as empty, not an example
+    assert ex.source == [0, 0, 0, 0, 1, 1, 1]
+    assert ex.skipped == {"empty": 1}
 
 
-def test_training_balances_and_holds_out(trained):
+def test_classes_are_balanced_by_words(tmp_path):
+    """10 positive examples of 100 words against 50 negatives of 4 words: the positives are cut to about
+    the negatives' 200 words (2 examples), where a count balance would keep 10 and cut the negatives to 10."""
+    pos = [" ".join(f"p{i}w{j}" for j in range(100)) for i in range(10)]
+    neg = [" ".join(f"n{i}w{j}" for j in range(4)) for i in range(50)]
+    for name, rows in (("pos", pos), ("neg", neg)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+    r = quality.train(str(tmp_path / "pos.jsonl"), str(tmp_path / "neg.jsonl"), str(tmp_path / "m.bin"),
+                      quality.TrainConfig(holdout=0, bucket=1000, epoch=1))
+    assert r.train_docs == {"positive": 2, "negative": 50}
+    assert r.train_words == {"positive": 200, "negative": 200}
+
+
+def test_confounds_are_warned_with_figures(shared, tmp_path):
+    """Portuguese news against English SMS differ in language and length; one book is one source."""
+    rows = (shared / "text/low_quality/SMSSpamCollection.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    (tmp_path / "sms.jsonl").write_text("".join(json.dumps({"text": r.split("\t", 1)[1]}) + "\n" for r in rows))
+    pt = quality.load_examples(str(shared / "text/pt/bosque_docs.jsonl"))
+    sms = quality.load_examples(str(tmp_path / "sms.jsonl"))
+    figures, warnings = quality.confounds(pt, sms)
+    assert figures["language_share_of_words"]["positive"]["pt"] > 0.95
+    assert figures["language_share_of_words"]["negative"]["en"] > 0.8
+    text = "\n".join(warnings)
+    assert "language: positives are 100% pt; negatives are 98% en, 1% ?, 1% de (by words)" in text
+    assert "length: the median positive example has" in text
+    book = quality.load_examples(str(shared / "text/clean_en/botchan_gutenberg8868.txt"))
+    _, warnings = quality.confounds(book, quality.load_examples(str(shared / "text/low_quality/nltk_webtext.zip")))
+    assert [w.split(":")[0] for w in warnings] == ["source"] and "botchan_gutenberg8868.txt" in warnings[0]
+
+
+def test_heldout_metrics_and_histogram(trained):
     result, _, tmp = trained
-    assert result.train_docs == {"positive": 1211, "negative": 1211}  # 1346 each after balancing, 10% held out
-    assert result.heldout_docs == {"positive": 135, "negative": 135}
+    m, h = result.metrics, result.histogram
+    assert m.roc_auc > 0.97 and m.f1 > 0.9
+    assert sum(h["positive"]) == m.n_pos and sum(h["negative"]) == m.n_neg
+    # a usable margin: most positives above 0.9 and most negatives below 0.1, not a spike at 0.5
+    assert h["positive"][-1] > m.n_pos / 2 and h["negative"][0] > m.n_neg / 2
     card = json.loads((tmp / "quality.bin.json").read_text())
     assert card["config"]["word_ngrams"] == 2 and card["config"]["lr"] == 0.1 and card["config"]["dim"] == 100
-    assert card["heldout_metrics"]["roc_auc"] == pytest.approx(result.metrics.roc_auc)
+    assert card["heldout_histogram"] == h and card["heldout_metrics"]["roc_auc"] == pytest.approx(m.roc_auc)
+    # balanced by words before the held-out split (which takes whole documents): the train sides within 10%
+    assert abs(result.train_words["positive"] - result.train_words["negative"]) < 0.1 * result.train_words["negative"]
 
 
-def test_heldout_metrics_floor(trained):
-    m = trained[0].metrics
-    # one thread and a fixed seed make training reproducible: 132 of the 135 positives are found, with
-    # 15 negatives let through (132 / 147), and the ranking is nearly perfect
-    assert (m.precision, m.recall) == (pytest.approx(132 / 147), pytest.approx(132 / 135))
-    assert m.f1 == pytest.approx(0.9362, abs=1e-4)
-    assert m.roc_auc == pytest.approx(0.9887, abs=1e-4)
+def test_held_out_split_keeps_documents_whole(trained):
+    """Chunks of one record never sit on both sides of the split (that would inflate held-out metrics)."""
+    _, (pos, _), _ = trained
+    import random
+
+    from curate.quality.model import _split
+
+    train_lines, test_lines = _split(pos, 0.1, random.Random(0))
+    group_of = dict(zip(pos.lines, pos.group, strict=True))
+    assert not {group_of[x] for x in train_lines} & {group_of[x] for x in test_lines}
 
 
 def test_known_fixtures_land_on_the_right_side(trained, shared):
@@ -72,8 +115,10 @@ def test_known_fixtures_land_on_the_right_side(trained, shared):
     fixtures = shared / "text/cs336_fixtures"
     high, low = model.score([(fixtures / "high_quality_wiki_reference.txt").read_text(encoding="utf-8"),
                              (fixtures / "low_quality_cc.txt").read_text(encoding="utf-8")])
-    assert high > 0.5 > low, (high, low)
-    assert (high, low) == (pytest.approx(0.6256, abs=1e-4), pytest.approx(0.4546, abs=1e-4))
+    # ranked the right way round. Not both sides of 0.5: with raw Common Crawl pages (much of it decent
+    # prose) labelled negative, an encyclopedia page reads as web text and scores about 0.2; a threshold
+    # has to come from the score distributions of one's own data (docs/quality.md)
+    assert high > 2 * low, (high, low)
 
 
 def test_metrics_against_hand_computed_values():
@@ -85,13 +130,15 @@ def test_metrics_against_hand_computed_values():
     assert (m.precision, m.recall) == (pytest.approx(2 / 4), pytest.approx(2 / 3))
     prec, rec, thr = quality.pr_curve(scores, labels)
     assert thr.tolist() == [0.9, 0.8, 0.3, 0.2] and rec.tolist() == pytest.approx([1 / 3, 2 / 3, 1, 1])
+    h = quality.score_histogram(scores, labels, bins=5)  # bins of 0.2: [0, .2) ... [.8, 1]
+    assert h["positive"] == [0, 1, 0, 0, 2] and h["negative"] == [0, 1, 0, 0, 2]
     with pytest.raises(ValueError, match="both positive and negative"):
         quality.roc_auc(scores, np.ones(6, bool))
 
 
-def test_normalisation_is_shared_and_label_safe():
-    assert quality.normalize("Hello,\n\tWORLD!  __label__hq") == "hello , world ! labelhq"
-    assert len(quality.normalize("word " * 10_000)) <= quality.MAX_CHARS
+def test_classifier_text_is_shared_and_label_safe():
+    assert quality.classifier_text("Hello,\n\tWORLD!  __label__hq") == "hello , world ! labelhq"
+    assert len(quality.classifier_text("word " * 10_000)) <= quality.MAX_CHARS
     docs = quality.chunk_text("a b c d e f g h\n\ni j k l m n o p\n \nq\n", chunk_words=8)
     assert docs == ["a b c d e f g h", "i j k l m n o p\n\nq"]  # the one-word tail joins the previous document
     assert quality.chunk_text("one line\nanother line\n", chunk_words=2) == ["one line", "another line"]
@@ -103,15 +150,17 @@ def test_cli_eval_and_train(trained, shared, tmp_path, capsys):
     assert cli(["quality", "eval", result.model_path, "--positive", botchan, "--negative", str(tmp / "sms.txt"),
                 "--plot", str(tmp_path / "pr.png"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["metrics"]["n_pos"], out["metrics"]["n_neg"]) == (108, 211)
-    # no SMS passes for prose; 87 of the 108 Botchan chunks do
-    assert (out["metrics"]["precision"], out["metrics"]["recall"]) == (1.0, pytest.approx(87 / 108))
-    assert out["metrics"]["roc_auc"] == pytest.approx(0.9824, abs=1e-4)
+    assert (out["metrics"]["n_pos"], out["metrics"]["n_neg"]) == (108, 211)  # 400-word chunks of each file
+    assert out["metrics"]["roc_auc"] > 0.95
+    assert sum(out["histogram"]["positive"]) == 108 and sum(out["histogram"]["negative"]) == 211
     assert (tmp_path / "pr.png").read_bytes()[:4] == b"\x89PNG"
     model = tmp_path / "small.bin"
     assert cli(["quality", "train", "--positive", botchan, "--negative", str(tmp / "sms.txt"), "--out", str(model),
                 "--bucket", "10000", "--seed", "3"]) == 0
-    assert "ROC AUC" in capsys.readouterr().out and model.stat().st_size > 0
+    captured = capsys.readouterr()
+    assert "ROC AUC" in captured.out and "score distributions (held-out)" in captured.out
+    assert "source: 100% of the positive text is one document, botchan_gutenberg8868.txt" in captured.err
+    assert model.stat().st_size > 0
 
 
 def test_bad_models_are_clear_errors(trained, shared, tmp_path, capsys):

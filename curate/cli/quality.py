@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from curate.core.errors import UsageError
 
@@ -15,8 +16,9 @@ def _add_inputs(p) -> None:
     p.add_argument("--negative", action="append", required=True, metavar="GLOB", help=f"low-quality examples: {_INPUTS_HELP}")
     p.add_argument("--text-key", default="text", help="text field of JSONL records and Parquet columns (default: text)")
     p.add_argument("--chunk-words", type=int, default=None,
-                   help="cut plain-text files into documents of about this many words (default: 400)")
-    p.add_argument("--plot", metavar="PNG", help="write the held-out precision-recall curve here")
+                   help="cut every document (text file, record, zip member) into examples of about this many words "
+                        "(default: 400)")
+    p.add_argument("--plot", metavar="PNG", help="write the precision-recall curve and both classes' score histograms")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -24,13 +26,14 @@ def add_parser(sub):
     p = sub.add_parser("quality", help="train and evaluate the fastText quality classifier")
     qsub = p.add_subparsers(dest="quality_command", required=True, parser_class=type(p))
 
-    t = qsub.add_parser("train", help="train a model; prints held-out precision, recall, F1 and ROC AUC")
+    t = qsub.add_parser("train", help="train a model; prints held-out metrics, score histograms and confound warnings")
     _add_inputs(t)
     t.add_argument("--out", required=True, help="model file to write (a <out>.json card is written beside it)")
     t.add_argument("--holdout", type=float, default=0.1, help="share of each class held out by document (default 0.1)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--no-balance", action="store_true", help="keep all documents of the larger class")
-    t.add_argument("--epoch", type=int, default=5)
+    t.add_argument("--no-balance", action="store_true", help="keep all the text of the class with more words")
+    t.add_argument("--epoch", type=int, default=None,
+                   help="epochs (default: 5, more on small sets: at least 30,000 example updates, at most 100 epochs)")
     t.add_argument("--lr", type=float, default=0.1)
     t.add_argument("--dim", type=int, default=100)
     t.add_argument("--word-ngrams", type=int, default=2)
@@ -44,47 +47,60 @@ def add_parser(sub):
     return p
 
 
-def _print(title: str, metrics, corpora: dict, extra: dict, as_json: bool) -> None:
+def _print(title: str, metrics, examples: dict, extra: dict, hist: dict | None, warnings: list[str],
+           as_json: bool) -> None:
     if as_json:
-        print(json.dumps({**extra, "metrics": metrics.to_dict() if metrics else None}, indent=1))
+        print(json.dumps({**extra, "metrics": metrics.to_dict() if metrics else None, "histogram": hist,
+                          "warnings": warnings}, indent=1))
         return
     print(title)
-    for name, corpus in corpora.items():
-        print(f"  {name:<9} {corpus.summary()}")
+    for name, ex in examples.items():
+        print(f"  {name:<9} {ex.summary()}")
     for k, v in extra.items():
         print(f"  {k}: {v}")
     if metrics:
         print(metrics.format())
+    if hist:
+        from curate.quality import format_histogram
+
+        print("score distributions (held-out)" if "train examples" in extra else "score distributions")
+        print(format_histogram(hist))
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
 
 
 def main(args) -> int:
-    from curate.quality import TrainConfig, evaluate_model, load_corpus, plot_pr, train
+    from curate.quality import TrainConfig, evaluate_model, load_examples, plot_pr, score_histogram, train
     from curate.quality.text import CHUNK_WORDS
 
     chunk = args.chunk_words or CHUNK_WORDS
     if chunk < 1:
         raise UsageError(f"--chunk-words must be >= 1, got {chunk}")
-    pos = load_corpus(args.positive, args.text_key, chunk)
-    neg = load_corpus(args.negative, args.text_key, chunk)
-    corpora = {"positive": pos, "negative": neg}
+    pos = load_examples(args.positive, args.text_key, chunk)
+    neg = load_examples(args.negative, args.text_key, chunk)
+    examples = {"positive": pos, "negative": neg}
     if args.quality_command == "train":
         if args.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        if args.epoch is not None and args.epoch < 1:
+            raise UsageError(f"--epoch must be >= 1, got {args.epoch}")
         if args.plot and args.holdout == 0:
             raise UsageError("--plot needs a held-out split (--holdout > 0)")
         cfg = TrainConfig(lr=args.lr, dim=args.dim, epoch=args.epoch, word_ngrams=args.word_ngrams, bucket=args.bucket,
                           threads=args.threads, seed=args.seed, holdout=args.holdout, balance=not args.no_balance,
                           chunk_words=chunk, text_key=args.text_key)
         r = train(pos, neg, args.out, cfg)
-        metrics, scores, labels = r.metrics, r.heldout_scores, r.heldout_labels
+        metrics, scores, labels, hist, warnings = r.metrics, r.heldout_scores, r.heldout_labels, r.histogram, r.warnings
         title = f"trained {r.model_path} ({os.path.getsize(r.model_path) / 2**20:.1f} MiB)"
-        extra = {"model": r.model_path, "train documents": r.train_docs, "held-out documents": r.heldout_docs,
-                 "train words": r.train_words, "seconds": round(r.seconds, 1)}
+        extra = {"model": r.model_path, "train examples": r.train_docs, "held-out examples": r.heldout_docs,
+                 "train words": r.train_words, "epochs": r.epochs, "confounds": r.confounds,
+                 "seconds": round(r.seconds, 1)}
     else:
         metrics, scores, labels, _ = evaluate_model(args.model, pos, neg, threshold=args.threshold)
-        title, extra = f"evaluated {args.model}", {"model": args.model}
+        title, extra, warnings = f"evaluated {args.model}", {"model": args.model}, []
+        hist = score_histogram(scores, labels)
     if args.plot:
         plot_pr(scores, labels, args.plot, title=os.path.basename(extra["model"]))
-        extra["PR curve"] = args.plot
-    _print(title, metrics, corpora, extra, args.json)
+        extra["plot"] = args.plot
+    _print(title, metrics, examples, extra, hist, warnings, args.json)
     return 0

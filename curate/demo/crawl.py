@@ -23,7 +23,6 @@ from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 
-from curate.core.document import make_id
 from curate.demo import words as T
 
 # Share of pages per kind; plain articles take what is left. Tuned so that ~600 pages hold enough of
@@ -33,6 +32,7 @@ KIND_SHARES = {
     "exact_duplicate": 0.05,
     "benchmark_quote": 0.05,
     "spam": 0.07,
+    "seo_prose": 0.05,
     "product_list": 0.05,
     "error": 0.05,
     "short": 0.04,
@@ -313,6 +313,31 @@ class DemoGenerator:
         doc = self._document(title, body + f"<ul>{links}</ul>", "en", "utf-8")
         return self._add("spam", self._url(host, "offer"), doc, "en", adult=adult)
 
+    def seo_paragraphs(self) -> tuple[str, list[list[str]]]:
+        """A title and 4-6 paragraphs of keyword-stuffed marketing sentences, none used twice."""
+        r = self.rng
+        keys = r.choice(T.SPAM_KEYWORDS)
+        sizes = [r.randint(3, 4) for _ in range(r.randint(4, 6))]
+        templates = r.sample(T.SEO_SENTENCES, min(sum(sizes), len(T.SEO_SENTENCES)))
+        paragraphs, i = [], 0
+        for size in sizes:
+            if templates[i : i + size]:
+                paragraphs.append([t.format(kw=r.choice(keys), n=r.randint(3, 20), year=r.randint(2019, 2024),
+                                            pct=r.randint(10, 70)) for t in templates[i : i + size]])
+            i += size
+        return f"The Best {keys[0].title()} Guide", paragraphs
+
+    def add_seo_prose(self) -> Page:
+        """Low-quality prose that reads like sentences: what the heuristics keep and a classifier must drop."""
+        title, paragraphs = self.seo_paragraphs()
+        host = self.rng.choice(SPAM_HOSTS)
+        body = f"<h1>{html.escape(title)}</h1>" + "".join(f"<p>{html.escape(' '.join(p))}</p>" for p in paragraphs)
+        page = self._add("seo_prose", self._url(host, "guide"), self._document(title, f"<article>{body}</article>",
+                                                                                "en", "utf-8"), "en",
+                         words=_words(paragraphs))
+        page.info["title"] = title
+        return page
+
     def add_product_list(self) -> Page:
         r = self.rng
         host = r.choice(SHOP_HOSTS)
@@ -366,7 +391,7 @@ class DemoGenerator:
             self.add_near_duplicate(orig)
         for orig in r.sample(articles, counts["exact_duplicate"]):
             self.add_exact_duplicate(orig)
-        for kind in ("spam", "product_list", "error", "short", "non_html"):
+        for kind in ("spam", "seo_prose", "product_list", "error", "short", "non_html"):
             for _ in range(counts[kind]):
                 getattr(self, f"add_{kind}")()
         return self.pages
@@ -420,10 +445,11 @@ def write_warc(path: Path, pages: list[Page], rng: random.Random, first_index: i
     return 1 + 2 * len(pages)
 
 
-def generate(out: str | Path, pages: int = 600, seed: int = 0, files: int = 4, source: str = "web") -> dict:
+def generate(out: str | Path, pages: int = 600, seed: int = 0, files: int = 4) -> dict:
     """Write `demo-NNNNN.warc.gz` files, `benchmark.jsonl` and `truth.json` into `out`; return the truth.
 
-    `source` is the reader's source name used to precompute each page's document id in the truth.
+    Pages are keyed by their WARC-Record-ID (`record_id`), which readers keep as `metadata.warc_record_id`
+    (document ids also depend on where the files are read from, so the truth cannot name them).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -444,13 +470,13 @@ def generate(out: str | Path, pages: int = 600, seed: int = 0, files: int = 4, s
     with open(out / "benchmark.jsonl", "w", encoding="utf-8") as fh:
         for item in gen.benchmark:
             fh.write(json.dumps(item, ensure_ascii=False) + "\n")
-    truth = _truth(gen, all_pages, truth_files, source)
+    truth = _truth(gen, all_pages, truth_files)
     (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
                                     encoding="utf-8")
     return truth
 
 
-def _truth(gen: DemoGenerator, pages: list[Page], files: dict, source: str) -> dict:
+def _truth(gen: DemoGenerator, pages: list[Page], files: dict) -> dict:
     def groups(kind: str) -> list[list[str]]:
         by_orig: dict[str, list[str]] = {}
         for p in pages:
@@ -471,17 +497,18 @@ def _truth(gen: DemoGenerator, pages: list[Page], files: dict, source: str) -> d
         "exact_duplicates": groups("exact_duplicate"),
         "near_duplicates": groups("near_duplicate"),
         "spam": [p.pid for p in pages if p.kind == "spam"],
+        "seo_prose": [p.pid for p in pages if p.kind == "seo_prose"],
         "adult": [p.pid for p in pages if p.info.get("adult")],
         "benchmark_quotes": quotes,
         "benchmark_planted": sorted({i for v in quotes.values() for i in v}),
-        "page": {p.pid: _page_truth(p, source) for p in pages},
+        "page": {p.pid: _page_truth(p) for p in pages},
     }
 
 
-def _page_truth(p: Page, source: str) -> dict:
+def _page_truth(p: Page) -> dict:
     keep = ("file", "record_id", "dup_of", "edit_frac", "jaccard5", "benchmark", "adult", "title")
     rec = {"kind": p.kind, "url": p.url, "status": p.status, "content_type": p.content_type, "lang": p.lang,
-           "charset": p.charset, "doc_id": make_id(source, p.info["record_id"])}
+           "charset": p.charset}
     rec.update({k: p.info[k] for k in keep if k in p.info})
     return rec
 
@@ -491,7 +518,9 @@ def write_quality_samples(out: str | Path, per_class: int = 300, seed: int = 0) 
 
     Positives are articles from a generator seeded apart from the crawl (so no crawl page is in the
     training set); negatives are the text of the kinds of page a quality filter exists to remove:
-    spam, product lists, error pages, short pages and site chrome (navigation, footers, cookie banners).
+    keyword-stuffed marketing prose (the crawl's `seo_prose` pages, which pass every heuristic rule, so
+    only this classifier removes them), spam, product lists, error pages, short pages and site chrome.
+    Half the negatives are marketing prose, so both classes hold comparable amounts of running text.
     """
     gen = DemoGenerator(pages=20, seed=seed + 10_007)
     qdir = Path(out) / "quality"
@@ -505,8 +534,12 @@ def write_quality_samples(out: str | Path, per_class: int = 300, seed: int = 0) 
     makers = (gen.add_spam, gen.add_product_list, gen.add_error, gen.add_short, lambda: _chrome_page(gen))
     with open(negative, "w", encoding="utf-8") as fh:
         for i in range(per_class):
-            page = makers[i % len(makers)]()
-            fh.write(json.dumps({"text": _visible_text(page.body)}, ensure_ascii=False) + "\n")
+            if i % 2 == 0:
+                title, paragraphs = gen.seo_paragraphs()
+                text = title + "\n\n" + "\n\n".join(" ".join(p) for p in paragraphs)
+            else:
+                text = _visible_text(makers[i // 2 % len(makers)]().body)
+            fh.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
     return positive, negative
 
 

@@ -226,6 +226,31 @@ SPAM_KEYWORDS = (
     ("crypto signals", "bitcoin profit", "double your bitcoin", "crypto trading bot", "guaranteed returns"),
     ("buy followers", "cheap instagram likes", "grow followers fast", "real followers", "viral likes"),
 )
+# Keyword-stuffed marketing prose: whole sentences, stop words and full stops, so it passes the Gopher, C4
+# and FineWeb rules and only a quality classifier can tell it from an article. {kw} slots take the
+# page's keyword group; no template repeats within a page, so no repetition rule fires either.
+SEO_SENTENCES = (
+    "If you are looking for {kw} you have come to the right place because we compare every offer for you.",
+    "Our team has reviewed the top {n} sites for {kw} so that you can choose the one that suits you best.",
+    "Many people ask us where to find {kw} and the answer is always the same: right here on our page.",
+    "You will not find better {kw} anywhere else on the internet, and that is a promise we make every day.",
+    "Do not miss the chance to get {kw} today, since prices like these never stay around for very long.",
+    "We know that {kw} can be confusing, which is why we wrote this simple guide to help you decide.",
+    "Thousands of happy customers have already discovered {kw} with us and they keep coming back for more.",
+    "The best time to start with {kw} is now, and our exclusive offer makes it easier than ever before.",
+    "Compare the top deals for {kw} in {year} and save up to {pct} percent with the links on this page.",
+    "Experts agree that {kw} is one of the smartest choices you can make, so read on to learn more.",
+    "Click the button below to claim your {kw} bonus before the offer ends at midnight tonight.",
+    "There are many reasons to choose {kw} and we have listed the most important ones for you below.",
+    "Every visitor to our site can get {kw} with no hidden fees and a fast and friendly sign up process.",
+    "Stop wasting time on other sites and get the {kw} you deserve with our trusted partners today.",
+    "Whether you are new to {kw} or an old hand, our reviews will help you find the perfect match.",
+    "Sign up in less than {n} minutes and enjoy {kw} from the comfort of your own home right away.",
+    "This page is updated every week with the newest {kw} so be sure to bookmark it and check back.",
+    "We only recommend {kw} that we have tested ourselves, because your trust is what matters most to us.",
+    "Read what our members say about {kw} and find out why so many of them never look anywhere else.",
+    "Act now and get {kw} at the lowest price of the year, with free delivery on every single order.",
+)
 ADULT_KEYWORDS = ("xxx videos", "free porn", "hot sex chat", "xxx live cams", "adult porn site")
 
 PRODUCTS = (

@@ -4,13 +4,14 @@
 pipeline step; `train` and `evaluate_model` are the library behind `curate quality train|eval`. See docs/quality.md.
 """
 
-from curate.quality.metrics import Metrics, evaluate, plot_pr, pr_curve, roc_auc
+from curate.quality.confounds import confounds
+from curate.quality.metrics import Metrics, evaluate, format_histogram, plot_pr, pr_curve, roc_auc, score_histogram
 from curate.quality.model import HQ, LQ, QualityModel, TrainConfig, TrainResult, evaluate_model, load_model, train
 from curate.quality.step import Classifier, TopFraction
-from curate.quality.text import CHUNK_WORDS, MAX_CHARS, Corpus, chunk_text, load_corpus, normalize
+from curate.quality.text import CHUNK_WORDS, MAX_CHARS, Examples, chunk_text, classifier_text, load_examples
 
 __all__ = [
-    "CHUNK_WORDS", "HQ", "LQ", "MAX_CHARS", "Classifier", "Corpus", "Metrics", "QualityModel", "TopFraction",
-    "TrainConfig", "TrainResult", "chunk_text", "evaluate", "evaluate_model", "load_corpus", "load_model", "normalize",
-    "plot_pr", "pr_curve", "roc_auc", "train",
+    "CHUNK_WORDS", "HQ", "LQ", "MAX_CHARS", "Classifier", "Examples", "Metrics", "QualityModel", "TopFraction",
+    "TrainConfig", "TrainResult", "chunk_text", "classifier_text", "confounds", "evaluate", "evaluate_model",
+    "format_histogram", "load_examples", "load_model", "plot_pr", "pr_curve", "roc_auc", "score_histogram", "train",
 ]

@@ -1,4 +1,4 @@
-"""Held-out metrics for a binary scorer, in numpy only: precision, recall, F1, ROC AUC, PR curve."""
+"""Held-out metrics for a binary scorer, in numpy only: precision, recall, F1, ROC AUC, PR curve, score histograms."""
 
 from __future__ import annotations
 
@@ -88,8 +88,42 @@ def evaluate(scores: np.ndarray, labels: np.ndarray, threshold: float = 0.5) -> 
     )
 
 
+HIST_BINS = 10
+
+
+def score_histogram(scores: np.ndarray, labels: np.ndarray, bins: int = HIST_BINS) -> dict:
+    """Counts of each class's scores in `bins` equal bins over [0, 1], with per-class quantiles.
+
+    AUC says how often a positive outranks a negative, not by how much; the histogram shows whether
+    the classes sit apart (a usable threshold exists) or pile up in one bin around 0.5.
+    """
+    scores, labels = _check(scores, labels)
+    edges = np.linspace(0, 1, bins + 1)
+    out: dict = {"edges": edges.round(4).tolist()}
+    for name, mask in (("positive", labels), ("negative", ~labels)):
+        s = scores[mask]
+        out[name] = np.histogram(s, bins=edges)[0].tolist()
+        out[f"{name}_quantiles"] = dict(zip(("p10", "p50", "p90"), np.quantile(s, [0.1, 0.5, 0.9]).round(4).tolist(),
+                                            strict=True))
+    return out
+
+
+def format_histogram(hist: dict, width: int = 30) -> str:
+    """The histogram as a text table: one row per bin, counts and bars for both classes."""
+    edges, pos, neg = hist["edges"], hist["positive"], hist["negative"]
+    top = max(max(pos), max(neg), 1)
+    rows = [f"{'score':<11}{'positive':>9} {'':<{width}}{'negative':>9}"]
+    for i, (p, n) in enumerate(zip(pos, neg, strict=True)):
+        rows.append(f"{edges[i]:.1f}-{edges[i + 1]:.1f}  {p:>9} {'#' * round(width * p / top):<{width}}{n:>9} "
+                    f"{'#' * round(width * n / top)}")
+    q = {k: hist[f"{k}_quantiles"] for k in ("positive", "negative")}
+    rows.append("median     " + "  ".join(f"{k} {v['p50']:.4f} (p10 {v['p10']:.4f}, p90 {v['p90']:.4f})"
+                                        for k, v in q.items()))
+    return "\n".join(rows)
+
+
 def plot_pr(scores: np.ndarray, labels: np.ndarray, path: str, title: str = "quality classifier") -> None:
-    """Write the precision-recall curve as a PNG, marking the 0.5 operating point."""
+    """Write a PNG: the precision-recall curve (0.5 marked) and both classes' score histograms."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,12 +131,18 @@ def plot_pr(scores: np.ndarray, labels: np.ndarray, path: str, title: str = "qua
 
     prec, rec, thr = pr_curve(scores, labels)
     m = evaluate(scores, labels)
-    fig, ax = plt.subplots(figsize=(5, 4), dpi=120)
+    fig, (ax, hx) = plt.subplots(1, 2, figsize=(10, 4), dpi=120)
     ax.plot(rec, prec, drawstyle="steps-post", label=f"AP {m.average_precision:.3f}, ROC AUC {m.roc_auc:.3f}")
     ax.scatter([m.recall], [m.precision], color="C3", zorder=3, label=f"threshold 0.5 (F1 {m.f1:.3f})")
     ax.axhline(m.n_pos / (m.n_pos + m.n_neg), color="grey", lw=0.8, ls="--", label="chance")
     ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1.01), ylim=(0, 1.01), title=title)
     ax.legend(loc="lower left", fontsize=8)
+    edges = np.linspace(0, 1, 41)
+    labels = np.asarray(labels, bool)
+    hx.hist(np.asarray(scores)[labels], bins=edges, alpha=0.6, color="C0", label=f"positive ({m.n_pos:,})")
+    hx.hist(np.asarray(scores)[~labels], bins=edges, alpha=0.6, color="C3", label=f"negative ({m.n_neg:,})")
+    hx.set(xlabel="score (probability of high quality)", ylabel="examples", xlim=(0, 1), title="score distributions")
+    hx.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

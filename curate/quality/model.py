@@ -1,4 +1,4 @@
-"""Train, load and apply the fastText quality model (DCLM recipe: word bigrams, lr 0.1, dim 100, 5 epochs)."""
+"""Train, load and apply the fastText quality model (DCLM recipe: word bigrams, lr 0.1, dim 100, 5+ epochs)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ import random
 import struct
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from curate.core.errors import UsageError
 from curate.io.writers import atomic_write_text
-from curate.quality.metrics import Metrics, evaluate
-from curate.quality.text import CHUNK_WORDS, Corpus, load_corpus, normalize
+from curate.quality.confounds import confounds
+from curate.quality.metrics import Metrics, evaluate, score_histogram
+from curate.quality.text import CHUNK_WORDS, Examples, classifier_text, load_examples
 
 HQ, LQ = "__label__hq", "__label__lq"
 
@@ -96,7 +98,7 @@ class QualityModel:
         self.path = path
 
     def score_lines(self, lines: list[str]) -> np.ndarray:
-        """Scores of already normalised lines, in one multi-line predict call."""
+        """Scores of lines already in `classifier_text` form, in one multi-line predict call."""
         labels, probs = self.ft.predict(lines, k=1)
         top = np.fromiter((p[0] for p in probs), dtype=np.float32, count=len(lines))
         is_hq = np.fromiter((lab[0] == HQ for lab in labels), dtype=bool, count=len(lines))
@@ -104,7 +106,7 @@ class QualityModel:
         return np.clip(np.where(is_hq, top, 1.0 - top), 0.0, 1.0)
 
     def score(self, texts: list[str]) -> np.ndarray:
-        return self.score_lines([normalize(t) for t in texts])
+        return self.score_lines([classifier_text(t) for t in texts])
 
 
 _CACHE: dict[str, QualityModel] = {}
@@ -118,20 +120,28 @@ def load_model(path: str) -> QualityModel:
     return _CACHE[key]
 
 
+MIN_UPDATES = 30_000  # example updates (examples x epochs) below which fastText barely leaves its 0.5 start
+
+
 @dataclass
 class TrainConfig:
-    """Training options. Defaults follow the DCLM fastText recipe; `bucket` bounds model size (dim x 4 bytes each)."""
+    """Training options. Defaults follow the DCLM fastText recipe; `bucket` bounds model size (dim x 4 bytes each).
+
+    `epoch=None` runs DCLM's 5 epochs, or more on a small training set: enough for `MIN_UPDATES` example
+    updates (at most 100 epochs). With a few hundred examples, 5 epochs leave every score within a
+    thousandth of 0.5, a ranking with no margin that no threshold can use.
+    """
 
     lr: float = 0.1
     dim: int = 100
-    epoch: int = 5
+    epoch: int | None = None
     word_ngrams: int = 2
     bucket: int = 200_000
     min_count: int = 1
     threads: int = 1  # >1 trains faster but Hogwild updates make the model differ run to run
     seed: int = 0
     holdout: float = 0.1
-    balance: bool = True
+    balance: bool = True  # cut the larger class to the smaller one's number of words
     chunk_words: int = CHUNK_WORDS
     text_key: str = "text"
 
@@ -143,34 +153,80 @@ class TrainResult:
     train_docs: dict[str, int]
     heldout_docs: dict[str, int]
     skipped: dict[str, dict[str, int]]
-    train_words: int
+    train_words: dict[str, int]
+    epochs: int
     seconds: float
+    confounds: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    histogram: dict | None = None
     heldout_scores: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0))
     heldout_labels: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0, bool))
 
 
-def _split(lines: list[str], n: int, holdout: float, rng: random.Random) -> tuple[list[str], list[str]]:
-    """Shuffle, keep `n` documents, and hold out a fraction of them (by document, not by line of text)."""
-    lines = lines[:]
-    rng.shuffle(lines)
-    lines = lines[:n]
-    k = round(len(lines) * holdout)
-    if holdout > 0 and (k == 0 or k == len(lines)):
-        raise UsageError(f"{len(lines)} documents in a class are too few for a {holdout:g} held-out split")
-    return lines[k:], lines[:k]
+def _balance(pos: Examples, neg: Examples, rng: random.Random) -> tuple[Examples, Examples]:
+    """Cut the class with more words, at random, to about as many words as the other has.
+
+    Balancing by example count would be wrong twice over: a class of long documents would lose most of
+    its text to a class of short messages, and 0.5 would no longer mean "as likely either way" per word.
+    """
+    wp, wn = sum(pos.words()), sum(neg.words())
+    big, target = (pos, wn) if wp > wn else (neg, wp)
+    order = list(range(len(big.lines)))
+    rng.shuffle(order)
+    keep, total = [], 0
+    for i in order:
+        if total >= target:
+            break
+        keep.append(i)
+        total += big.lines[i].count(" ") + 1
+    small = big.subset(sorted(keep))
+    return (small, neg) if big is pos else (pos, small)
+
+
+def _split(ex: Examples, holdout: float, rng: random.Random) -> tuple[list[str], list[str]]:
+    """Hold out about `holdout` of the examples, whole documents at a time when there are several, so that
+    chunks of one document are not on both sides (a class that is one long text is split by chunk)."""
+    if holdout == 0:
+        return list(ex.lines), []
+    groups = sorted(set(ex.group))
+    by_group = len(groups) >= 2 / holdout
+    keys = groups if by_group else list(range(len(ex.lines)))
+    rng.shuffle(keys)
+    member = ex.group if by_group else range(len(ex.lines))
+    size = Counter(member)
+    want, held, n_held = holdout * len(ex.lines), set(), 0
+    for k in keys:
+        if n_held >= want:
+            break
+        held.add(k)
+        n_held += size[k]
+    test = [x for x, m in zip(ex.lines, member, strict=True) if m in held]
+    train = [x for x, m in zip(ex.lines, member, strict=True) if m not in held]
+    if not test or not train:
+        raise UsageError(f"{len(ex.lines)} examples in a class are too few for a {holdout:g} held-out split")
+    rng.shuffle(train)
+    return train, test
+
+
+def _epochs(cfg: TrainConfig, n_examples: int) -> int:
+    if cfg.epoch is not None:
+        return cfg.epoch
+    return min(100, max(5, -(-MIN_UPDATES // max(n_examples, 1))))
 
 
 def train(
-    positive: str | list[str] | Corpus,
-    negative: str | list[str] | Corpus,
+    positive: str | list[str] | Examples,
+    negative: str | list[str] | Examples,
     out: str,
     config: TrainConfig | None = None,
 ) -> TrainResult:
-    """Train a quality model from globs (or loaded corpora) of each class and save it to `out`.
+    """Train a quality model from globs (or loaded examples) of each class and save it to `out`.
 
-    Both classes are cut to the smaller one's size (seeded) so that 0.5 means "as likely either
-    way"; a seeded share of each class is held out by document and scored for the metrics. Next to
-    the model, `<out>.json` records the config, document counts and held-out metrics.
+    The class with more text is cut (seeded) to the other's number of words, so that 0.5 means "as
+    likely either way"; a seeded share of each class is held out and scored for the metrics and the
+    score histogram. Differences a model could learn instead of quality (language mix, example length,
+    one dominant source) are measured and returned as warnings. Next to the model, `<out>.json`
+    records the config, counts, confound figures, warnings and held-out metrics.
     """
     import fasttext
 
@@ -178,38 +234,18 @@ def train(
     if not 0 <= cfg.holdout < 1:
         raise UsageError(f"holdout must be in [0, 1), got {cfg.holdout}")
     t0 = time.perf_counter()
-    pos, neg = (c if isinstance(c, Corpus) else load_corpus(c, cfg.text_key, cfg.chunk_words) for c in (positive, negative))
-    for name, corpus in (("positive", pos), ("negative", neg)):
-        if not corpus.lines:
-            raise UsageError(f"the {name} class has no documents: {corpus.summary()}")
-    both = set(pos.lines) & set(neg.lines)  # a document given as both good and bad teaches nothing
-    if both:
-        pos.lines = [x for x in pos.lines if x not in both]
-        neg.lines = [x for x in neg.lines if x not in both]
-        pos.skipped["in_both_classes"] += len(both)
-        neg.skipped["in_both_classes"] += len(both)
+    pos, neg = (c if isinstance(c, Examples) else load_examples(c, cfg.text_key, cfg.chunk_words) for c in (positive, negative))
+    pos, neg = _drop_shared(pos, neg)
     rng = random.Random(cfg.seed)
-    n_pos, n_neg = len(pos.lines), len(neg.lines)
     if cfg.balance:
-        n_pos = n_neg = min(n_pos, n_neg)
-    pos_train, pos_test = _split(pos.lines, n_pos, cfg.holdout, rng)
-    neg_train, neg_test = _split(neg.lines, n_neg, cfg.holdout, rng)
-
+        pos, neg = _balance(pos, neg, rng)
+    figures, warnings = confounds(pos, neg)
+    pos_train, pos_test = _split(pos, cfg.holdout, rng)
+    neg_train, neg_test = _split(neg, cfg.holdout, rng)
     examples = [f"{HQ} {x}" for x in pos_train] + [f"{LQ} {x}" for x in neg_train]
     rng.shuffle(examples)  # fastText decays lr over the file: classes must be interleaved
-    out_dir = os.path.dirname(os.path.abspath(out))
-    os.makedirs(out_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
-        data = os.path.join(tmp, "train.txt")
-        with open(data, "w", encoding="utf-8") as f:
-            f.write("\n".join(examples) + "\n")
-        ft = fasttext.train_supervised(
-            input=data, lr=cfg.lr, dim=cfg.dim, epoch=cfg.epoch, wordNgrams=cfg.word_ngrams, bucket=cfg.bucket,
-            minCount=cfg.min_count, thread=cfg.threads, seed=cfg.seed, loss="softmax", verbose=0,
-        )
-        tmp_model = os.path.join(tmp, "model.bin")
-        ft.save_model(tmp_model)
-        os.replace(tmp_model, out)  # same directory, so the model appears whole or not at all
+    epochs = _epochs(cfg, len(examples))
+    _fit(fasttext, examples, out, cfg, epochs)
 
     result = TrainResult(
         model_path=out,
@@ -217,8 +253,12 @@ def train(
         train_docs={"positive": len(pos_train), "negative": len(neg_train)},
         heldout_docs={"positive": len(pos_test), "negative": len(neg_test)},
         skipped={"positive": dict(pos.skipped), "negative": dict(neg.skipped)},
-        train_words=sum(x.count(" ") + 1 for x in pos_train + neg_train),
-        seconds=time.perf_counter() - t0,
+        train_words={"positive": sum(x.count(" ") + 1 for x in pos_train),
+                     "negative": sum(x.count(" ") + 1 for x in neg_train)},
+        epochs=epochs,
+        seconds=0.0,
+        confounds=figures,
+        warnings=warnings,
     )
     if pos_test:
         model = QualityModel(out)
@@ -226,29 +266,77 @@ def train(
         result.heldout_scores = model.score_lines(pos_test + neg_test)
         result.heldout_labels = np.r_[np.ones(len(pos_test), bool), np.zeros(len(neg_test), bool)]
         result.metrics = evaluate(result.heldout_scores, result.heldout_labels)
+        result.histogram = score_histogram(result.heldout_scores, result.heldout_labels)
+        result.warnings += spread_warnings(result.histogram)
+    result.seconds = time.perf_counter() - t0
     card = {
-        "config": asdict(cfg),
-        "train_docs": result.train_docs,
-        "heldout_docs": result.heldout_docs,
-        "skipped": result.skipped,
+        "config": asdict(cfg) | {"epochs_run": epochs},
+        "train_examples": result.train_docs,
+        "heldout_examples": result.heldout_docs,
         "train_words": result.train_words,
+        "skipped": result.skipped,
+        "confounds": figures,
+        "warnings": result.warnings,
         "heldout_metrics": result.metrics.to_dict() if result.metrics else None,
+        "heldout_histogram": result.histogram,
     }
     atomic_write_text(f"{out}.json", json.dumps(card, indent=1))
     return result
 
 
+def _drop_shared(pos: Examples, neg: Examples) -> tuple[Examples, Examples]:
+    """An example given as both good and bad teaches nothing: remove it from both classes, counted."""
+    both = set(pos.lines) & set(neg.lines)
+    for name, ex in (("positive", pos), ("negative", neg)):
+        if not ex.lines:
+            raise UsageError(f"the {name} class has no documents: {ex.summary()}")
+    if not both:
+        return pos, neg
+    out = []
+    for ex in (pos, neg):
+        kept = ex.subset([i for i, x in enumerate(ex.lines) if x not in both])
+        kept.skipped = ex.skipped.copy()
+        kept.skipped["in_both_classes"] += len(both)
+        out.append(kept)
+    return out[0], out[1]
+
+
+def _fit(fasttext, examples: list[str], out: str, cfg: TrainConfig, epochs: int) -> None:
+    out_dir = os.path.dirname(os.path.abspath(out))
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
+        data = os.path.join(tmp, "train.txt")
+        with open(data, "w", encoding="utf-8") as f:
+            f.write("\n".join(examples) + "\n")
+        ft = fasttext.train_supervised(
+            input=data, lr=cfg.lr, dim=cfg.dim, epoch=epochs, wordNgrams=cfg.word_ngrams, bucket=cfg.bucket,
+            minCount=cfg.min_count, thread=cfg.threads, seed=cfg.seed, loss="softmax", verbose=0,
+        )
+        tmp_model = os.path.join(tmp, "model.bin")
+        ft.save_model(tmp_model)
+        os.replace(tmp_model, out)  # same directory, so the model appears whole or not at all
+
+
+def spread_warnings(hist: dict) -> list[str]:
+    """A warning when the classes' held-out scores sit close together: a ranking with no usable margin."""
+    pos, neg = hist["positive_quantiles"]["p50"], hist["negative_quantiles"]["p50"]
+    if pos - neg < 0.2:
+        return [f"spread: the median held-out positive scores {pos:.4f} and the median negative {neg:.4f}: no "
+                "threshold separates the classes with a margin; train longer (--epoch) or on more examples"]
+    return []
+
+
 def evaluate_model(
     model_path: str,
-    positive: str | list[str] | Corpus,
-    negative: str | list[str] | Corpus,
+    positive: str | list[str] | Examples,
+    negative: str | list[str] | Examples,
     threshold: float = 0.5,
     text_key: str = "text",
     chunk_words: int = CHUNK_WORDS,
-) -> tuple[Metrics, np.ndarray, np.ndarray, dict[str, Corpus]]:
-    """Score labelled documents with a saved model: metrics, scores, labels, and the corpora read."""
+) -> tuple[Metrics, np.ndarray, np.ndarray, dict[str, Examples]]:
+    """Score labelled examples with a saved model: metrics, scores, labels, and the examples read."""
     model = QualityModel(model_path)
-    pos, neg = (c if isinstance(c, Corpus) else load_corpus(c, text_key, chunk_words) for c in (positive, negative))
+    pos, neg = (c if isinstance(c, Examples) else load_examples(c, text_key, chunk_words) for c in (positive, negative))
     for name, corpus in (("positive", pos), ("negative", neg)):
         if not corpus.lines:
             raise UsageError(f"the {name} class has no documents: {corpus.summary()}")

@@ -1,7 +1,7 @@
-"""Training documents for the quality classifier, and the one normalisation used at train and predict time.
+"""Training examples for the quality classifier, and the one text form used at train and predict time.
 
 fastText sees a document as one line of whitespace-separated tokens, so both sides of the model
-(training lines and scored pages) go through `normalize`: lower-cased, punctuation split from words,
+(training lines and scored pages) go through `classifier_text`: lower-cased, punctuation split from words,
 whitespace folded, capped at `MAX_CHARS`. Splitting punctuation matters on real data: tokenised
 corpora (WikiText writes "word ," where the web writes "word,") would otherwise teach the model a
 spacing artefact instead of prose quality.
@@ -29,7 +29,7 @@ _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 _JSONL = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".ndjson")
 
 
-def normalize(text: str) -> str:
+def classifier_text(text: str) -> str:
     """The model's view of a document: one line, lower-cased, punctuation as tokens, at most MAX_CHARS."""
     out = " ".join(_TOKEN.findall(text[:MAX_CHARS].lower()))
     # A literal "__label__x" token in a training line would be read by fastText as a second label.
@@ -65,16 +65,31 @@ def chunk_text(text: str, chunk_words: int = CHUNK_WORDS) -> list[str]:
 
 
 @dataclass
-class Corpus:
-    """One class of training or evaluation documents, normalised, with what was skipped and why."""
+class Examples:
+    """One class of training or evaluation examples (`classifier_text` of each), with where each came from.
 
-    lines: list[str] = field(default_factory=list)  # normalize(document) for each kept document
-    files: int = 0
+    `group[i]` numbers the input document example i was cut from (a record, or a text file), so that a
+    held-out split can keep every chunk of one document on one side; `source[i]` indexes `files`.
+    """
+
+    lines: list[str] = field(default_factory=list)
+    group: list[int] = field(default_factory=list)
+    source: list[int] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+
+    def words(self) -> list[int]:
+        return [x.count(" ") + 1 for x in self.lines]
+
+    def subset(self, keep: list[int]) -> Examples:
+        return Examples([self.lines[i] for i in keep], [self.group[i] for i in keep], [self.source[i] for i in keep],
+                        self.files, self.skipped)
 
     def summary(self) -> str:
         skipped = ", ".join(f"{n:,} {reason}" for reason, n in self.skipped.most_common())
-        return f"{len(self.lines):,} documents from {self.files:,} files" + (f" (skipped {skipped})" if skipped else "")
+        words = sum(self.words())
+        return (f"{len(self.lines):,} examples ({words:,} words) from {len(self.files):,} files"
+                + (f" (skipped {skipped})" if skipped else ""))
 
 
 def _read_text_file(path: str) -> str:
@@ -90,13 +105,15 @@ def _read_text_file(path: str) -> str:
         return f.read()
 
 
-def _iter_file(path: str, text_key: str, chunk_words: int, skipped: Counter) -> Iterator[str]:
-    """Documents of one input file: JSONL and Parquet records are documents; text is chunked."""
+def _iter_file(path: str, text_key: str, chunk_words: int, skipped: Counter) -> Iterator[list[str]]:
+    """The documents of one input file, each as its list of chunks: a JSONL or Parquet record, a zip
+    member or a whole text file is one document, cut into examples of about `chunk_words` words."""
     lower = path.lower()
     if lower.endswith(_JSONL) or lower.endswith(".parquet"):
         reader = Parquet(text_key=text_key) if lower.endswith(".parquet") else Jsonl(text_key=text_key)
         stats = StepStats("read")
-        yield from (doc.text for doc in reader.read(path, stats))
+        for doc in reader.read(path, stats):
+            yield chunk_text(doc.text, chunk_words) or [doc.text]  # an empty record is counted, not lost
         skipped.update(stats.dropped)
         return
     if lower.endswith(".zip"):
@@ -112,29 +129,37 @@ def _iter_file(path: str, text_key: str, chunk_words: int, skipped: Counter) -> 
                     skipped["read:zip_member_not_txt"] += 1  # READMEs and licences are not examples
                     continue
                 text = archive.read(member).decode("utf-8", errors="replace")
-                yield from chunk_text(text, chunk_words)
+                yield chunk_text(text, chunk_words) or [text]
         return
-    yield from chunk_text(_read_text_file(path), chunk_words)
+    text = _read_text_file(path)
+    yield chunk_text(text, chunk_words) or [text]
 
 
-def load_corpus(patterns: str | list[str], text_key: str = "text", chunk_words: int = CHUNK_WORDS) -> Corpus:
-    """Read every document of one class from globs of text, zip, JSONL and Parquet files.
+def load_examples(patterns: str | list[str], text_key: str = "text", chunk_words: int = CHUNK_WORDS) -> Examples:
+    """Read one class from globs of text, zip, JSONL and Parquet files, every document cut into chunks.
 
-    Documents that normalise to nothing and exact repeats (after normalisation) are skipped with a
-    count: a repeat that lands on both sides of the held-out split would inflate the metrics.
+    Every input kind is chunked alike (a long JSONL record is many examples, as a long text file is),
+    so that one book is not one example truncated to MAX_CHARS. Examples that come out empty and exact
+    repeats (in classifier form) are skipped with a count: a repeat that lands on both sides of the
+    held-out split would inflate the metrics.
     """
     files = expand_inputs(patterns)
-    corpus = Corpus(files=len(files))
+    ex = Examples(files=list(files))
     seen: set[int] = set()
-    for path in files:
-        for text in _iter_file(path, text_key, chunk_words, corpus.skipped):
-            line = normalize(text)
-            key = hash(line)
-            if not line:
-                corpus.skipped["empty"] += 1
-            elif key in seen:
-                corpus.skipped["duplicate"] += 1
-            else:
-                seen.add(key)
-                corpus.lines.append(line)
-    return corpus
+    group = 0
+    for k, path in enumerate(files):
+        for chunks in _iter_file(path, text_key, chunk_words, ex.skipped):
+            for text in chunks:
+                line = classifier_text(text)
+                key = hash(line)
+                if not line:
+                    ex.skipped["empty"] += 1
+                elif key in seen:
+                    ex.skipped["duplicate"] += 1
+                else:
+                    seen.add(key)
+                    ex.lines.append(line)
+                    ex.group.append(group)
+                    ex.source.append(k)
+            group += 1
+    return ex

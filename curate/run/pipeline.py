@@ -255,8 +255,9 @@ class Run:
             fs.makedirs(out_dir)
             fs.makedirs(ctx.work_dir)
             stats = step.run_global(ctx)
-            outputs = [fs.join(out_dir, fs.basename(p)) for p in inputs]
-            record = {"steps": [s.to_dict() for s in stats], "outputs": [p for p in outputs if fs.exists(p)]}
+            written = set(fs.listdir(out_dir))  # one listing, not an exists per shard (a HEAD and a LIST each on S3)
+            outputs = [fs.join(out_dir, fs.basename(p)) for p in inputs if fs.basename(p) in written]
+            record = {"steps": [s.to_dict() for s in stats], "outputs": outputs}
             atomic_write_text(stats_path, json.dumps(record))
             atomic_write_text(done, "")
         with fs.open(stats_path, "r", encoding="utf-8") as f:

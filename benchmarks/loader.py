@@ -8,8 +8,9 @@ Two parts:
   step of the tiny model (train/configs/tiny.toml shapes): the loader must be >= 20x faster than the trainer.
 * `--big`: a synthetic corpus of `--tokens` (default 2.1 B) uint16 ids in 8 shards under /tmp (deleted at the end),
   2 sources. Each configuration runs as 2 concurrent rank processes (world size 2) for `--seconds`; each prints
-  its tokens/s and peak RSS (ru_maxrss, which includes the ~240 MiB of `import torch`; "torch only" is that
-  alone). The baseline decodes every shard into RAM, so it is measured on a `--small-tokens` corpus (50 M).
+  its tokens/s and peak RSS (ru_maxrss, which includes the 200-300 MiB peak of `import torch`; "torch only" is
+  that alone; "RSS growth" is resident memory at the end minus right after `import torch`). The baseline
+  decodes every shard into RAM, so it is measured on a `--small-tokens` corpus (50 M).
 
     .venv/bin/python benchmarks/loader.py --seconds 5
     .venv/bin/python benchmarks/loader.py --big --seconds 15
@@ -126,11 +127,17 @@ def legacy_corpus(src: Path, out: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- ranks
 
 
+def vm_rss() -> float:
+    """Resident memory now (MiB), from /proc."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
 def child(args) -> None:
     """One rank: build the dataset and loader, run for --seconds, print tokens/s and peak RSS as JSON."""
     import torch  # noqa: F401 (the trainer has it loaded; its memory is part of every rank's)
 
-    torch_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    torch_rss, torch_now = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, vm_rss()
     if args.child == "baseline":
         mod = baseline_module(Path(tempfile.mkdtemp()), args.baseline)
     else:
@@ -143,7 +150,7 @@ def child(args) -> None:
     setup = time.perf_counter() - t0
     r = rate(loader.next_batch, args.seconds) * loader.tokens_per_batch
     print(json.dumps({"tokens_per_s": r, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "torch_rss_mib": torch_rss, "setup_s": setup}))
+                      "torch_rss_mib": torch_rss, "growth_mib": vm_rss() - torch_now, "setup_s": setup}))
 
 
 def two_ranks(kind: str, path: Path, args, weights: bool = False) -> list[dict]:
@@ -179,12 +186,15 @@ def big(args) -> None:
         for _ in range(args.rounds):  # interleaved: a busy shared machine slows every configuration alike
             for i, (_, kind, path, weights, _) in enumerate(runs):
                 results[i] += two_ranks(kind, path, args, weights)
-        print(f"{'loader':<30} {'corpus':>8} {'tokens/s per rank':>18} {'peak RSS per rank':>18} {'torch only':>11}")
+        print(f"{'loader':<30} {'corpus':>8} {'tokens/s per rank':>18} {'peak RSS per rank':>18} {'torch only':>11} "
+              f"{'RSS growth':>11}")
         for (label, _, _, _, n), res in zip(runs, results, strict=True):
             tps = np.median([r["tokens_per_s"] for r in res])
             rss = max(r["rss_mib"] for r in res)
             torch_rss = max(r["torch_rss_mib"] for r in res)
-            print(f"{label:<30} {n / 1e9:>7.2f}B {tps / 1e6:>17.2f}M {rss:>14.0f} MiB {torch_rss:>7.0f} MiB")
+            growth = max(r["growth_mib"] for r in res)
+            print(f"{label:<30} {n / 1e9:>7.2f}B {tps / 1e6:>17.2f}M {rss:>14.0f} MiB {torch_rss:>7.0f} MiB "
+                  f"{growth:>7.0f} MiB")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

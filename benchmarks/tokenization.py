@@ -8,7 +8,8 @@ that a busy shared machine does not skew the ratio; tokens/s is per core:
 
 * baseline: `Tokenizer.encode(text)` per document, ids collected into a list (the naive loop);
 * peneira: `_tokenize_file`, the exact task `curate tokenize` runs per input file (batch encoder,
-  flat numpy buffer, EOS appended, Parquet written), timed end to end including reading and writing.
+  flat numpy buffer, EOS appended, `.bin` + `.idx` shards written), timed end to end including reading and
+  writing.
 
     .venv/bin/python benchmarks/tokenization.py --reps 3
 """

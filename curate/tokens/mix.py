@@ -289,17 +289,7 @@ def mix(
     fixed ratio. Every path may be an fsspec URL.
     """
     t0 = time.time()
-    if isinstance(sources, dict):
-        sources = [Source(n, str(p), float(w)) for n, (p, w) in sources.items()]
-    if not sources:
-        raise UsageError("give at least one --source NAME=PATH:WEIGHT")
-    names = [s.name for s in sources]
-    if len(set(names)) != len(names):
-        raise UsageError(f"source names repeat: {names}")
-    if max_epochs <= 0 or (chars_per_token is not None and chars_per_token <= 0) or calibration_chars <= 0:
-        raise UsageError("--max-epochs, --chars-per-token and --calibration-chars must be positive")
-    if calibration_vocab < 258:
-        raise UsageError(f"--calibration-vocab {calibration_vocab} is below the 256 bytes + 2 special tokens")
+    sources = _check_args(sources, max_epochs, chars_per_token, calibration_vocab, calibration_chars)
     tokenizer = os.fspath(tokenizer) if tokenizer else None
     files = {s.name: resolve_inputs(s.path) for s in sources}
     _check_disjoint(files)
@@ -308,32 +298,14 @@ def mix(
     executor = executor or LocalExecutor(workers)
     calibrating = tokenizer is None and chars_per_token is None
     total_w = sum(s.weight for s in sources)
-    rate = {}
+    items = []
     for s in sources:
         est = sum(estimated_chars(f) for f in files[s.name])
-        rate[s.name] = min(1.0, calibration_chars * s.weight / total_w / max(est, 1)) if calibrating else 0.0
-
-    items = [_Measure(f, s.name, fs.join(out, WORK, f"counts-{i:05d}.npy"), tokenizer, rate[s.name], seed)
-             for i, (s, f) in enumerate((s, f) for s in sources for f in files[s.name])]
+        rate = min(1.0, calibration_chars * s.weight / total_w / max(est, 1)) if calibrating else 0.0
+        items += [_Measure(f, s.name, fs.join(out, WORK, f"counts-{len(items) + j:05d}.npy"), tokenizer, rate, seed)
+                  for j, f in enumerate(files[s.name])]
     measured = executor.map(_measure, items, desc="mix: measure", labels=[i.path for i in items])
-    chars = {s.name: 0 for s in sources}
-    for item, m in zip(items, measured, strict=True):
-        chars[item.source] += m["chars"]
-    empty = [s for s, n in chars.items() if n <= 0]
-    if empty:
-        raise UsageError(f"source(s) {empty} have no text: check their paths ({[files[s] for s in empty]})")
-    per_token = {s.name: chars_per_token or 0.0 for s in sources}  # 0: the counts are exact tokens
-    eos = 1.0 if calibrating else 0.0  # the calibrated estimate counts each document's EOS, as tokenize writes it
-    if calibrating:
-        samples: dict[str, list[str]] = {s.name: [] for s in sources}
-        for item, m in zip(items, measured, strict=True):
-            samples[item.source] += m["sample"]
-        per_token = calibrate(samples, calibration_vocab, fs.join(out, "reference-tokenizer.json"))
-        del samples
-    for item, m in zip(items, measured, strict=True):
-        del m["sample"]
-        if not tokenizer:  # the sum over the file of the per-document estimate phase 2 uses
-            m["tokens"] = eos * m["docs"] + m["chars"] / per_token[item.source]
+    per_token, eos = _token_measure(items, measured, files, tokenizer, chars_per_token, calibration_vocab, out)
     available = {s.name: 0.0 for s in sources}
     for item, m in zip(items, measured, strict=True):
         available[item.source] += m["tokens"]
@@ -352,10 +324,8 @@ def mix(
 
     actual = {s.name: {"docs": 0, "chars": 0, "tokens": 0.0} for s in sources}
     for job, res in zip(jobs, written, strict=True):
-        a = actual[job.source]
-        a["docs"] += res["docs"]
-        a["chars"] += res["chars"]
-        a["tokens"] += res["tokens"]
+        for k in ("docs", "chars", "tokens"):
+            actual[job.source][k] += res[k]
     for a in actual.values():
         a["tokens"] = round(a["tokens"])
     if tokenizer:
@@ -383,6 +353,47 @@ def mix(
     }
     atomic_write_text(fs.join(out, "manifest.json"), json.dumps(manifest, indent=1))
     return manifest
+
+
+def _check_args(sources, max_epochs: float, chars_per_token: float | None, calibration_vocab: int,
+                calibration_chars: int) -> list[Source]:
+    if isinstance(sources, dict):
+        sources = [Source(n, str(p), float(w)) for n, (p, w) in sources.items()]
+    if not sources:
+        raise UsageError("give at least one --source NAME=PATH:WEIGHT")
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise UsageError(f"source names repeat: {names}")
+    if max_epochs <= 0 or (chars_per_token is not None and chars_per_token <= 0) or calibration_chars <= 0:
+        raise UsageError("--max-epochs, --chars-per-token and --calibration-chars must be positive")
+    if calibration_vocab < 258:
+        raise UsageError(f"--calibration-vocab {calibration_vocab} is below the 256 bytes + 2 special tokens")
+    return sources
+
+
+def _token_measure(items: list[_Measure], measured: list[dict], files: dict, tokenizer: str | None,
+                   chars_per_token: float | None, calibration_vocab: int, out: str) -> tuple[dict, float]:
+    """Characters per token per source (0: exact counts) and the tokens added per document; sets each file's
+    `tokens` to the sum of the per-document estimate phase 2 uses, and drops the calibration samples."""
+    chars = {s: 0 for s in files}
+    for item, m in zip(items, measured, strict=True):
+        chars[item.source] += m["chars"]
+    empty = [s for s, n in chars.items() if n <= 0]
+    if empty:
+        raise UsageError(f"source(s) {empty} have no text: check their paths ({[files[s] for s in empty]})")
+    calibrating = tokenizer is None and chars_per_token is None
+    per_token = {s: chars_per_token or 0.0 for s in files}
+    if calibrating:
+        samples: dict[str, list[str]] = {s: [] for s in files}
+        for item, m in zip(items, measured, strict=True):
+            samples[item.source] += m["sample"]
+        per_token = calibrate(samples, calibration_vocab, fs.join(out, "reference-tokenizer.json"))
+    eos = 1.0 if calibrating else 0.0  # the calibrated estimate counts each document's EOS, as tokenize writes it
+    for item, m in zip(items, measured, strict=True):
+        del m["sample"]
+        if not tokenizer:
+            m["tokens"] = eos * m["docs"] + m["chars"] / per_token[item.source]
+    return per_token, eos
 
 
 def _check_disjoint(files: dict[str, list[str]]) -> None:

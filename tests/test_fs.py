@@ -174,3 +174,20 @@ def test_atomic_publish_leaves_no_partial_file(tmp_path, memory_root, monkeypatc
     assert not spool.exists() or not os.listdir(spool)  # nor in the spool of uploads
     if kind == "memory":
         assert pq.ParquetFile(fs.open(final, "rb")).metadata.num_rows == 5
+
+
+@pytest.mark.parametrize("kind", ["local", "file", "memory"])
+def test_prefix_listing_and_cat_files(tmp_path, memory_root, kind):
+    """`listdir_prefix` names exactly the directory's files that start with the prefix (not those of a
+    subdirectory); `cat_files` returns many files' bytes in the order asked; a missing directory lists empty."""
+    base = {"local": str(tmp_path / "d"), "file": f"file://{tmp_path}/d", "memory": f"{memory_root}/d"}[kind]
+    names = ["part-00001-000.parquet", "part-00001-001.parquet", "part-000010-000.parquet", "part-0000.json", "x"]
+    for n in names:
+        fs.atomic_write_text(fs.join(base, n), n.upper())
+    fs.atomic_write_text(fs.join(base, "part-00001-sub", "part-00001-inner.parquet"), "deeper")
+    assert sorted(fs.listdir_prefix(base, "part-00001-")) == ["part-00001-000.parquet", "part-00001-001.parquet"]
+    assert sorted(fs.listdir_prefix(base, "part-0000")) == sorted(n for n in names if n.startswith("part-0000"))
+    assert fs.listdir_prefix(base, "nothing") == [] and fs.listdir_prefix(fs.join(base, "missing"), "p") == []
+    asked = ["x", "part-0000.json", "part-00001-001.parquet"]
+    assert fs.cat_files([fs.join(base, n) for n in asked]) == [n.upper().encode() for n in asked]
+    assert fs.cat_files([]) == []

@@ -146,22 +146,23 @@ def listdir(path: str | os.PathLike) -> list[str]:
 
 
 def listdir_prefix(path: str | os.PathLike, prefix: str) -> list[str]:
-    """Names of the files in a directory that start with `prefix`, without listing the whole directory
-    where the store can filter: s3fs and gcsfs send the prefix with the LIST request, so a task that
-    looks for its own files costs one request however many other tasks wrote beside it. Elsewhere
-    the directory is listed and filtered here (a local scandir is cheap)."""
+    """Names of the files (not subdirectories) of a directory that start with `prefix`, without listing
+    the whole directory where the store can filter: s3fs and gcsfs send the prefix with the LIST request,
+    so a task that looks for its own files costs one request however many other tasks wrote beside it.
+    Elsewhere the directory is listed and filtered here (a local scandir is cheap)."""
     path = os.fspath(path)
     if not is_url(path):
         if not os.path.isdir(path):
             return []
         with os.scandir(path) as it:
-            return [e.name for e in it if e.name.startswith(prefix)]
+            return [e.name for e in it if e.name.startswith(prefix) and e.is_file()]
     fs, inner = url_to_fs(path)
-    if not _filters_prefix(fs):
-        return [n for n in listdir(path) if n.startswith(prefix)]
     fs.invalidate_cache(inner)  # else s3fs answers from a cached listing of the whole directory, maybe stale
     try:
-        found = fs.find(inner, maxdepth=1, prefix=prefix)  # a partial listing: s3fs does not cache it
+        if _filters_prefix(fs):
+            found = fs.find(inner, maxdepth=1, prefix=prefix)  # files only; a partial listing, never cached
+        else:
+            found = [e["name"] for e in fs.ls(inner, detail=True) if e.get("type") == "file"]
     except FileNotFoundError:
         return []
     names = (posixpath.basename(p) for p in found if posixpath.dirname(p).rstrip("/") == inner.rstrip("/"))

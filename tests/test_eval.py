@@ -173,6 +173,14 @@ def test_accuracies_and_centring_by_hand(web_run):
         assert got[f"{key}_centred"] == pytest.approx((h / 3 - chance) / (1 - chance))
 
 
+def test_an_example_longer_than_the_window_is_left_out_and_counted(web_run):
+    examples = [{"query": "Q", "choices": ["yes", "no"], "gold": 0},
+                {"query": "Q", "choices": ["yes", "word " * 80], "gold": 0},  # 80 tokens: no 32-token window holds it
+                {"query": "Q", "choices": ["no", "yes"], "gold": 1}]
+    got = evaluate_task(web_run, Task("long", "-", "multiple_choice", examples, " "), 0)
+    assert (got["examples"], got["skipped_too_long"]) == (2, 1)
+
+
 def _train_on(texts: list[str], tok: Tokenizer, steps: int, seq_len: int = 48, seed: int = 0) -> GPT:
     """A plain next-token training loop written here, so this test does not rest on the project's trainer."""
     eos = tok.token_to_id(EOS)

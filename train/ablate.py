@@ -14,8 +14,8 @@ resumed bit for bit), the tasks at the end. Everything lands under `out`:
 
 Resumable: every stage directory has a record beside it (`.NAME.ablate.json`) with a key made of everything its content depends on (the
 pipeline file's text, the inputs, the budget, the tokenizer, the training config, ...). A stage whose key matches
-and that finished is skipped, a matching unfinished one is resumed (curation and training continue where they
-stopped), and one whose key changed is deleted and redone, with everything after it. A variant already trained is
+and that finished is skipped, a matching unfinished one is resumed (training continues from its last checkpoint;
+an unfinished curation starts over), and one whose key changed is deleted and redone, with everything after it. A variant already trained is
 not retrained; adding a variant or a seed runs only what is new. The spec format is in docs/ablation.md.
 """
 
@@ -155,8 +155,11 @@ def curate_variant(spec: Spec, variant: dict, routes: dict[str, Reader]) -> str:
     out = spec.out / "variants" / variant["name"] / "curated"
     text = Path(variant["pipeline"]).read_text()
     key = digest("curate", text, variant.get("env", {}), sorted(routes), [str(r) for r in routes.values()])
-    if stage_state(out, key) == "done":
+    state = stage_state(out, key)
+    if state == "done":
         return key
+    if state == "partial":  # started over: the run it left may be from another version of the library's steps
+        shutil.rmtree(out, ignore_errors=True)
     mark(out, key, False)
     with environment(variant.get("env", {})):
         p = load_pipeline(variant["pipeline"])
@@ -192,7 +195,8 @@ def mix_and_tokenize(spec: Spec, variant: dict, curated_key: str, tok: Path, tok
     if stage_state(base / "mix", key) != "done":
         mark(base / "mix", key, False)
         m = mix({variant["name"]: (str(base / "curated"), 1.0)}, parse_count(spec.tokens), base / "mix",
-                max_epochs=spec.max_epochs, seed=spec.mix_seed, tokenizer=str(tok), workers=spec.workers)
+                max_epochs=spec.max_epochs, seed=spec.mix_seed, tokenizer=str(tok),
+                executor=LocalExecutor(spec.workers, progress=False))
         s = m["plan"]["sources"][variant["name"]]
         mark(base / "mix", key, True, planned_tokens=m["plan"]["planned_tokens"],
              tokens=m["actual"][variant["name"]]["tokens"], available_tokens=s["available_tokens"],

@@ -160,19 +160,27 @@ def candidates(task: Task, index: int, shots: int, seed: int) -> tuple[list[Cand
 
 def evaluate_task(run: Loaded, task: Task, shots: int, seed: int = 1234, limit: int | None = None,
                   batch_size: int = 32) -> dict:
-    """Accuracies of one task at one number of shots over its first `limit` examples (all when None)."""
-    n = len(task.examples) if limit is None else min(limit, len(task.examples))
+    """Accuracies of one task at one number of shots over its first `limit` examples (all when None). An example
+    with a continuation longer than the model's window cannot be scored (llm-foundry refuses the whole task); it is
+    left out and counted in `skipped_too_long`."""
     encode = lambda s: run.tokenizer.encode(s, add_special_tokens=False).ids  # noqa: E731
     requests, spans_of, golds, chars = [], [], [], []
-    for i in range(n):
+    too_long = 0
+    for i in range(len(task.examples) if limit is None else min(limit, len(task.examples))):
         cands, gold = candidates(task, i, shots, seed)
+        conts = [encode(c.continuation) for c in cands]
+        if max(len(c) for c in conts) > run.model.cfg.seq_len:  # no window holds it: left out, and counted
+            too_long += 1
+            continue
         start = len(requests)
-        for c in cands:
-            cont = encode(c.continuation)
+        for c, cont in zip(cands, conts, strict=True):
             requests.append(([run.eos_id] + encode(c.context) + cont, len(cont)))
             chars.append(len(c.continuation))
         spans_of.append(range(start, len(requests)))
         golds.append(gold)
+    n = len(golds)
+    if not n:
+        raise ValueError(f"task {task.name}: every example's continuation is longer than the model's window")
     spans = score_spans(run.model, requests, run.eos_id, batch_size)
     hits = {"acc": 0, "acc_per_token": 0, "acc_per_char": 0}
     chance = 0.0
@@ -187,7 +195,7 @@ def evaluate_task(run: Loaded, task: Task, shots: int, seed: int = 1234, limit: 
             hits[key] += scores.index(max(scores)) == gold
     chance /= n
     result = {"task": task.name, "kind": task.kind, "shots": shots, "examples": n, "chance": chance,
-              "skipped_records": task.skipped}
+              "skipped_records": task.skipped, "skipped_too_long": too_long}
     keys = ("acc",) if task.kind == "language_modeling" else tuple(hits)
     for key in keys:
         acc = hits[key] / n

@@ -44,10 +44,11 @@ def score_spans(model: GPT, requests: Sequence[tuple[Sequence[int], int]], pad_i
         x = torch.full((len(rows), width), pad_id, dtype=torch.long)
         for r, s in enumerate(seqs):
             x[r, : len(s) - 1] = torch.tensor(s[:-1])
-        logp = F.log_softmax(model(x.to(device))[..., :vocab].float(), dim=-1).cpu()
+        logits = model(x.to(device))
         for r, (i, s) in enumerate(zip(rows, seqs, strict=True)):
             k, end = requests[i][1], len(s) - 1
             target = torch.tensor(s[len(s) - k :])
-            lp = logp[r, end - k : end]
+            # normalised only where a token is scored: a task's continuation is a few of the row's positions
+            lp = F.log_softmax(logits[r, end - k : end, :vocab].float(), dim=-1).cpu()
             out[i] = Span(float(lp.gather(1, target[:, None]).sum()), k, bool((lp.argmax(-1) == target).all()))
     return out  # type: ignore[return-value]

@@ -23,8 +23,8 @@ Where it departs from the published recipes (pipelines/fineweb.py, c4.py, dclm.p
 * No URL blocklist (none ships; pass `filters.Url(blocked_domains=...)`), no deduplication and no
   quality classifier: add `dedup.MinHash()` and `quality.Classifier(...)` as pipelines/demo.py does
   (they are global or need a trained model, so they are opt-in).
-* No RefinedWeb line corrections (DCLM's `filters.RefinedWebLines`): C4's line rules already remove
-  the lines they target on this order, and the 5% removed-words rule would drop most pages C4 rewrote.
+* No RefinedWeb line corrections (DCLM's `filters.RefinedWebLines`): C4's line rules, which run here
+  first, already remove short, unpunctuated and counter lines, the lines those corrections target.
 """
 
 from curate import Pipeline, extract, filters, readers, writers

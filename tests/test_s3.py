@@ -265,9 +265,9 @@ def test_transient_503s_lose_and_duplicate_nothing(shared, local_run, s3_bucket,
 
 def test_models_indexes_and_lists_at_s3_urls(shared, s3_bucket, s3_server, tmp_path, monkeypatch, capsys):
     """`models fetch --from s3://`, a language model, a decontamination index (built to s3:// from a
-    benchmark at s3://) and a block list named by s3:// URLs: each is downloaded once into the local
-    cache and gives what the same file on a local disk gives."""
-    from curate import decontam, filters
+    benchmark at s3://), a block list and a quality model named by s3:// URLs: each is downloaded once
+    into the local cache and gives what the same file on a local disk gives."""
+    from curate import decontam, filters, quality
     from curate.decontam.index import IndexFormatError
     from curate.io import models
 
@@ -318,6 +318,22 @@ def test_models_indexes_and_lists_at_s3_urls(shared, s3_bucket, s3_server, tmp_p
     assert not isinstance(got[0], Document) and got[0].rule == "contaminated" and got[1] is pages[0]
     with pytest.raises(IndexFormatError, match="no decontamination index"):
         decontam.Decontaminate(f"{s3_bucket}/nowhere").setup()
+
+    # a quality model at s3:// scores as the same file on disk does
+    pos = [" ".join(f"good{j % 7} word{j}" for j in range(60)) for _ in range(20)]
+    neg = [" ".join(f"bad{j % 5}" for j in range(20)) for _ in range(20)]
+    for name, rows in (("pos", pos), ("neg", neg)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+    quality.train(str(tmp_path / "pos.jsonl"), str(tmp_path / "neg.jsonl"), str(tmp_path / "q.bin"),
+                  quality.TrainConfig(holdout=0, bucket=1000, epoch=2))
+    s3.put_file(str(tmp_path / "q.bin"), f"{b}/models/q.bin")
+    texts = [pos[0], neg[0], "good0 word1 bad3"]
+    by_url = quality.load_model(f"{s3_bucket}/models/q.bin")
+    assert by_url.path != str(tmp_path / "q.bin") and by_url.score(texts).tolist() == quality.load_model(
+        str(tmp_path / "q.bin")).score(texts).tolist()
+    quality.Classifier(f"{s3_bucket}/models/q.bin", threshold=0.5).setup()
+    with pytest.raises(ValueError, match="does not exist"):
+        quality.load_model(f"{s3_bucket}/models/none.bin")
 
 
 def run_cmd(*args: str, timeout: int = 240) -> str:

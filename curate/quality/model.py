@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from curate.core.errors import UsageError
+from curate.io import fs
+from curate.io.models import local_copy
 from curate.io.writers import atomic_write_text
 from curate.quality.confounds import confounds
 from curate.quality.metrics import Metrics, evaluate, score_histogram
@@ -113,10 +115,17 @@ _CACHE: dict[str, QualityModel] = {}
 
 
 def load_model(path: str) -> QualityModel:
-    """The model at `path`, loaded once per process (workers score many shards with one copy)."""
-    key = os.path.abspath(path)
+    """The model at `path`, loaded once per process (workers score many shards with one copy); a model at
+    an fsspec URL (`s3://…`) is loaded from its local copy, downloaded once per machine (`models.local_copy`)."""
+    key = path if fs.is_url(path) else os.path.abspath(path)
     if key not in _CACHE:
-        _CACHE[key] = QualityModel(path)
+        local = path
+        if fs.is_url(path):
+            try:
+                local = local_copy(path)
+            except FileNotFoundError:
+                raise UsageError(f"quality model {path} does not exist (train one with `curate quality train`)") from None
+        _CACHE[key] = QualityModel(local)
     return _CACHE[key]
 
 

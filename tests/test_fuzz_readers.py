@@ -46,6 +46,7 @@ def account(docs: list, stats: StepStats, units: int) -> None:
     FIGURES["records_read"] += len(docs)
     FIGURES["records_counted"] += sum(stats.dropped.values())
     FIGURES.update({f"reason {k}": v for k, v in stats.dropped.items()})
+    FIGURES.update({f"figure {k}": v for k, v in stats.extra.items()})
 
 
 # ---------------------------------------------------------------- WARC

@@ -224,3 +224,15 @@ def test_duplicate_records_and_ids_stay_distinct(shared, tmp_path):
     jl.write_text('{"id": "b", "text": "X"}\n{"id": "a", "text": "X"}\n{"id": "b", "text": "Y"}\n')
     docs, _ = read(readers.Jsonl(), jl)
     assert [d.metadata["id"] for d in docs] == ["b", "a", "b"] and len({d.id for d in docs}) == 3
+
+
+@pytest.mark.parametrize("cls", [readers.Warc, readers.FastWarc])
+def test_uncompressed_warc_reads_like_the_gzipped_one(shared, tmp_path, cls):
+    src = shared / "warc/wget/dolma_sample-0000.warc.gz"
+    plain = tmp_path / "plain.warc"
+    plain.write_bytes(gzip.decompress(src.read_bytes()))
+    want, want_stats = read(cls(), src)
+    got, stats = read(cls(), plain)
+    key = lambda d: (d.metadata["warc_record_id"], d.url, d.html)  # noqa: E731
+    assert [key(d) for d in got] == [key(d) for d in want] and len(got) == HTML_COUNTS["wget/dolma_sample-0000.warc.gz"]
+    assert stats.dropped == want_stats.dropped and "read:single_gzip_stream" not in stats.extra

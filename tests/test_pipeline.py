@@ -330,3 +330,22 @@ def test_input_keys_name_files_relative_to_the_inputs_common_directory():
     assert input_keys(["/data/a/part-0.jsonl", "/data/b/part-0.jsonl"]) == ["a/part-0.jsonl", "b/part-0.jsonl"]
     assert input_keys(["s3://bucket/crawl/a.warc.gz"]) == input_keys(["/mnt/crawl/a.warc.gz"]) == ["a.warc.gz"]
     assert input_keys(["file:///x/y/1.jsonl", "/x/y/2.jsonl"]) == ["1.jsonl", "2.jsonl"]
+
+
+def test_index_directories_are_fingerprinted_by_their_files(tmp_path):
+    """A step naming an index directory (decontam) is a different step once a file in it is rebuilt."""
+    from curate.core.validate import describe
+
+    class UsesIndex(Step):
+        def __init__(self, index_path):
+            self.index_path = index_path
+
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "index.json").write_text('{"n": 13}')
+    (index / "hashes.npy").write_bytes(b"\x00" * 64)
+    before = describe(UsesIndex(str(index)))
+    os.utime(index / "hashes.npy", ns=(time.time_ns(), time.time_ns()))
+    assert describe(UsesIndex(str(index))) == before  # touched only
+    (index / "hashes.npy").write_bytes(b"\x01" * 64)
+    assert describe(UsesIndex(str(index))) != before

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import math
 import numbers
 import os
@@ -31,6 +32,8 @@ def _param(value: Any) -> str:
         return f"<{value.__module__}.{value.__qualname__}#{code_digest(value)}>"
     if isinstance(value, (str, os.PathLike)) and _is_file(value):
         return f"{os.fspath(value)!r}#{file_digest(os.fspath(value))}"
+    if isinstance(value, (str, os.PathLike)) and _is_dir(value):  # an index directory (decontam)
+        return f"{os.fspath(value)!r}#{dir_digest(os.fspath(value))}"
     text = repr(value)
     return re.sub(r" at 0x[0-9a-f]+", "", text)
 
@@ -118,6 +121,31 @@ def _param_plain(value: Any) -> str:
 def _is_file(value: str | os.PathLike) -> bool:
     path = os.fspath(value)
     return 0 < len(path) < 4096 and "\n" not in path and "://" not in path and os.path.isfile(path)
+
+
+def _is_dir(value: str | os.PathLike) -> bool:
+    path = os.fspath(value)
+    return 0 < len(path) < 4096 and "\n" not in path and "://" not in path and os.path.isdir(path)
+
+
+MAX_DIR_FILES = 100  # a directory parameter with more files is a data directory: fingerprinted by its listing
+
+
+def dir_digest(path: str) -> str:
+    """Digest of a directory: its files by content (`file_digest`) for an index-sized directory (at most
+    MAX_DIR_FILES files), else only the names, sizes and mtimes of its top level (reading or walking a
+    whole data directory at every run would be slow)."""
+    walk = (os.path.join(d, f) for d, _, names in os.walk(path) for f in names)
+    files = sorted(itertools.islice(walk, MAX_DIR_FILES + 1))
+    h = hashlib.blake2b(digest_size=16)
+    if len(files) > MAX_DIR_FILES:
+        files = sorted(e.path for e in os.scandir(path))
+        parts = [f"{os.stat(f).st_size}:{os.stat(f).st_mtime_ns}" for f in files]
+    else:
+        parts = [file_digest(f) for f in files]
+    for f, part in zip(files, parts, strict=True):
+        h.update(f"{os.path.relpath(f, path)}\0{part}\0".encode())
+    return h.hexdigest()
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}  # (real path, size, mtime_ns) -> content digest

@@ -454,7 +454,7 @@ class Jsonl(Reader):
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         with _open_bytes(path) as (f, raw):
-            lineno = -1
+            lineno, before = -1, stats.docs_in
             try:
                 for lineno, line in enumerate(f):
                     if not line.strip():
@@ -465,8 +465,8 @@ class Jsonl(Reader):
             except Exception as e:  # the decompressor: truncated gzip or zstd, a bad CRC, not gzip at all
                 if raw.io_error is not None:
                     raise raw.io_error from None
+                figure(stats, "records_before_corrupt_stream", stats.docs_in - before)
                 self.skip(stats, "corrupt_stream")
-                figure(stats, "records_before_corrupt_stream", lineno + 1)
                 note(stats, path, f"{type(e).__name__}: {e} (after {lineno + 1} lines)")
 
     def _parse(self, line: bytes, key: str, lineno: int, stats: StepStats) -> Document | None:

@@ -39,17 +39,19 @@ _NEG = re.compile(
     r"|shoutbox|skyscraper|^ad$|^ads$|-ad-|^ad-|-ads$|adsense|dfp|caption|credit|print|email|header|tool",
     re.I,
 )
+_COMMENTS = re.compile(r"comment|disqus|respond|repl(y|ies)|discussion|talkback|feedback", re.I)
 _POS = re.compile(r"article|content|entry|hentry|post|story|text|body|main|blog|page|prose|abstract|lede|lead", re.I)
 
 
 class Block:
     """One block of text and the features of its place in the page."""
 
-    __slots__ = ("text", "chars", "link_chars", "kind", "neg", "pos", "path", "index")
+    __slots__ = ("text", "chars", "link_chars", "kind", "neg", "pos", "com", "path", "index")
 
-    def __init__(self, text: str, chars: int, link_chars: int, kind: str, neg: int, pos: int, path: tuple):
+    def __init__(self, text: str, chars: int, link_chars: int, kind: str, neg: int, pos: int, com: int,
+                 path: tuple):
         self.text, self.chars, self.link_chars, self.kind = text, chars, link_chars, kind
-        self.neg, self.pos, self.path, self.index = neg, pos, path, 0
+        self.neg, self.pos, self.com, self.path, self.index = neg, pos, com, path, 0
 
     def __repr__(self) -> str:
         return f"Block({self.kind} chars={self.chars} link={self.link_chars} neg={self.neg} {self.text[:40]!r})"
@@ -59,14 +61,16 @@ _cue_cache: dict[str, int] = {}
 
 
 def cue(attrs: dict) -> int:
-    """-1 for a boilerplate class/id, +1 for a content one, 0 for neither (memoised: templates repeat them)."""
+    """-2 for a comment section's class/id, -1 for other boilerplate, +1 for content, 0 for neither (memoised:
+    templates repeat them)."""
     key = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
     found = _cue_cache.get(key)
     if found is None:
         if len(_cue_cache) > 50_000:  # bounded: a crawl has unlimited distinct class strings
             _cue_cache.clear()
         words = key.split()
-        found = -1 if any(_NEG.search(w) for w in words) else 1 if _POS.search(key) else 0
+        found = (-2 if _COMMENTS.search(key) else -1 if any(_NEG.search(w) for w in words)
+                 else 1 if _POS.search(key) else 0)
         _cue_cache[key] = found
     return found
 
@@ -97,16 +101,17 @@ def walk(body, max_depth: int = 512) -> list[Block]:
     link = [0]
     counter = [0]
 
-    def flush(kind: str, neg: int, pos: int, path: tuple, pre: bool) -> None:
+    def flush(kind: str, neg: int, pos: int, com: int, path: tuple, pre: bool) -> None:
         raw = "".join(buf)
         buf.clear()
         n_link, link[0] = link[0], 0
         if not _HAS_WORD.search(raw):
             return
         text = _clean(raw, pre)
-        blocks.append(Block(text, len(text), min(n_link, len(text)), kind, neg, pos, path))
+        blocks.append(Block(text, len(text), min(n_link, len(text)), kind, neg, pos, com, path))
 
-    def visit(node, kind: str, neg: int, pos: int, path: tuple, in_link: bool, pre: bool, depth: int) -> None:
+    def visit(node, kind: str, neg: int, pos: int, com: int, path: tuple, in_link: bool, pre: bool,
+              depth: int) -> None:
         if depth > max_depth:
             raise TooDeep
         depth += 1
@@ -125,15 +130,15 @@ def walk(body, max_depth: int = 512) -> list[Block]:
                 buf.append(t)
             elif tag in BLOCK:
                 if buf:
-                    flush(kind, neg, pos, path, pre)
+                    flush(kind, neg, pos, com, path, pre)
                 counter[0] += 1
                 attrs = ch.attributes
                 c = cue(attrs) if attrs else 0
-                visit(ch, KINDS.get(tag, "div"), neg + (c < 0) + (tag in NEG_TAGS), pos + (c > 0) + (tag in POS_TAGS),
-                      (*path, counter[0]), in_link, pre or tag == "pre", depth)
+                sub = (KINDS.get(tag, "div"), neg + (c < 0) + (tag in NEG_TAGS), pos + (c > 0) + (tag in POS_TAGS),
+                       com + (c == -2), (*path, counter[0]))
+                visit(ch, *sub, in_link, pre or tag == "pre", depth)
                 if buf:
-                    flush(KINDS.get(tag, "div"), neg + (c < 0) + (tag in NEG_TAGS),
-                          pos + (c > 0) + (tag in POS_TAGS), (*path, counter[0]), pre or tag == "pre")
+                    flush(*sub, pre or tag == "pre")
             elif tag == "a" and not pre:
                 # A link's text in one C call: a link is inline, and blocks inside one (teaser cards) are
                 # link text whichever block they join.
@@ -146,11 +151,11 @@ def walk(body, max_depth: int = 512) -> list[Block]:
             elif tag == "br":
                 buf.append("\n")
             elif tag and tag[0] != "-":  # not a comment, doctype or a node Lexbor leaves untyped
-                visit(ch, kind, neg, pos, path, in_link or tag == "a", pre, depth)
+                visit(ch, kind, neg, pos, com, path, in_link or tag == "a", pre, depth)
 
-    visit(body, "div", 0, 0, (0,), False, False, 0)
+    visit(body, "div", 0, 0, 0, (0,), False, False, 0)
     if buf:
-        flush("div", 0, 0, (0,), False)
+        flush("div", 0, 0, 0, (0,), False)
     for i, b in enumerate(blocks):
         b.index = i
     return blocks

@@ -25,7 +25,7 @@ _NUM = re.compile(r"\b\d+\b")
 _END = (".", "!", "?", '"', "”", "’", ":", ";", "。", ")", "…")
 KINDS = ("p", "h", "li", "td", "pre", "cap")
 LOCAL = ("bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits", "neg", "pos",
-         *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len", "stop_rel")
+         *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len", "stop_rel", "comments")
 CONTEXT = ("p1_prev", "p1_next", "p1_window", "region", "region_share", "region_neg")
 NEUTRAL_STOP = 0.3  # a typical density of running text, for languages without a list
 
@@ -84,7 +84,8 @@ def local(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
     n = len(blocks)
     cols = [np.ones(n), lc, sd, ld, punct, ends, caps, digits, np.minimum(neg, 3), np.minimum(pos, 2),
             *((kinds == k).astype(np.float64) for k in KINDS), np.arange(n) / max(n - 1, 1),
-            chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld, sd * lc, sd / _prose_stop(sd, nw)]
+            chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld, sd * lc, sd / _prose_stop(sd, nw),
+            np.array([b.com > 0 for b in blocks], dtype=np.float64)]
     return np.column_stack(cols).reshape(n, len(LOCAL)), tokens
 
 

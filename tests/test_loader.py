@@ -242,8 +242,8 @@ def test_trainer_reads_url_data(tokens, tmp_path, monkeypatch):
     small = {"n_layer": 1, "n_head": 2, "n_embd": 32, "seq_len": 32, "micro_batch": 4, "batch_tokens": 128,
              "steps": 3, "warmup_steps": 1, "eval_every": 0, "ckpt_every": 0, "progress": False, "plots": False}
     losses = []
-    for data in ("memory://bucket/trainer-tokens", str(tokens)):
+    for where in ("memory://bucket/trainer-tokens", str(tokens)):
         with torch.random.fork_rng():
-            losses.append(train(load_config("tiny", {**small, "data": data, "out": str(tmp_path / "run")})).losses)
+            losses.append(train(load_config("tiny", {**small, "data": where, "out": str(tmp_path / "run")})).losses)
     assert len(losses[0]) == 3 and losses[0] == losses[1]
     assert (tmp_path / "run" / "tokenizer.json").read_bytes() == (tokens / "tokenizer.json").read_bytes()

@@ -100,7 +100,7 @@ def quality(data: Path, sets: list[str]) -> None:
             base = base or rate
             tune = [r for r in rows if is_tune(r[0])]
             held = [r for r in rows if not is_tune(r[0])]
-            print(f"| {name} ({len(items)}) | {label} | {mean(rows, 3):.3f} | {mean(tune, 3):.3f} / {mean(held, 3):.3f} "
+            print(f"| {name} ({len(items)}) | {label} | {mean(rows, 3):.4f} | {mean(tune, 3):.4f} / {mean(held, 3):.4f} "
                   f"| {mean(rows, 1):.3f} | {mean(rows, 2):.3f} | {rate:,.0f} | {rate / base:.1f}x |", flush=True)
 
 

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/scale.py generate --docs 5000000 --dir /tmp/peneira-scale/corpus
     .venv/bin/python benchmarks/scale.py run --docs 1000000 --dir /tmp/peneira-scale/corpus --workers 2
     .venv/bin/python benchmarks/scale.py run --docs 5000000 --skip-tokens ...; ... tokens --docs 5000000
+    .venv/bin/python benchmarks/scale.py tasks --docs 1000000   # one task per phase, alone, on a finished run
 
 `generate` writes a corpus of short documents (40-70 words, about 300 characters) in Parquet shards
 of 100,000: words drawn i.i.d. from the unigram frequencies of real text (WikiText, Botchan for the
@@ -265,6 +266,45 @@ def run_tokens_only(docs: int, workers: int, work: Path) -> dict:
             "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
 
 
+TASK_PHASES = ("group", "buckets", "components-large", "members", "keep")
+
+
+def one_task(docs: int, phase: str, work: Path) -> dict:
+    """Run the first task of one phase again, alone in this fresh process, on the files of a finished run:
+    its peak RSS above the process's baseline (imports done) is that task's own memory, free of what a
+    long-lived pool worker keeps from earlier tasks."""
+    from curate.dedup import components, exact, minhash
+
+    root = work / f"run-{docs}" / "_work"
+    ex_dir, mh = root / "global1", root / "global2"
+    parts = partitions(docs)
+    names = sorted(p.stem for p in (mh / "docs").glob("*.parquet"))
+    tmp = work / "one-task"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    stats = json.loads((work / f"run-{docs}" / "stats.json").read_text())["steps"]
+    rounds = next(s for s in stats if s["name"] == "minhash")["extra"]["component_rounds"]
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if phase == "group":
+        exact.group_part(exact.GroupTask(0, [str(ex_dir / "keys" / f"{n}.parquet") for n in names], str(tmp / "g"),
+                                         "smallest_id"))
+    elif phase == "buckets":
+        minhash.bucket_band(minhash.BucketTask(0, 0, parts, [str(mh / "bands" / f"{n}.parquet") for n in names],
+                                               str(mh), str(tmp / "e"), 0.719))
+    elif phase == "components-large":
+        edges = sorted(str(p) for p in (mh / "edges").glob("*.parquet"))
+        components.large_star(components.StarTask(0, parts, edges, str(tmp / "l"), str(tmp / "lab")))
+    elif phase == "members":
+        labels = sorted(str(p) for p in (mh / "components").glob(f"{rounds - 1:02d}-labels-*.parquet"))
+        minhash.member_shard(minhash.MembersTask(0, labels, str(mh), parts, str(tmp / "m")))
+    elif phase == "keep":
+        members = sorted(str(p) for p in (mh / "members").glob("*.parquet"))
+        minhash.keep_part(minhash.KeepTask(0, members, str(tmp / "k"), "smallest_id"))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"phase": phase, "base_mib": _kib_to_mib(base), "peak_mib": _kib_to_mib(peak),
+            "task_mib": _kib_to_mib(peak - base)}
+
+
 def report(r: dict) -> None:
     print(f"\n{r['docs']:,} documents, {r['shards']} shards, {r['parts']} hash partitions; {r['tokens']}")
     print("seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in r["seconds"].items()))
@@ -278,7 +318,8 @@ def report(r: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["generate", "prepare", "run", "tokens"])
+    ap.add_argument("what", choices=["generate", "prepare", "run", "tokens", "tasks", "one-task"])
+    ap.add_argument("--phase", choices=TASK_PHASES, help="one-task: which phase")
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/peneira-scale/corpus"))
     ap.add_argument("--workers", type=int, default=2)
@@ -290,6 +331,14 @@ def main() -> int:
         return 0
     if args.what == "prepare":
         prepare(args.work, args.dir)
+        return 0
+    if args.what == "one-task":
+        print(json.dumps(one_task(args.docs, args.phase, args.work)))
+        return 0
+    if args.what == "tasks":  # each phase's first task alone in a fresh process
+        for phase in TASK_PHASES:
+            subprocess.run([sys.executable, __file__, "one-task", "--phase", phase, "--docs", str(args.docs),
+                            "--work", str(args.work)], check=True)
         return 0
     if args.what == "tokens":
         result = run_tokens_only(args.docs, args.workers, args.work)

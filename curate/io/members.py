@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,8 +67,8 @@ class Tracked(io.RawIOBase):
 class _Compressed:
     """The compressed bytes with a look-ahead buffer and the absolute offset of its first byte."""
 
-    def __init__(self, raw: Any):
-        self.raw, self.buf, self.offset, self.eof = raw, b"", 0, False
+    def __init__(self, raw: Any, offset: int = 0):
+        self.raw, self.buf, self.offset, self.eof = raw, b"", offset, False
 
     def fill(self, n: int) -> bool:
         """Make at least `n` bytes available if the file has them; False at end of file."""
@@ -163,8 +164,8 @@ class Resyncing:
     """Members of a file; after a damaged one (`BadMember`), `resync` skips to the next member that
     starts a WARC record, and iteration goes on from there."""
 
-    def __init__(self, raw: Any, first_bytes: bytes = b"WARC/"):
-        self.src, self.first = _Compressed(raw), first_bytes
+    def __init__(self, raw: Any, first_bytes: bytes = b"WARC/", offset: int = 0):
+        self.src, self.first = _Compressed(raw, offset), first_bytes  # `offset`: where `raw` stands in its file
 
     def __iter__(self) -> Iterator[Member]:
         while self.src.fill(1):
@@ -198,3 +199,41 @@ class Resyncing:
             return False
         cut_short = self.src.eof and len(self.src.buf) < CHUNK and self.first.startswith(head)  # a truncated member
         return head.startswith(self.first) or cut_short
+
+
+class MemberStarts(io.RawIOBase):
+    """The raw file as a native reader (FastWARC) reads it, noting every offset where gzip's magic bytes
+    stand: a record that a native reader yields at offset `pos` began a member of its own, right after the
+    member before, only if `pos` is the first such offset after the one before (`follows`). A member the
+    native reader skipped would leave its magic bytes in between. A false hit (magic inside deflate data,
+    about one per 16 MiB) only sends that stretch to the member reader."""
+
+    def __init__(self, raw: Any):
+        self.raw, self.pos, self.tail, self.hits = raw, 0, b"", deque()
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        buf, base = self.tail + data, self.pos - len(self.tail)
+        i = buf.find(GZIP_MAGIC)
+        while i >= 0:
+            self.hits.append(base + i)
+            i = buf.find(GZIP_MAGIC, i + 1)
+        self.tail, self.pos = buf[-(len(GZIP_MAGIC) - 1):], self.pos + len(data)
+        return data
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+    def follows(self, prev: int, pos: int) -> bool:
+        """Whether the first member start after offset `prev` (-1: the file's start) is `pos`."""
+        while self.hits and self.hits[0] <= prev:
+            self.hits.popleft()
+        return bool(self.hits) and self.hits[0] == pos

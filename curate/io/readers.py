@@ -13,7 +13,7 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -21,7 +21,7 @@ from curate.core.document import CORE_COLUMNS, Document, make_id
 from curate.core.stats import StepStats
 from curate.core.validate import describe
 from curate.io import fs
-from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, Resyncing, Tracked
+from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, MemberStarts, Resyncing, Tracked
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _HTTP_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^\s;"',]+)""", re.I)
@@ -229,7 +229,11 @@ class Warc(Reader):
         if not (f.peek(3).startswith(GZIP_MAGIC) or path.endswith(".gz")):
             yield from self._member(f, 0, path, stats, state, plain=True)
             return
-        members = Resyncing(f)
+        yield from self._members(f, 0, path, stats, state)
+
+    def _members(self, f: Any, offset: int, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
+        """The records of the gzip members of `f`, which stands at byte `offset` of the file."""
+        members = Resyncing(f, offset=offset)
         n_members = 0
         for m in members:
             n_members += 1
@@ -238,7 +242,7 @@ class Warc(Reader):
             except BadMember as e:
                 note(stats, path, e)
                 members.resync(m.start)
-        if n_members == 1 and state.records > 1:
+        if n_members == 1 and state.records > 1 and offset == 0:
             figure(stats, "single_gzip_stream")
 
     def _member(self, m: Any, start: int, path: str, stats: StepStats, state: _FileState,
@@ -256,7 +260,7 @@ class Warc(Reader):
                     pending = None
                 n += 1
                 state.records += 1
-                pending = self._guarded(rec, path, start, offset, stats, state)
+                pending = self._guarded(lambda rec=rec: self._record(rec, stats), path, start, offset, stats, state)
             if not plain:
                 m.drain()
                 if m.truncated:  # the file ends inside this member: its CRC was never checked
@@ -302,12 +306,12 @@ class Warc(Reader):
                 raise ValueError("not a WARC record (ARC is not supported)")
             yield rec, records.get_record_offset
 
-    def _guarded(self, rec: Any, path: str, start: int, offset: Callable[[], int], stats: StepStats,
-                 state: _FileState) -> Document | None:
-        """`_record`, with an exception on this one record counted as `read:bad_record`."""
+    def _guarded(self, build: Callable[[], Document | None], path: str, start: int, offset: Callable[[], int],
+                 stats: StepStats, state: _FileState) -> Document | None:
+        """`build()` (the document of one record), with an exception on it counted as `read:bad_record`."""
         counted = stats.docs_in
         try:
-            doc = self._record(rec, stats)
+            doc = build()
             if doc is not None:
                 self._identify(doc, state.key, f"{start}+{offset()}", stats)
             return doc
@@ -657,7 +661,48 @@ class FastWarc(Warc):
     FastWARC only frames records here; HTTP heads and bodies are decoded by `_split_http` and
     `_http_payload`, which keep warcio's leniency (bare-LF headers, mislabelled chunked bodies) that
     FastWARC's own HTTP parsing lacks. Tested for equality with `Warc` on the real crawls.
+
+    A seekable `.warc.gz` is read natively (FastWARC's own gzip, ~3x faster than members in Python)
+    while every record has a gzip member of its own; from the first sign of trouble (an error, a record
+    that does not start the next member, the file's last member) it is read member by member from the
+    first member not yet passed on (`_native`), so the same records come out with the same counts.
     """
+
+    def _stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
+        if not (f.peek(3).startswith(GZIP_MAGIC) and state.raw.seekable()):
+            yield from super()._stream(f, path, stats, state)
+            return
+        state.raw.seek(0)
+        resume = yield from self._native(MemberStarts(state.raw), path, stats, state)
+        state.raw.seek(resume)
+        yield from self._members(io.BufferedReader(state.raw, CHUNK), resume, path, stats, state)
+
+    def _native(self, src: MemberStarts, path: str, stats: StepStats, state: _FileState) -> Generator[Document, None, int]:
+        """Records read natively, each passed on once FastWARC has begun the next member: zlib has then
+        checked the CRC of its own (FastWARC raises on a bad one). Returns the offset of the first member
+        not passed on, where the member reader takes over: the native reader cannot tell a file cut inside
+        its last member from a whole one, and stops for good at the first damaged member."""
+        from fastwarc.warc import ArchiveIterator
+
+        held, start = None, 0  # the last record read, not passed on yet, and the offset of its member
+        records = iter(ArchiveIterator(src, parse_http=False, auto_decode="none"))
+        try:
+            for rec in records:
+                pos = rec.stream_pos
+                if not src.follows(start if held else -1, pos):  # not the next member: a skip, or shared members
+                    break
+                kind = rec.headers.get("WARC-Type")
+                small = rec.content_length <= 4 * self.max_html_bytes
+                block = rec.reader.read() if kind in ("response", "conversion") and small else None
+                if held is not None:
+                    state.records += 1
+                    doc = self._guarded(lambda h=held: self._fast_record(*h, stats), path, start, lambda: 0, stats, state)
+                    if doc is not None:
+                        yield doc
+                held, start = (rec, block), pos
+        except Exception:  # a damaged member (FastWARC's OSError) or a header it rejects; the file's own error is raised
+            state.check_io()
+        return start
 
     def _records(self, stream: Any) -> Iterator[tuple[Any, int]]:
         from fastwarc.warc import ArchiveIterator
@@ -667,15 +712,16 @@ class FastWarc(Warc):
             yield rec, lambda pos=pos: pos
 
     def _record(self, rec: Any, stats: StepStats) -> Document | None:
-        return self._fast_record(rec, stats)
+        return self._fast_record(rec, None, stats)
 
-    def _fast_record(self, rec: Any, stats: StepStats) -> Document | None:
+    def _fast_record(self, rec: Any, block: bytes | None, stats: StepStats) -> Document | None:
+        """The document of a FastWARC record; `block`: its content, if already read (else read here)."""
         kind = rec.headers.get("WARC-Type") or ""
         if kind not in ("response", "conversion"):
             self.skip(stats, kind or "unknown_record")
             return None
         if kind == "conversion":
-            raw = rec.reader.read()
+            raw = rec.reader.read() if block is None else block
             if len(raw) < rec.content_length:
                 self.skip(stats, "truncated_record")
                 return None
@@ -688,7 +734,7 @@ class FastWarc(Warc):
         if rec.content_length > 4 * self.max_html_bytes:  # bound memory before reading: no page shrinks 4x
             self.skip(stats, "too_large")
             return None
-        block = rec.reader.read()
+        block = rec.reader.read() if block is None else block
         if len(block) < rec.content_length:  # the file ends inside this record
             self.skip(stats, "truncated_record")
             return None

@@ -161,6 +161,45 @@ def test_one_bad_record_costs_itself_not_the_rest_of_the_file(tmp_path, monkeypa
     assert stats.extra["read:charset_invalid"] == 1 and stats.extra["read:charset_guessed"] == 1
 
 
+@pytest.mark.parametrize("odd,counted", [(b"", 0), (b"\r\n", 1), (b"   \r\n\r\n", 1)])
+def test_a_member_native_fastwarc_passes_over_is_still_read_or_counted(tmp_path, odd, counted):
+    """An empty gzip member ends FastWARC's own iteration there, and one holding only blank lines is
+    passed over without a word; the reader's native path must not lose the records after either, nor
+    the blank member's count (it holds bytes that are no record)."""
+    pages = [response(f"http://{c}.example/", GOOD_HTML, rid=f"<u:{c}>") for c in "abcd"]
+    path = tmp_path / "odd.warc.gz"
+    path.write_bytes(b"".join(pages[:2]) + gzip.compress(odd, mtime=0) + b"".join(pages[2:]))
+    docs, stats = read(readers.FastWarc(), path)
+    assert [d.metadata["warc_record_id"] for d in docs] == ["<u:a>", "<u:b>", "<u:c>", "<u:d>"]
+    assert stats.docs_in == 4 + counted and sum(stats.dropped.values()) == counted
+
+
+def test_fastwarc_decompresses_only_the_last_member_in_python_on_an_intact_file(shared, monkeypatch):
+    """The fast path: an intact file is read natively, and the member reader (Python zlib) takes over
+    only for the last member, which the native reader cannot tell whole from cut."""
+    import zlib
+
+    from curate.io import members
+
+    made = []
+    real = members.Member.__init__
+    monkeypatch.setattr(members.Member, "__init__", lambda self, *a, **k: made.append(1) or real(self, *a, **k))
+    path = shared / "warc/internet_archive/pywb_iana.warc.gz"
+    data, n_members = path.read_bytes(), 0
+    while data:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        d.decompress(data)
+        data, n_members = d.unused_data, n_members + 1
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(path, "rb") as f:  # the reference: HTML responses as warcio reads them
+        pages = sum(r.rec_type == "response" and "text/html" in (r.http_headers.get_header("Content-Type") or "")
+                    for r in ArchiveIterator(f))
+    docs, stats = read(readers.FastWarc(), path)
+    assert n_members > 300 and len(made) == 1
+    assert stats.docs_in == n_members and len(docs) == pages > 0  # one record a member: each counted once
+
+
 class _FlakyFile:
     """A file that raises an OSError (a connection reset, say) after `good` bytes, as fsspec would."""
 

@@ -685,24 +685,27 @@ class FastWarc(Warc):
         from fastwarc.warc import ArchiveIterator
 
         held, start = None, 0  # the last record read, not passed on yet, and the offset of its member
-        records = iter(ArchiveIterator(src, parse_http=False, auto_decode="none"))
-        try:
-            for rec in records:
+        with contextlib.suppress(Exception):  # a damaged member (FastWARC's OSError), a header it rejects
+            for rec in ArchiveIterator(src, parse_http=False, auto_decode="none"):
                 pos = rec.stream_pos
                 if not src.follows(start if held else -1, pos):  # not the next member: a skip, or shared members
                     break
-                kind = rec.headers.get("WARC-Type")
-                small = rec.content_length <= 4 * self.max_html_bytes
-                block = rec.reader.read() if kind in ("response", "conversion") and small else None
+                block = self._block(rec)  # read now: the record's stream is gone once the next one is read
                 if held is not None:
                     state.records += 1
                     doc = self._guarded(lambda h=held: self._fast_record(*h, stats), path, start, lambda: 0, stats, state)
                     if doc is not None:
                         yield doc
                 held, start = (rec, block), pos
-        except Exception:  # a damaged member (FastWARC's OSError) or a header it rejects; the file's own error is raised
-            state.check_io()
+        state.check_io()  # an error of the file itself, whether FastWARC raised it or ended quietly on it
         return start
+
+    def _block(self, rec: Any) -> bytes:
+        """The content `_fast_record` will need of a record (b"" where it reads none, as for a page too large)."""
+        kind = rec.headers.get("WARC-Type")
+        if kind == "conversion" or (kind == "response" and rec.content_length <= 4 * self.max_html_bytes):
+            return rec.reader.read()
+        return b""
 
     def _records(self, stream: Any) -> Iterator[tuple[Any, int]]:
         from fastwarc.warc import ArchiveIterator

@@ -4,8 +4,8 @@ One walk over a Lexbor (selectolax) tree: every block-level element starts a new
 the inline text of one paragraph, heading, list item, table cell or preformatted section. Each block
 carries what the classifier needs and the tree no longer gives cheaply once flattened: how much of
 it is link text, which block tag holds it, the class/id and tag cues of its ancestors, and the path
-of container elements above it (for finding the main-content region). The walk is iterative, so a
-deep tree costs time, never a RecursionError, and it reads each node once (the C parser does the rest).
+of container elements above it (for finding the main-content region). The walk recurses over elements
+only, reads a link's text in one C call, and stops with TooDeep past `max_depth` nested elements.
 """
 
 from __future__ import annotations

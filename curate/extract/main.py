@@ -6,7 +6,7 @@ nodes that never hold main text are removed in C, and one walk cuts the body int
 main-content region is the container with the most stage-1 evidence; a second logistic model
 rescores each block with its neighbours' scores and its place relative to that region (stage 2,
 `features.py`). Blocks over `threshold` are kept. When that keeps fewer than `min_words` words,
-the extractor falls back to the region's blocks ranked by score, then to every block with little
+the extractor falls back to every block over half the threshold, then to every block with little
 link text, so a page with text is not returned empty because the model was unsure.
 The weights were fitted by benchmarks/extract_fit.py on the tuning split of the four gold sets
 (see docs/extract.md); benchmarks/extract.py scores the held-out pages.
@@ -34,8 +34,8 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 SCAN_ABOVE = 5_000  # tags; see Main.apply
-W1 = np.array([STAGE1.get(k, 0.0) for k in F.LOCAL])
-W2 = np.array([STAGE2.get(k, 0.0) for k in F.LOCAL + F.CONTEXT])
+W1 = np.array([STAGE1[k] for k in F.LOCAL])
+W2 = np.array([STAGE2[k] for k in F.LOCAL + F.CONTEXT])
 
 
 def parse(html: str, max_depth: int = 512) -> tuple[list[Block], str]:

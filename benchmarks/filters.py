@@ -1,45 +1,58 @@
-"""Throughput of the heuristic filters, per filter and for the whole chain, against datatrove.
+"""Heuristic filters against datatrove: the same keep/drop decision per document, and speed, per filter.
 
-Runs every filter, single-process, timed in CPU seconds of the process (docs/s per core, and steadier
-than wall time on a shared machine), over the 697 Common Crawl documents of
-shared/data/text/web_cc, repeated `--reps` times. With `--datatrove-python PY` (an interpreter that has
-datatrove and spaCy installed, e.g. a separate venv), the same documents go through datatrove's Gopher,
-C4 and FineWeb filters in a subprocess, and the script prints the speed ratio and the share of documents
-that get the same keep/drop decision per filter. C4 is compared with the reference settings (5 words
-per line, 3 sentences) on both sides. datatrove's language filter needs lid.176.bin, which is not
-available offline, so language ID is timed but not compared.
+Fidelity: every filter of the published recipes runs over 2,313 real documents (the 697 Common Crawl
+pages of shared/data/text/web_cc and the 1,616 hand-made gold texts of shared/data/extraction), here and
+in datatrove, with the recipe's settings on both sides, and the share of documents given the same
+decision is printed per filter (`agree`, target >= 99%). C4 is compared twice: FineWeb's settings
+(3 words a line, 5 sentences, no terminal-punctuation rule) and C4's own (5 words, 3 sentences, the
+rule on), both without bad words (datatrove's C4QualityFilter has none). PII compares the redacted
+text (one placeholder each side). Language ID runs datatrove's LanguageFilter on the same quantised
+lid.176.ftz model file (its own download of lid.176.bin needs the internet), so it compares the rule,
+not the model; it needs fasttext in datatrove's venv. The URL filter runs on the documents that have a
+URL with datatrove's own lists on both sides; it needs tldextract and pyahocorasick there.
+
+Speed: docs/s per core (CPU seconds of the process) over the web_cc pages, `--reps` passes here and
+`--datatrove-reps` there, and for the whole Gopher > C4 > FineWeb chain.
 
     .venv/bin/python benchmarks/filters.py --reps 3 --datatrove-python /tmp/dtvenv/bin/python
 
-(/tmp/dtvenv: `python -m venv /tmp/dtvenv && /tmp/dtvenv/bin/pip install datatrove spacy nltk`.)
+(/tmp/dtvenv: `python3 -m venv /tmp/dtvenv && /tmp/dtvenv/bin/pip install datatrove spacy nltk
+fasttext-numpy2-wheel tldextract pyahocorasick`, apart from the project's venv.)
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import gzip
 import json
 import os
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("PENEIRA_SHARED_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 WEB_CC = os.path.join(DATA, "text", "web_cc", "dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz")
-COMPARED = ["gopher_quality", "gopher_repetition", "c4", "fineweb"]
+LID = os.path.join(DATA, "models", "lid.176.ftz")
+EMAIL, IP = "email@example.com", "22.214.171.124"
 
 
-def load_texts() -> list[str]:
+def load_documents() -> list[tuple[str, str, str | None]]:
+    """(set, text, url) of the web_cc pages, then the extraction gold texts in sorted path order."""
     with gzip.open(WEB_CC, "rt", encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
+        docs = [("web_cc", r["text"], r.get("metadata", {}).get("url")) for r in map(json.loads, f)]
+    for gold in sorted(glob.glob(os.path.join(DATA, "extraction", "*", "gold.jsonl"))):
+        with open(gold, encoding="utf-8") as f:
+            docs += [(gold.split(os.sep)[-2], r["text"], r.get("url")) for r in map(json.loads, f)]
+    return docs
 
 
 # ------------------------------------------------------------------ datatrove side (runs in its own venv)
 
-def datatrove_worker(reps: int) -> dict:
-    """Decisions and docs/s of datatrove's filters; imports nothing from this project."""
-    from datatrove.data import Document
+def datatrove_filters() -> dict:
     from datatrove.pipeline.filters import (
         C4QualityFilter,
         FineWebQualityFilter,
@@ -47,82 +60,128 @@ def datatrove_worker(reps: int) -> dict:
         GopherRepetitionFilter,
     )
 
-    texts = load_texts()
-    filters = {
+    out = {
         "gopher_quality": GopherQualityFilter(),
         "gopher_repetition": GopherRepetitionFilter(),
-        "c4": C4QualityFilter(min_num_sentences=3, min_words_per_line=5),
+        "c4 (FineWeb)": C4QualityFilter(filter_no_terminal_punct=False),
+        "c4 (C4)": C4QualityFilter(min_num_sentences=3, min_words_per_line=5),
         "fineweb": FineWebQualityFilter(),
     }
-    for f in filters.values():  # warm up (spaCy and punkt load lazily)
-        f.filter(Document(text=texts[0], id="warm"))
-    out: dict = {"decisions": {}, "docs_per_s": {}}
-    for name, f in filters.items():
-        t = time.process_time()
+    try:
+        from datatrove.pipeline.filters import LanguageFilter
+        from fasttext.FastText import _FastText
+
+        lang = LanguageFilter(languages=["en"], language_threshold=0.65)
+        lang.model._model = _FastText(LID)  # the same model file as ours, instead of downloading lid.176.bin
+        out["language"] = lang
+    except ImportError as e:
+        print(f"datatrove language filter skipped: {e}", file=sys.stderr)
+    try:
+        import tldextract
+        from datatrove.pipeline.filters import URLFilter
+
+        url = URLFilter()
+        url.tldextractor = tldextract.TLDExtract(suffix_list_urls=())  # its bundled suffix list: no network
+        out["url"] = url
+    except ImportError as e:
+        print(f"datatrove URL filter skipped: {e}", file=sys.stderr)
+    return out
+
+
+def datatrove_worker(reps: int) -> dict:
+    """Decisions over every document and docs/s over web_cc; imports nothing from this project."""
+    from datatrove.data import Document
+    from datatrove.pipeline.formatters import PIIFormatter
+    from datatrove.utils._import_utils import ASSETS_PATH
+
+    docs = load_documents()
+    web = [t for s, t, _ in docs if s == "web_cc"]
+    out: dict = {"decisions": {}, "docs_per_s": {}, "assets": ASSETS_PATH}
+    for name, f in datatrove_filters().items():
+        def keep(i: int, text: str, url: str | None, f=f, name=name) -> bool | None:
+            if name == "url" and not url:
+                return None
+            return f.filter(Document(text=text, id=str(i), metadata={"url": url})) is True
+        out["decisions"][name] = [keep(i, t, u) for i, (_, t, u) in enumerate(docs)]
+        t0 = time.process_time()
         for _ in range(reps):
-            keep = [f.filter(Document(text=x, id=str(i))) is True for i, x in enumerate(texts)]
-        out["docs_per_s"][name] = reps * len(texts) / (time.process_time() - t)
-        out["decisions"][name] = keep
-    t = time.process_time()
+            for i, text in enumerate(web):
+                keep(i, text, docs[i][2])
+        out["docs_per_s"][name] = reps * len(web) / (time.process_time() - t0)
+    pii = PIIFormatter(email_replacement=EMAIL, ip_replacement=IP)
+    out["pii_text"] = [pii.format(t) for _, t, _ in docs]
+    chain = [datatrove_filters()[n] for n in ("gopher_quality", "gopher_repetition", "c4 (FineWeb)", "fineweb")]
+    t0 = time.process_time()
     for _ in range(reps):
-        for i, x in enumerate(texts):
-            doc = Document(text=x, id=str(i))
-            all(f.filter(doc) is True for f in filters.values())
-    out["docs_per_s"]["chain"] = reps * len(texts) / (time.process_time() - t)
+        for i, text in enumerate(web):
+            doc = Document(text=text, id=str(i))
+            all(f.filter(doc) is True for f in chain)
+    out["docs_per_s"]["chain"] = reps * len(web) / (time.process_time() - t0)
     return out
 
 
 # ------------------------------------------------------------------ our side
 
-def run_ours(reps: int, model_path: str) -> dict:
+def our_filters(assets: str | None, tmp: str) -> dict:
+    from curate import filters
+
+    out = {
+        "gopher_quality": filters.GopherQuality(),
+        "gopher_repetition": filters.GopherRepetition(),
+        "c4 (FineWeb)": filters.C4(min_words_per_line=3, min_sentences=5, require_terminal_punct=False,
+                                   bad_words_languages=()),
+        "c4 (C4)": filters.C4(bad_words_languages=()),
+        "fineweb": filters.FineWeb(),
+        "language": filters.Language(["en"], threshold=0.65, model_path=LID),
+    }
+    if assets:  # datatrove's URL lists, unpacked as pipelines/fineweb.py expects them ($PENEIRA_URL_LISTS)
+        with tarfile.open(os.path.join(assets, "url_filterblacklistsv0_3_0.tar.gz")) as tar:
+            tar.extractall(tmp, filter="data")
+        out["url"] = filters.Url(
+            blocked_domains=os.path.join(tmp, "domains"), blocked_urls=os.path.join(tmp, "urls"),
+            banned_words=os.path.join(assets, "banned_words.txt"),
+            banned_subwords=os.path.join(assets, "banned_subwords.txt"),
+            soft_banned_words=os.path.join(assets, "soft_banned_words.txt"))
+    for f in out.values():
+        if hasattr(f, "setup"):
+            f.setup()
+    return out
+
+
+def run_ours(reps: int, assets: str | None) -> dict:
     from curate import Document, Reject, filters
     from curate.filters import _text
 
-    texts = load_texts()
-    steps = {
-        "language": filters.Language(["en", "pt"], model_path=model_path),
-        "gopher_quality": filters.GopherQuality(),
-        "gopher_repetition": filters.GopherRepetition(),
-        "c4": filters.C4(bad_words_languages=()),  # datatrove's C4 filter has no bad words: timed apart
-        "fineweb": filters.FineWeb(),
-        "url": filters.Url(),
-        "bad_words": filters.BadWords(),
-        "pii": filters.Pii(),
-    }
-    for s in steps.values():
-        s.setup()
-
-    def docs() -> list[Document]:
-        _text._cache.clear()  # no statistics carried over from a previous repetition
-        return [Document(id=str(i), text=x, source="web", url=None) for i, x in enumerate(texts)]
-
-    def run(chain: list, batch: list[Document]) -> list[bool]:
-        alive = list(range(len(batch)))
-        for step in chain:
-            res = step.apply_batch([batch[i] for i in alive])
-            alive = [i for i, r in zip(alive, res, strict=True) if not (r is None or isinstance(r, Reject))]
-        keep = [False] * len(batch)
-        for i in alive:
-            keep[i] = True
-        return keep
-
-    def timed(chain: list) -> tuple[float, list[bool]]:
-        elapsed, keep = 0.0, []
-        for _ in range(reps):
-            all_docs, keep = docs(), []
-            t = time.process_time()
-            for k in range(0, len(all_docs), 64):  # the runner's batch size
-                keep += run(chain, all_docs[k : k + 64])
-            elapsed += time.process_time() - t
-        return reps * len(texts) / elapsed, keep
-
+    docs = load_documents()
+    web = [(t, u) for s, t, u in docs if s == "web_cc"]
     out: dict = {"decisions": {}, "docs_per_s": {}}
-    for name, step in steps.items():
-        out["docs_per_s"][name], out["decisions"][name] = timed([step])
-    out["docs_per_s"]["chain"], _ = timed([steps[n] for n in COMPARED])
-    full = ["language", "gopher_quality", "gopher_repetition", "c4", "fineweb", "pii"]
-    out["docs_per_s"]["web_chain"], keep = timed([steps[n] for n in full])
-    out["kept"] = {name: sum(d) for name, d in out["decisions"].items()} | {"web_chain": sum(keep)}
+
+    def decide(step, batch: list[tuple[str, str | None]], name: str) -> list[bool | None]:
+        _text._cache.clear()
+        res = step.apply_batch([Document(id=str(i), text=t, source="web", url=u) for i, (t, u) in enumerate(batch)])
+        return [None if name == "url" and not u else not isinstance(r, Reject) for r, (_, u) in zip(res, batch, strict=True)]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        steps = our_filters(assets, tmp)
+        for name, step in steps.items():
+            pairs = [(t, u) for _, t, u in docs]
+            out["decisions"][name] = [d for k in range(0, len(pairs), 64) for d in decide(step, pairs[k : k + 64], name)]
+            t0 = time.process_time()
+            for _ in range(reps):
+                for k in range(0, len(web), 64):  # the runner's batch size
+                    decide(step, web[k : k + 64], name)
+            out["docs_per_s"][name] = reps * len(web) / (time.process_time() - t0)
+        pii = filters.Pii(email_placeholder=EMAIL, ip_placeholder=IP)
+        out["pii_text"] = [pii.redact(t)[0] for _, t, _ in docs]
+        chain = [steps[n] for n in ("gopher_quality", "gopher_repetition", "c4 (FineWeb)", "fineweb")]
+        t0 = time.process_time()
+        for _ in range(reps):
+            _text._cache.clear()
+            for k in range(0, len(web), 64):
+                alive = [Document(id=str(i), text=t, source="web") for i, (t, _) in enumerate(web[k : k + 64])]
+                for step in chain:
+                    alive = [d for d, r in zip(alive, step.apply_batch(alive), strict=True) if not isinstance(r, Reject)]
+        out["docs_per_s"]["chain"] = reps * len(web) / (time.process_time() - t0)
     return out
 
 
@@ -131,14 +190,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--datatrove-python", help="interpreter with datatrove + spaCy installed")
     ap.add_argument("--datatrove-reps", type=int, default=1, help="repetitions on the (slow) datatrove side")
-    ap.add_argument("--model", default=os.path.join(DATA, "models", "lid.176.ftz"))
     ap.add_argument("--datatrove-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.datatrove_worker:
         json.dump(datatrove_worker(args.reps), sys.stdout)
         return
-
-    ours = run_ours(args.reps, args.model)
     theirs = None
     if args.datatrove_python:
         proc = subprocess.run(
@@ -146,23 +202,28 @@ def main() -> None:
             capture_output=True, text=True, check=True, env={**os.environ, "PENEIRA_SHARED_DATA": DATA},
         )
         theirs = json.loads(proc.stdout)
-
-    n = len(load_texts())
-    print(f"{n} web_cc documents x {args.reps} reps, one process (docs/s per core)\n")
-    print(f"{'filter':<20}{'peneira':>10}{'datatrove':>11}{'speedup':>9}{'kept':>7}{'dt kept':>9}{'agree':>8}")
+    sys.path.insert(0, ROOT)
+    ours = run_ours(args.reps, theirs and theirs["assets"])
+    docs = load_documents()
+    n_web = sum(s == "web_cc" for s, _, _ in docs)
+    print(f"{len(docs):,} documents ({n_web} web_cc pages, {len(docs) - n_web:,} extraction gold texts); "
+          f"speed over the web_cc pages, one process, docs/s per core\n")
+    print(f"{'filter':<20}{'peneira':>9}{'datatrove':>11}{'speedup':>9}{'docs':>7}{'kept':>7}{'dt kept':>9}{'agree':>8}")
     for name, rate in ours["docs_per_s"].items():
-        row = f"{name:<20}{rate:>10.0f}"
         dt = theirs and theirs["docs_per_s"].get(name)
-        row += f"{dt:>11.0f}{rate / dt:>8.1f}x" if dt else f"{'-':>11}{'-':>9}"
-        kept = ours["kept"].get(name)
-        row += f"{kept:>7}" if kept is not None else f"{'':>7}"
-        if theirs and name in theirs["decisions"]:
-            a, b = ours["decisions"][name], theirs["decisions"][name]
-            same = sum(x == y for x, y in zip(a, b, strict=True)) / n
-            row += f"{sum(b):>9}{same:>8.1%}"
+        row = f"{name:<20}{rate:>9.0f}" + (f"{dt:>11.0f}{rate / dt:>8.1f}x" if dt else f"{'-':>11}{'-':>9}")
+        a = ours["decisions"].get(name)
+        b = theirs and theirs["decisions"].get(name)
+        if a is not None and b is not None:
+            pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+            same = sum(x == y for x, y in pairs) / len(pairs)
+            row += f"{len(pairs):>7}{sum(x for x, _ in pairs):>7}{sum(y for _, y in pairs):>9}{same:>8.2%}"
         print(row)
-    print("\nchain = gopher_quality > gopher_repetition > c4 > fineweb (both sides); "
-          "web_chain = language(en,pt) > that chain > pii")
+    if theirs:
+        same = sum(x == y for x, y in zip(ours["pii_text"], theirs["pii_text"], strict=True)) / len(docs)
+        changed = sum(x != t for x, (_, t, _) in zip(ours["pii_text"], docs, strict=True))
+        print(f"{'pii (same text)':<20}{'':>29}{len(docs):>7}{changed:>7}{'redacted':>9}{same:>8.2%}")
+    print("\nchain = gopher_quality > gopher_repetition > c4 (FineWeb) > fineweb, both sides")
 
 
 if __name__ == "__main__":

@@ -76,29 +76,36 @@ def _prefix(s: str) -> int:
 
 
 def _suffix(s: str) -> int:
-    """Length of the suffix token at the end of `s`, 0 if none."""
+    """Length of the suffix token at the end of `s`, 0 if none. The common marks are tested first."""
     c = s[-1]
-    if s.endswith(".."):
-        return len(s) - len(s.rstrip("."))
+    if c == ".":
+        if s.endswith(".."):
+            return len(s) - len(s.rstrip("."))
+        if len(s) > 1:
+            b = s[-2]
+            if (_lowerish(b) or b.isdigit() or b in "%²-+" or b in _PUNCT or b in _QUOTES
+                    or (b.isupper() and s[-3:-2].isupper())):
+                return 1
+        return 0
+    if c in _SUFFIX or c == "…":
+        if s.endswith("''"):
+            return 2
+        if s.endswith(_SUFFIX_EMOTICONS):  # one C call; which one only when some emoticon ends the chunk
+            for e in _SUFFIX_EMOTICONS:
+                if s.endswith(e) and len(s) > len(e):
+                    return len(e)
+        return 1
     if s.endswith(_CLITICS) and len(s) > 2:
         return 2
-    if s.endswith("''"):
-        return 2
-    for e in _SUFFIX_EMOTICONS:
-        if s.endswith(e) and len(s) > len(e):
-            return len(e)
-    if c in _SUFFIX or c == "…" or _is_icon(c):
+    if _is_icon(c):
         return 1
-    if c == "." and len(s) > 1:
-        b = s[-2]
-        if _lowerish(b) or b.isdigit() or b in "%²-+" or b in _PUNCT or b in _QUOTES or (b.isupper() and s[-3:-2].isupper()):
-            return 1
-        return 0
     if c == "+" and len(s) > 1 and s[-2].isdigit():
         return 1
-    head = s.rstrip("".join(_CURRENCY)) if c in _CURRENCY else s
-    if head is not s and head[-1:].isdigit():
-        return len(s) - len(head)
+    if c in _CURRENCY:
+        head = s.rstrip("".join(_CURRENCY))
+        return len(s) - len(head) if head[-1:].isdigit() else 0
+    if not (s[:1].isdigit() and s.endswith(_UNITS)):
+        return 0
     for unit in _UNITS:
         if s.endswith(unit) and len(s) > len(unit) and s[-len(unit) - 1].isdigit() and not s[:-len(unit)].isalpha():
             return len(unit) if s[: -len(unit)].replace(",", "").replace(".", "").isdigit() else 0
@@ -172,12 +179,21 @@ def split_chunk(chunk: str) -> list[str]:
     return head + (_core(s) if s else []) + tail[::-1]
 
 
+_CHUNKS: dict[str, tuple[str, ...]] = {}  # chunk -> its tokens: web text repeats "said." and "it's" a lot
+_CHUNKS_MAX = 1 << 17  # entries; the cache is dropped and refilled past this, so memory stays bounded
+
+
 def word_tokens(text: str) -> list[str]:
     """Every token of `text`, punctuation included, whitespace dropped (datatrove's `split_into_words`)."""
     out: list[str] = []
+    cache = _CHUNKS
     for chunk in text.split():
-        if _PLAIN.fullmatch(chunk) and chunk not in _SPLIT_WORDS:
-            out.append(chunk)
-        else:
-            out += split_chunk(chunk)
+        toks = cache.get(chunk)
+        if toks is None:
+            plain = _PLAIN.fullmatch(chunk) and chunk not in _SPLIT_WORDS
+            toks = (chunk,) if plain else tuple(split_chunk(chunk))
+            if len(cache) >= _CHUNKS_MAX:
+                cache.clear()
+            cache[chunk] = toks
+        out += toks
     return out

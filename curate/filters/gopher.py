@@ -23,8 +23,7 @@ BULLETS = ("•", "‣", "·", "-", "*")
 ELLIPSES = ("...", "…")
 
 
-def _is_symbol(token: str) -> bool:
-    return not any(c.isalnum() for c in token)
+_ALNUM = re.compile(r"[^\W_]")
 
 
 def _stop_word_table(stop_words: Iterable[str] | Mapping[str, Iterable[str]] | None) -> dict[str, frozenset[str]]:
@@ -115,7 +114,8 @@ class GopherQuality(Filter):
     def reject_rule(self, doc: Document) -> str | None:
         st = text_stats(doc.text)
         tokens = st.word_tokens
-        words = [t for t in tokens if not _is_symbol(t)]  # tokens with a letter or digit: what "words" counts
+        has_alnum = _ALNUM.search
+        words = [t for t in tokens if has_alnum(t)]  # tokens with a letter or digit: what "words" counts
         n = len(words)
         if n < self.min_words or n == 0:  # with min_words=0, a text of no words has no ratios to take
             return "too_few_words"

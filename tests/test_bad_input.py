@@ -174,6 +174,21 @@ def test_a_member_native_fastwarc_passes_over_is_still_read_or_counted(tmp_path,
     assert stats.docs_in == 4 + counted and sum(stats.dropped.values()) == counted
 
 
+@pytest.mark.parametrize("cls", WARC_READERS)
+@pytest.mark.parametrize("where", [-8, -1])  # a byte of the CRC-32, of the length (ISIZE)
+def test_a_page_whose_member_fails_its_gzip_trailer_is_not_passed_on(tmp_path, cls, where):
+    """Its deflate data is whole, so the page decompresses in full; only the trailer tells it is not the
+    page that was written. FastWarc's native path relies on FastWARC checking it before the next member."""
+    pages = [response(f"http://{c}.example/", GOOD_HTML, rid=f"<u:{c}>") for c in "abc"]
+    bad = bytearray(pages[1])
+    bad[where] ^= 0x01
+    path = tmp_path / "crc.warc.gz"
+    path.write_bytes(pages[0] + bytes(bad) + pages[2])
+    docs, stats = read(cls(), path)
+    assert [d.metadata["warc_record_id"] for d in docs] == ["<u:a>", "<u:c>"]
+    assert dict(stats.dropped) == {"read:bad_gzip": 1}
+
+
 def test_fastwarc_decompresses_only_the_last_member_in_python_on_an_intact_file(shared, monkeypatch):
     """The fast path: an intact file is read natively, and the member reader (Python zlib) takes over
     only for the last member, which the native reader cannot tell whole from cut."""

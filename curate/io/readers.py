@@ -662,8 +662,8 @@ class FastWarc(Warc):
     `_http_payload`, which keep warcio's leniency (bare-LF headers, mislabelled chunked bodies) that
     FastWARC's own HTTP parsing lacks. Tested for equality with `Warc` on the real crawls.
 
-    A seekable `.warc.gz` is read natively (FastWARC's own gzip, ~3x faster than members in Python)
-    while every record has a gzip member of its own; from the first sign of trouble (an error, a record
+    A seekable `.warc.gz` is read natively (FastWARC's own gzip; members in Python take ~1.6x the CPU
+    time, docs/benchmarks.md) while every record has a gzip member of its own; from the first sign of trouble (an error, a record
     that does not start the next member, the file's last member) it is read member by member from the
     first member not yet passed on (`_native`), so the same records come out with the same counts.
     """
@@ -678,8 +678,8 @@ class FastWarc(Warc):
         yield from self._members(io.BufferedReader(state.raw, CHUNK), resume, path, stats, state)
 
     def _native(self, src: MemberStarts, path: str, stats: StepStats, state: _FileState) -> Generator[Document, None, int]:
-        """Records read natively, each passed on once FastWARC has begun the next member: zlib has then
-        checked the CRC of its own (FastWARC raises on a bad one). Returns the offset of the first member
+        """Records read natively, each passed on once FastWARC has begun the next member: its gzip has then
+        checked the CRC and length of the one before (it raises on a bad one; tests/test_bad_input.py). Returns the offset of the first member
         not passed on, where the member reader takes over: the native reader cannot tell a file cut inside
         its last member from a whole one, and stops for good at the first damaged member."""
         from fastwarc.warc import ArchiveIterator

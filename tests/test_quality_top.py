@@ -22,8 +22,10 @@ from curate.run.executors.local import LocalExecutor
 @pytest.fixture(scope="module")
 def model(shared, tmp_path_factory) -> tuple[str, Path]:
     tmp = tmp_path_factory.mktemp("quality_top")
-    pos, neg = _prepare(shared, tmp)
-    result = quality.train(pos, neg, str(tmp / "quality.bin"))  # globs: the defaults, as test_quality trains
+    _prepare(shared, tmp)  # writes sms.txt (one message a line)
+    # a small model (a novel vs SMS) is enough: what is tested is the cut, against the model's own scores
+    result = quality.train([str(shared / "text/clean_en/botchan_gutenberg8868.txt")], [str(tmp / "sms.txt")],
+                           str(tmp / "quality.bin"))
     return result.model_path, tmp
 
 
@@ -66,8 +68,9 @@ def test_keeps_the_exact_count_of_the_best_scored(model, shared, tmp_path):
     cut = stats["quality"]["extra"]["cut"]
     assert (cut["scored"], cut["kept"], stats["quality"]["docs_out"]) == (1183, 118, 118)
     assert cut["score"] == pytest.approx(kth, abs=1e-6)
-    ref = np.quantile(scores, [0.1, 0.25, 0.5, 0.75, 0.9])
-    assert np.allclose(list(cut["score_quantiles"].values()), ref, atol=2e-3)  # histogram bins: 2^-11 of the score
+    ref = np.quantile(scores, [0.1, 0.25, 0.5, 0.75, 0.9], method="inverted_cdf")  # nearest rank
+    got = np.array(list(cut["score_quantiles"].values()))
+    assert np.all(got <= ref + 5e-5) and np.all(ref - got <= ref * 2.0**-11 + 5e-5)  # a bin's lower edge, rounded
 
 
 def test_exact_under_tied_scores(model, tmp_path):

@@ -88,8 +88,9 @@ def test_tiny_ablation_end_to_end_then_resumes(shared, tmp_path, monkeypatch, ca
     assert by_name["extract"]["curated"]["docs_read"] == by_name["gopher"]["curated"]["docs_read"]
     assert by_name["gopher"]["curated"]["docs_written"] <= by_name["extract"]["curated"]["docs_written"]
     for v in by_name.values():
-        # the same budget for every variant, met as closely as whole documents of ~2,000 tokens allow
-        assert 0.9 * 40_000 <= v["mix"]["tokens"] <= 40_000 and v["mix"]["planned_tokens"] == 40_000
+        # the same budget for every variant, met as closely as whole documents (here up to several thousand
+        # tokens each) allow; how close `curate mix` gets is tests/test_mix.py's subject
+        assert v["mix"]["planned_tokens"] == 40_000 and 0.8 * 40_000 <= v["mix"]["tokens"] <= 40_000
     shas = {TokenDataset(out / "variants" / n / "tokens").manifest["tokenizer"]["sha256"] for n in by_name}
     assert len(shas) == 1  # one tokenizer for all
     for v in by_name.values():

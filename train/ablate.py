@@ -2,7 +2,8 @@
 
 One raw input (any number of files, each kind read by its own reader), several pipeline variants. Each variant's
 output is mixed to the same token budget (`curate mix`, counted with the shared tokenizer), tokenized with ONE
-tokenizer (trained once, on the output of the first variant, normally extraction only: the raw text), trained with
+tokenizer (trained once, on the output of the first variant, normally extraction only: the raw text, and kept
+from then on), trained with
 the same config and seed, and evaluated with `train eval` on the same held-out sets and tasks. Held-out bits per
 byte is measured at `eval_points` points during training (the run is stopped there with `stop_at`, evaluated, and
 resumed bit for bit), the tasks at the end. Everything lands under `out`:
@@ -170,18 +171,25 @@ def curate_variant(spec: Spec, variant: dict, routes: dict[str, Reader]) -> str:
     return key
 
 
-def shared_tokenizer(spec: Spec, first_key: str) -> tuple[Path, str]:
+def shared_tokenizer(spec: Spec) -> tuple[Path, str]:
+    """Trained once, on the first variant's output, and then kept while vocab_size and tokenizer_chars stay the same,
+    even if that output changes later: any tokenizer serves the comparison as long as every variant shares it, and a
+    new one would retrain every variant. Delete OUT/tokenizer to train it again."""
     from curate.tokens.tokenize import train_tokenizer
 
     out = spec.out / "tokenizer"
-    key = digest("tokenizer", first_key, spec.vocab_size, spec.tokenizer_chars)
     path = out / "tokenizer.json"
-    if stage_state(out, key) != "done":
-        print(f"ablate: training the shared tokenizer on {spec.variants[0]['name']}", flush=True)
-        mark(out, key, False)
-        source = spec.out / "variants" / spec.variants[0]["name"] / "curated"
-        train_tokenizer(str(source), spec.vocab_size, str(path), sample_chars=int(spec.tokenizer_chars))
-        mark(out, key, True)
+    settings = {"vocab_size": spec.vocab_size, "tokenizer_chars": spec.tokenizer_chars}
+    record = json.loads(mark_file(out).read_text()) if mark_file(out).is_file() else {}
+    if record.get("done") and path.is_file() and all(record.get(k) == v for k, v in settings.items()):
+        return path, record["key"]
+    if out.exists():
+        shutil.rmtree(out)
+    print(f"ablate: training the shared tokenizer on {spec.variants[0]['name']}", flush=True)
+    source = spec.out / "variants" / spec.variants[0]["name"] / "curated"
+    info = train_tokenizer(str(source), spec.vocab_size, str(path), sample_chars=int(spec.tokenizer_chars))
+    key = info["sha256"][:16]  # what the mixes and token shards depend on: this very file
+    mark(out, key, True, **settings)
     return path, key
 
 
@@ -301,7 +309,7 @@ def run(spec: Spec, only: list[str] | None = None) -> dict:
     for v in spec.variants:  # the first variant is curated even under --only: the tokenizer is trained on it
         if not only or v["name"] in only or v is spec.variants[0]:
             keys[v["name"]] = curate_variant(spec, v, routes)
-    tok, tok_key = shared_tokenizer(spec, keys[spec.variants[0]["name"]])
+    tok, tok_key = shared_tokenizer(spec)
     for v in spec.variants:
         if v["name"] not in keys or (only and v["name"] not in only):
             continue
@@ -318,10 +326,17 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m train ablate", description=__doc__.split("\n\n")[0])
     p.add_argument("--spec", required=True, help="the ablation's TOML file (docs/ablation.md)")
     p.add_argument("--only", action="append", default=None, metavar="VARIANT", help="run only these variants")
+    p.add_argument("--report", action="store_true", help="only rewrite the results from what is already done")
     args = p.parse_args(argv)
     try:
         spec = load_spec(args.spec)
-        results = run(spec, args.only)
+        if args.report:
+            from train.ablate_report import collect, write
+
+            results = collect(spec)
+            write(spec, results)
+        else:
+            results = run(spec, args.only)
     except (FileNotFoundError, ValueError) as e:  # the user's input (UsageError is a ValueError): one line
         print(f"python -m train ablate: error: {e}", file=sys.stderr)
         return 2

@@ -111,9 +111,9 @@ def plot_curves(results: dict, path: Path) -> None:
             color = f"C{i}"
             for j, r in enumerate(v["runs"]):
                 pts = [(c["tokens"], c["heldout"][name]) for c in r["curve"] if name in c["heldout"]]
-                ax.plot([t for t, _ in pts], [b for _, b in pts], "o-", color=color, ms=3, lw=1.2 if j == 0 else 0.8, alpha=1 if j == 0 else 0.5,
+                ax.plot([t / 1e6 for t, _ in pts], [b for _, b in pts], "o-", color=color, ms=3, lw=1.2 if j == 0 else 0.8, alpha=1 if j == 0 else 0.5,
                         label=v["name"] if j == 0 else None)
-        ax.set(title=name, xlabel="training tokens", ylabel="bits per byte")
+        ax.set(title=name, xlabel="training tokens (millions)", ylabel="bits per byte")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
@@ -131,7 +131,7 @@ def plot_tasks(results: dict, path: Path) -> None:
 
     cols = [c for c in _columns(results) if not c.endswith(" bpb")]
     done = [v for v in results["variants"] if v["runs"]]
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(cols) * max(1, len(done)) / 2), 4))
+    fig, ax = plt.subplots(figsize=(max(7, 0.18 * len(cols) * max(1, len(done)) + 2), 4.5))
     width = 0.8 / max(1, len(done))
     for i, v in enumerate(done):
         per_run = [metrics(r) for r in v["runs"]]

@@ -104,3 +104,19 @@ def test_recipe_runs_on_a_real_crawl(name, shared, lid, monkeypatch, tmp_path):
     assert extracted > 10
     dropped = sum(n for k, s in stats.items() if k not in ("read", "extract") for n in s["dropped"].values())
     assert manifest["docs_written"] == extracted - dropped
+
+
+def test_dclm_runs_on_a_real_crawl(shared, lid, monkeypatch, tmp_path):
+    """DCLM end to end, with a small classifier trained for it: the top fraction keeps round(0.1 x N) of the
+    N documents that reach it."""
+    rows = (shared / "text/low_quality/SMSSpamCollection.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    (tmp_path / "sms.txt").write_text("\n".join(r.split("\t", 1)[1] for r in rows), encoding="utf-8")
+    model = tmp_path / "q.bin"
+    quality.train(str(shared / "text/clean_en/botchan_gutenberg8868.txt"), str(tmp_path / "sms.txt"), str(model),
+                  quality.TrainConfig(bucket=10_000))
+    p = load("dclm", monkeypatch, PENEIRA_QUALITY_MODEL=str(model))
+    warcs = [str(shared / "warc/wget/dolma_sample-0000.warc.gz"), str(shared / "warc/wget/dolma_sample-0001.warc.gz")]
+    manifest = p.run(inputs=warcs, output=str(tmp_path / "out"), workers=1, progress=False)
+    stats = {s["name"]: s for s in json.loads((tmp_path / "out/stats.json").read_text())["steps"]}
+    reached = stats["quality"]["docs_in"]
+    assert reached > 0 and manifest["docs_written"] == stats["quality"]["docs_out"] == round(0.1 * reached)

@@ -64,6 +64,7 @@ class Extractor(Step):
     512 is the depth at which browsers' HTML parsers stop nesting, so no real page goes deeper."""
 
     name = "extract"
+    scan_depth_above = 0  # tags: pages with more get the nesting-depth pre-scan (a subclass may raise it)
 
     def __init__(self, timeout: float = 5.0, max_html_chars: int = 2_000_000, min_chars: int = 1,
                  max_depth: int = 512):
@@ -81,14 +82,16 @@ class Extractor(Step):
         if len(doc.html) > self.max_html_chars:
             return Reject("too_large")
         # Depth > max_depth needs more than max_depth tags, so the scan only runs on tag-heavy pages.
-        if doc.html.count("<") > self.max_depth and nesting_depth(doc.html, self.max_depth) > self.max_depth:
+        tags = doc.html.count("<")
+        if (tags > max(self.max_depth, self.scan_depth_above)
+                and nesting_depth(doc.html, self.max_depth) > self.max_depth):
             return Reject("too_deep")
         try:
             with time_limit(self.timeout):
                 text = self.extract(doc)
         except ExtractTimeout:
             return Reject("timeout")
-        except RecursionError:
+        except RecursionError:  # an extractor's own depth check raises one (or a subclass)
             return Reject("too_deep")
         doc.html = None
         if not text or len(text.strip()) < self.min_chars:

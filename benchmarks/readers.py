@@ -26,7 +26,8 @@ from _data import DATA  # noqa: E402
 
 from curate.core.stats import StepStats  # noqa: E402
 from curate.io import readers  # noqa: E402
-from curate.io.readers import _http_payload, _split_http, decode_html  # noqa: E402
+from curate.io.readers import decode_html  # noqa: E402
+from curate.io.readers.warc import _http_payload, _split_http  # noqa: E402
 
 
 def bare_warcio(path: Path) -> int:

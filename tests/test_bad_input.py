@@ -11,6 +11,7 @@ import pytest
 from curate import Pipeline, extract, readers
 from curate.core.document import Document
 from curate.core.stats import StepStats
+from curate.io.readers import warc as warc_readers
 
 GOOD_HTML = b"<html><body><article><p>" + b"A perfectly ordinary paragraph of readable text. " * 20 + b"</p></article></body></html>"
 WARC_READERS = [readers.Warc, readers.FastWarc]
@@ -147,7 +148,7 @@ def test_one_bad_record_costs_itself_not_the_rest_of_the_file(tmp_path, monkeypa
             raise ValueError("a decoding error in this one record")
         return real(body, ctype, stats)
 
-    monkeypatch.setattr(readers, "decode_html", poisoned)
+    monkeypatch.setattr(warc_readers, "decode_html", poisoned)  # where the WARC readers look it up
     path = tmp_path / "mixed.warc.gz"
     idna = "<html><body><p>Olá, página em português com acentuação: ação, coração.</p></body></html>".encode()
     path.write_bytes(response("http://a.example/", GOOD_HTML, rid="<u:a>")

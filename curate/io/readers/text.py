@@ -1,0 +1,227 @@
+"""JSONL and Parquet readers: records of text, each bad line or row group counted, never the end of the file."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from curate.core.document import CORE_COLUMNS, Document
+from curate.core.stats import StepStats
+from curate.io import fs
+from curate.io.members import CHUNK, Tracked
+from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+@contextlib.contextmanager
+def _open_bytes(path: str) -> Iterator[tuple[io.BufferedIOBase, Tracked]]:
+    """The decompressed bytes of a plain, .gz or .zst file (local or URL) and the tracked raw file, closing
+    every layer on exit: gzip and zstandard leave a file object they were handed open, which would leak
+    one fsspec handle per URL input."""
+    with contextlib.ExitStack() as stack:
+        raw = Tracked(stack.enter_context(fs.open(path, "rb")))
+        f: Any = io.BufferedReader(raw, CHUNK)
+        if path.endswith(".gz"):
+            f = stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb"))
+        elif path.endswith(".zst"):
+            f = stack.enter_context(io.BufferedReader(_StrictZstd(f)))
+        yield f, raw
+
+
+class _StrictZstd(io.RawIOBase):
+    """Decompressed zstd frames that raise EOFError when the input ends inside a frame.
+
+    zstandard's own reader returns a truncated file's prefix as if it were whole, which would turn a
+    half-copied shard into silently missing documents instead of a counted `read:corrupt_stream`.
+    """
+
+    def __init__(self, raw: Any):
+        import zstandard
+
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self.raw, self.dec, self.pending = raw, self._new(), b""
+        self.in_frame = False  # bytes of a frame were fed and its end not seen yet
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        while not self.pending:
+            chunk = self.raw.read(1 << 16)
+            if not chunk:
+                if self.in_frame:
+                    raise EOFError("zstd input ends inside a frame (truncated file)")
+                return 0
+            self.pending = self._feed(chunk)
+        n = min(len(buf), len(self.pending))
+        buf[:n], self.pending = self.pending[:n], self.pending[n:]
+        return n
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out = []
+        while chunk:
+            out.append(self.dec.decompress(chunk))
+            self.in_frame = not self.dec.eof
+            chunk = b""
+            if self.dec.eof:  # the frame is complete; more input is a concatenated frame
+                chunk, self.dec = self.dec.unused_data, self._new()
+        return b"".join(out)
+
+
+class Jsonl(Reader):
+    """JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst), one record a line.
+
+    Ids are unique per run: the record's own id + `#` + a digest of (source, file, line) (`unique_id`);
+    the own id field also stays in `metadata` under its own name, with every other field. A line that is not JSON (`read:bad_json`) or has no
+    text (`read:no_text`) costs itself; a line that is not UTF-8 is decoded with U+FFFD and lone
+    surrogates (`"\\ud800"`, which Arrow cannot write) are replaced by U+FFFD: figures
+    `read:invalid_utf8` and `read:text_repaired`. A compressed stream that breaks ends the file with
+    one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`).
+    """
+
+    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", url_key: str = "url",
+                 unique_ids: bool = True):
+        super().__init__(source)
+        self.text_key, self.id_key, self.url_key = text_key, id_key, url_key
+        self.unique_ids = unique_ids  # False: ids as given (a finished corpus read back, e.g. by `curate mix`)
+
+    def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
+        with _open_bytes(path) as (f, raw):
+            lineno, before = -1, stats.docs_in
+            try:
+                for lineno, line in enumerate(f):
+                    if not line.strip():
+                        continue
+                    doc = self._parse(line, key or path, lineno, stats)
+                    if doc is not None:
+                        yield doc
+            except Exception as e:  # the decompressor: truncated gzip or zstd, a bad CRC, not gzip at all
+                if raw.io_error is not None:
+                    raise raw.io_error from None
+                figure(stats, "records_before_corrupt_stream", stats.docs_in - before)
+                self.skip(stats, "corrupt_stream")
+                note(stats, path, f"{type(e).__name__}: {e} (after {lineno + 1} lines)")
+
+    def _parse(self, line: bytes, key: str, lineno: int, stats: StepStats) -> Document | None:
+        try:
+            text_line = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text_line = line.decode("utf-8", errors="replace")
+            figure(stats, "invalid_utf8")
+        try:
+            rec = json.loads(text_line)
+        except (json.JSONDecodeError, RecursionError):
+            self.skip(stats, "bad_json")
+            return None
+        text = rec.pop(self.text_key, None) if isinstance(rec, dict) else None
+        if not isinstance(text, str):
+            self.skip(stats, "no_text")
+            return None
+        if _SURROGATE_ESCAPE.search(text_line):
+            (text, rec), changed = repair_deep([text, rec])
+            if changed:
+                figure(stats, "text_repaired")
+        meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+        url = rec.pop(self.url_key, None) or meta.get("url")
+        stats.docs_in += 1
+        own = rec.get(self.id_key)
+        doc_id = unique_id(self.source, own, f"{key}:{lineno}") if self.unique_ids or own is None else str(own)
+        return Document(id=doc_id, text=text, source=self.source,
+                        url=url if isinstance(url, str) else None, metadata=rec)
+
+
+class Parquet(Reader):
+    """Parquet files. Shards in the text contract come back whole, ids included (the run that wrote them
+    made them unique); other files need `text_key`, and get ids like JSONL's (`unique_id`, from the
+    file and row), their own id column staying in `metadata` under its own name.
+
+    Row groups are read one by one: one that does not decode (a damaged page, a bad page checksum)
+    costs its own rows (`read:bad_row_group`, one count per row), and reading goes on with the next.
+    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`).
+    """
+
+    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024):
+        super().__init__(source)
+        self.text_key, self.id_key, self.batch_size = text_key, id_key, batch_size
+
+    def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
+        import pyarrow.parquet as pq
+
+        with fs.open(path, "rb") as f:
+            raw = Tracked(f)
+            try:
+                pf = pq.ParquetFile(raw, page_checksum_verification=True)
+            except Exception as e:
+                if raw.io_error is not None:
+                    raise raw.io_error from None
+                self.skip(stats, "not_parquet")
+                note(stats, path, e)
+                return
+            with pf:
+                yield from self._rows(pf, raw, path, key or path, stats)
+
+    def _rows(self, pf: Any, raw: Tracked, path: str, key: str, stats: StepStats) -> Iterator[Document]:
+        names = pf.schema_arrow.names
+        if self.text_key not in names:
+            self.skip(stats, "bad_schema")
+            note(stats, path, f"no column {self.text_key!r} (columns: {names})")
+            return
+        contract = all(c in names for c in ("id", "text", "source"))
+        row = 0
+        for g in range(pf.metadata.num_row_groups):
+            size, done = pf.metadata.row_group(g).num_rows, 0
+            try:
+                for batch in pf.iter_batches(batch_size=self.batch_size, row_groups=[g]):
+                    for rec in _pylist(batch, stats):
+                        doc = self._doc(rec, contract, key, row + done, stats)
+                        done += 1
+                        if doc is not None:
+                            yield doc
+            except Exception as e:
+                if raw.io_error is not None:
+                    raise raw.io_error from None
+                note(stats, path, f"row group {g}: {type(e).__name__}: {e}")
+                for _ in range(size - done):
+                    self.skip(stats, "bad_row_group")
+            row += size
+
+    def _doc(self, rec: dict, contract: bool, key: str, row: int, stats: StepStats) -> Document | None:
+        text = rec.get(self.text_key)
+        if not isinstance(text, str):
+            self.skip(stats, "no_text")
+            return None
+        stats.docs_in += 1
+        if contract:
+            return Document.from_record(rec)
+        rec.pop(self.text_key)
+        return Document(
+            id=unique_id(self.source, rec.get(self.id_key), f"{key}:{row}"),
+            text=text,
+            source=self.source,
+            url=rec.pop("url", None),
+            metadata={k: v for k, v in rec.items() if k not in CORE_COLUMNS or k == self.id_key},
+        )
+
+
+def _pylist(batch: Any, stats: StepStats) -> list[dict]:
+    """Rows of a record batch; string columns that are not UTF-8 are decoded with U+FFFD, and counted."""
+    try:
+        return batch.to_pylist()
+    except UnicodeDecodeError:
+        import pyarrow as pa
+
+        cols = {}
+        for name, col in zip(batch.schema.names, batch.columns, strict=True):
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                values = col.cast(pa.binary()).to_pylist()
+                cols[name] = [None if v is None else v.decode("utf-8", errors="replace") for v in values]
+            else:
+                cols[name] = col.to_pylist()
+        figure(stats, "invalid_utf8")
+        return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]

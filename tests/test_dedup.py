@@ -322,6 +322,50 @@ def test_components_equal_scipy_on_chains_stars_and_random_graphs(tmp_path):
         assert 2 <= figures["rounds"] <= 12
 
 
+def test_a_buckets_task_reads_only_its_own_rows_whatever_the_number_of_shards(planted, tmp_path, monkeypatch):
+    """Each (band, partition) task reads its rows of each shard and nothing else: no footer, no other segment."""
+    files, texts = planted
+    step = dedup.MinHash(partitions=4)
+    # reference: the rows of every (band, partition), from the documents themselves (no work files)
+    sig, counts = signatures(list(texts.values()))
+    bh = minhash_mod.band_hashes(sig[counts > 0], step.bands, step.rows)
+    want = {(b, p): int((minhash_mod.common.partition_of(bh[:, b], 4) == p).sum())
+            for b in range(step.bands) for p in range(4)}
+    real_task, real_range, real_pf = minhash_mod.bucket_band, minhash_mod.common.read_range, minhash_mod.fs.parquet_file
+    reads, footers, current = {}, [], []
+
+    def task(arg):
+        current[:] = [(arg.band, arg.part)]
+        return real_task(arg)
+
+    def read_range(path, start, length):
+        reads.setdefault(current[0], []).append((path, start, length))
+        return real_range(path, start, length)
+
+    def parquet_file(path):
+        footers.append(str(path))
+        return real_pf(path)
+
+    monkeypatch.setattr(minhash_mod, "bucket_band", task)
+    monkeypatch.setattr(minhash_mod.common, "read_range", read_range)
+    monkeypatch.setattr(minhash_mod.fs, "parquet_file", parquet_file)
+    rows = [line for f in files for line in Path(f).read_text().splitlines(keepends=True)]
+    for n in (3, 6):
+        shards = []
+        for k in range(n):
+            shards.append(tmp_path / f"{n}" / f"in{k}.jsonl")
+            shards[-1].parent.mkdir(exist_ok=True)
+            shards[-1].write_text("".join(rows[k::n]))
+        reads.clear()
+        footers.clear()
+        run([str(s) for s in shards], tmp_path / f"out{n}", [step])
+        assert {k: 24 * c for k, c in want.items() if c} == {k: sum(r[2] for r in v) for k, v in reads.items()}
+        for k, v in reads.items():  # one read per shard, never twice the same bytes
+            assert len(v) <= n and len({r[0] for r in v}) == len(v)
+        assert [f for f in footers if "/bands/" in f] == []
+    assert clusters_of(tmp_path / "out3") == clusters_of(tmp_path / "out6")
+
+
 # ---------------------------------------------------------------- resuming
 
 

@@ -186,6 +186,26 @@ def read_where(paths: list[str], where: dict[str, int], columns: list[str] | Non
     return pa.concat_tables(parts) if parts else pa.table({})
 
 
+def read_range(path: str, start: int, length: int) -> bytes:
+    """`length` bytes of a file from byte `start`: one `pread` locally, one ranged GET on an object store.
+
+    No read-ahead: a buckets task reads one small slice of every shard's band file, so a block cache
+    (fsspec's default, MiBs per open) would read far more than the slice.
+    """
+    if length == 0:
+        return b""
+    local = fs.local_path(path)
+    if local is not None:
+        with open(local, "rb", buffering=0) as f:
+            data = os.pread(f.fileno(), length, start)
+    else:
+        filesystem, inner = fs.url_to_fs(path)
+        data = filesystem.cat_file(inner, start=start, end=start + length)
+    if len(data) != length:
+        raise OSError(f"{path}: expected {length} bytes at {start}, got {len(data)} (file truncated?)")
+    return data
+
+
 def _row_groups_with(pf: pq.ParquetFile, where: dict[str, int]) -> list[int]:
     """Row groups of a file whose min/max statistics admit every value of `where` (all of them without statistics)."""
     index = {col: pf.schema_arrow.get_field_index(col) for col in where}

@@ -1,9 +1,10 @@
 """MinHash near-duplicate removal in phases that each hold one partition in memory, parallel on the executor.
 
 1. `signatures` (per shard): a MinHash signature per document (equal to datasketch's), kept as a
-   `.npy` matrix in the work directory, plus one 64-bit hash per LSH band in Parquet, sorted by
-   (band, hash partition) with row groups per (band, partition);
-2. `buckets` (per band x partition): reads only its rows of every band file (pushed down), groups the
+   `.npy` matrix in the work directory, plus one 64-bit hash per LSH band in a second `.npy`, sorted
+   by (band, hash partition), with the row count of every (band, partition) in the task's result;
+2. `buckets` (per band x partition): reads only its rows of every band file (one ranged read per
+   shard at the offset the signatures results give, no footer to parse), groups the
    band hashes with polars and verifies members against centres (`verify_buckets`): a pair is kept
    only if the signatures' estimated Jaccard reaches `threshold` (read by row with pread from the .npy matrices);
 3. `components-*` (rounds of per-partition tasks): connected components of the verified pairs by
@@ -35,6 +36,7 @@ from curate.dedup import common, components
 from curate.dedup.sketch import permutations, signatures
 from curate.io import fs
 
+BAND_ROW_BYTES = 24  # a band file row: bhash, idkey, doc as little-endian uint64
 MAX_CENTRES = 32  # centres tried per bucket before its unmatched members are counted as unresolved
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -99,11 +101,8 @@ def signature_shard(task: SignatureTask) -> dict:
             docs = (np.uint64(task.shard) << np.uint64(32)) | (has + row).astype(np.uint64)
             keys = id_hashes([bid[i] for i in has])
             for b in range(task.bands):
-                band_parts.append(pa.table({
-                    "band": np.full(len(has), b, dtype=np.uint8),
-                    "part": common.partition_of(bh[:, b], task.parts),
-                    "bhash": bh[:, b], "idkey": keys, "doc": docs,
-                }))
+                segment = b * task.parts + common.partition_of(bh[:, b], task.parts).astype(np.int64)
+                band_parts.append((segment, np.column_stack([bh[:, b], keys, docs])))
         row += len(s)
     sig.flush()
     del sig
@@ -115,12 +114,33 @@ def signature_shard(task: SignatureTask) -> dict:
         "quality": pa.array(quality, pa.float32()),
         "shingles": counts,
     }), fs.join(task.work, "docs", f"{name}.parquet"))
-    schema = pa.schema([("band", pa.uint8()), ("part", pa.uint16()), ("bhash", pa.uint64()),
-                        ("idkey", pa.uint64()), ("doc", pa.uint64())])
-    bands = pa.concat_tables(band_parts) if band_parts else schema.empty_table()
-    common.write_table(bands.sort_by([("band", "ascending"), ("part", "ascending")]),
-                       fs.join(task.work, "bands", f"{name}.parquet"), segments=["band", "part"])
-    return {"rows": n, "empty": int((counts == 0).sum()), "shingles": int(counts.sum())}
+    offset, segments = write_bands(band_parts, task.bands * task.parts, fs.join(task.work, "bands", f"{name}.npy"))
+    return {"rows": n, "empty": int((counts == 0).sum()), "shingles": int(counts.sum()),
+            "bands_offset": offset, "segments": segments}
+
+
+def write_bands(band_parts: list[tuple[np.ndarray, np.ndarray]], n_segments: int, path: str) -> tuple[int, list[int]]:
+    """Write a shard's (bhash, idkey, doc) rows as one (rows, 3) uint64 .npy, sorted by segment (band x partition).
+
+    Returns the byte offset of the data and the row count of every segment: the index a buckets task
+    uses to read its slice of each shard with one ranged read, with no footer or header to parse
+    (one Parquet file per shard with a row group per segment made every task parse every shard's
+    footer, whose size grows with the segments: O(N^2) in the corpus). One file per shard keeps the
+    file count that of the inputs, where a file per segment would be bands x partitions x shards.
+    """
+    seg = np.concatenate([s for s, _ in band_parts]) if band_parts else np.zeros(0, np.int64)
+    rows = np.concatenate([r for _, r in band_parts]) if band_parts else np.zeros((0, 3), np.uint64)
+    del band_parts[:]
+    rows = rows[np.argsort(seg, kind="stable")].astype("<u8", copy=False)
+    staged = fs.Staged(path, tmp_name=f"{fs.basename(path)}.tmp.{os.getpid()}.npy")
+    try:
+        np.save(staged.tmp, rows)
+        offset = os.path.getsize(staged.tmp) - rows.nbytes
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+    return offset, np.bincount(seg, minlength=n_segments).tolist()
 
 
 class SignatureStore:
@@ -167,22 +187,36 @@ class BucketTask:
     band: int
     part: int
     parts: int
-    bands_files: list[str]
+    slices: list[tuple[str, int, int]]  # (band file, byte offset, rows) of this segment in every shard with rows
     work: str
     out: str
     threshold: float
 
 
+def bucket_slices(bands_files: list[str], signed: list[dict], n_segments: int) -> list[list[tuple[str, int, int]]]:
+    """For every segment, where its rows lie in each shard's band file (from the signatures phase's index)."""
+    out: list[list[tuple[str, int, int]]] = [[] for _ in range(n_segments)]
+    for path, s in zip(bands_files, signed, strict=True):
+        counts = s["segments"]
+        starts = s["bands_offset"] + BAND_ROW_BYTES * (np.cumsum(counts) - counts)
+        for k in np.flatnonzero(counts).tolist():
+            out[k].append((path, int(starts[k]), counts[k]))
+    return out
+
+
 def bucket_band(task: BucketTask) -> dict:
     """Phase 2 for one band and partition: candidate pairs from equal band hashes, verified by signature.
 
-    Reads only this (band, partition)'s rows of each band file (row groups per segment, pushed down).
+    Reads only this (band, partition)'s rows of each band file: one ranged read per shard, no footer.
     Writes the verified pairs in both directions, keyed by vertex partition, for `components`.
     """
-    table = common.read_where(task.bands_files, {"band": task.band, "part": task.part}, ["bhash", "idkey", "doc"])
+    rows = [np.frombuffer(common.read_range(path, start, BAND_ROW_BYTES * n), dtype="<u8").reshape(n, 3)
+            for path, start, n in task.slices]
     pairs, figures = np.zeros((0, 2), dtype=np.uint64), {"candidates": 0, "centres": 0, "unresolved": 0}
-    if table.num_rows:
-        df = pl.from_arrow(table).filter(pl.len().over("bhash") > 1).sort(["bhash", "idkey", "doc"])
+    if rows:
+        both = np.concatenate(rows)
+        df = (pl.DataFrame({"bhash": both[:, 0], "idkey": both[:, 1], "doc": both[:, 2]})
+              .filter(pl.len().over("bhash") > 1).sort(["bhash", "idkey", "doc"]))
         if df.height:
             group = np.cumsum(np.r_[True, df["bhash"].to_numpy()[1:] != df["bhash"].to_numpy()[:-1]]) - 1
             pairs, figures = verify_buckets(group, df["doc"].to_numpy(), SignatureStore(task.work), task.threshold)
@@ -335,7 +369,7 @@ class MinHash(GlobalStep):
         }
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
-        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self)})
+        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self), "bands": "npy"})
         parts = common.partitions_for(ctx.inputs, self.partitions)
         names = [common.shard_name(i) for i in range(len(ctx.inputs))]
         seconds: dict[str, float] = {}
@@ -348,11 +382,12 @@ class MinHash(GlobalStep):
         seconds["signatures"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        bands_files = [fs.join(ctx.work_dir, "bands", f"{n}.parquet") for n in names]
+        bands_files = [fs.join(ctx.work_dir, "bands", f"{n}.npy") for n in names]
         jobs = [(b, p) for b in range(self.bands) for p in range(parts)]
         edges = [fs.join(ctx.work_dir, "edges", f"{b:03d}-{p:04d}.parquet") for b, p in jobs]
+        slices = bucket_slices(bands_files, signed, len(jobs))
         bucketed = common.run_phase(ctx, "buckets", bucket_band, [
-            BucketTask(b, p, parts, bands_files, ctx.work_dir, out, self.threshold)
+            BucketTask(b, p, parts, slices[b * parts + p], ctx.work_dir, out, self.threshold)
             for (b, p), out in zip(jobs, edges, strict=True)], [f"{b:03d}-{p:04d}" for b, p in jobs])
         seconds["buckets"] = time.perf_counter() - t
 

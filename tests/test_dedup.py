@@ -366,6 +366,21 @@ def test_a_buckets_task_reads_only_its_own_rows_whatever_the_number_of_shards(pl
     assert clusters_of(tmp_path / "out3") == clusters_of(tmp_path / "out6")
 
 
+def test_minhash_on_s3_is_the_local_run_with_ranged_band_reads(planted, tmp_path, s3_bucket, s3_server):
+    from curate.io import fs
+
+    files, _ = planted
+    step = dedup.MinHash(partitions=2)
+    run(files, tmp_path / "local", [step])
+    start = len(s3_server.requests())
+    run(files, f"{s3_bucket}/out", [step])
+    band_gets = [r for r in s3_server.requests()[start:] if r[0] == "GET" and "/bands/" in r[1]]
+    s3_ids = {own(i) for p in fs.glob(f"{s3_bucket}/out/data/*.parquet")
+              for i in fs.read_table(p, columns=["id"])["id"].to_pylist()}
+    assert s3_ids == kept_ids(tmp_path / "local")
+    assert 0 < len(band_gets) <= step.bands * 2 * len(files)  # at most one ranged GET per task and shard
+
+
 # ---------------------------------------------------------------- resuming
 
 

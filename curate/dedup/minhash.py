@@ -132,10 +132,11 @@ def write_bands(band_parts: list[tuple[np.ndarray, np.ndarray]], n_segments: int
     rows = np.concatenate([r for _, r in band_parts]) if band_parts else np.zeros((0, 3), np.uint64)
     del band_parts[:]
     rows = rows[np.argsort(seg, kind="stable")].astype("<u8", copy=False)
-    staged = fs.Staged(path, tmp_name=f"{fs.basename(path)}.tmp.{os.getpid()}.npy")
+    staged = fs.Staged(path, tmp_name=f"{fs.basename(path)}.tmp.{os.getpid()}")
     try:
-        np.save(staged.tmp, rows)
-        offset = os.path.getsize(staged.tmp) - rows.nbytes
+        with open(staged.tmp, "wb") as f:  # a file object: np.save would add ".npy" to a name
+            np.save(f, rows)
+            offset = f.tell() - rows.nbytes
     except BaseException:
         staged.discard()
         raise

@@ -188,31 +188,38 @@ class BucketTask:
     band: int
     part: int
     parts: int
-    slices: list[tuple[str, int, int]]  # (band file, byte offset, rows) of this segment in every shard with rows
+    bands_files: list[str]  # one per shard, the same list object in every task
+    starts: np.ndarray  # (shards,) byte offset of this segment's rows in each band file
+    counts: np.ndarray  # (shards,) its row count there
     work: str
     out: str
     threshold: float
 
 
-def bucket_slices(bands_files: list[str], signed: list[dict], n_segments: int) -> list[list[tuple[str, int, int]]]:
-    """For every segment, where its rows lie in each shard's band file (from the signatures phase's index)."""
-    out: list[list[tuple[str, int, int]]] = [[] for _ in range(n_segments)]
-    for path, s in zip(bands_files, signed, strict=True):
-        counts = s["segments"]
-        starts = s["bands_offset"] + BAND_ROW_BYTES * (np.cumsum(counts) - counts)
-        for k in np.flatnonzero(counts).tolist():
-            out[k].append((path, int(starts[k]), counts[k]))
-    return out
+def band_index(signed: list[dict], n_segments: int) -> tuple[np.ndarray, np.ndarray]:
+    """(segments, shards) byte offsets and row counts of every segment in every band file.
+
+    Built from the signatures results, whose per-segment lists it takes out of them, so the driver holds
+    12 bytes per segment and shard; each task gets a row of each (a view), never a copy of the index.
+    """
+    counts = np.zeros((n_segments, len(signed)), dtype=np.uint32)
+    offsets = np.zeros(len(signed), dtype=np.int64)
+    for i, s in enumerate(signed):
+        counts[:, i] = s.pop("segments")
+        offsets[i] = s["bands_offset"]
+    starts = offsets + BAND_ROW_BYTES * (np.cumsum(counts, axis=0, dtype=np.int64) - counts)
+    return starts, counts
 
 
 def bucket_band(task: BucketTask) -> dict:
     """Phase 2 for one band and partition: candidate pairs from equal band hashes, verified by signature.
 
-    Reads only this (band, partition)'s rows of each band file: one ranged read per shard, no footer.
-    Writes the verified pairs in both directions, keyed by vertex partition, for `components`.
+    Reads only this (band, partition)'s rows of each band file: one ranged read per shard holding
+    some, no footer. Writes the verified pairs in both directions, keyed by vertex partition, for `components`.
     """
-    rows = [np.frombuffer(common.read_range(path, start, BAND_ROW_BYTES * n), dtype="<u8").reshape(n, 3)
-            for path, start, n in task.slices]
+    rows = [np.frombuffer(common.read_range(task.bands_files[i], int(task.starts[i]), BAND_ROW_BYTES * int(n)),
+                          dtype="<u8").reshape(int(n), 3)
+            for i, n in enumerate(task.counts.tolist()) if n]
     pairs, figures = np.zeros((0, 2), dtype=np.uint64), {"candidates": 0, "centres": 0, "unresolved": 0}
     if rows:
         both = np.concatenate(rows)
@@ -386,9 +393,10 @@ class MinHash(GlobalStep):
         bands_files = [fs.join(ctx.work_dir, "bands", f"{n}.npy") for n in names]
         jobs = [(b, p) for b in range(self.bands) for p in range(parts)]
         edges = [fs.join(ctx.work_dir, "edges", f"{b:03d}-{p:04d}.parquet") for b, p in jobs]
-        slices = bucket_slices(bands_files, signed, len(jobs))
+        starts, counts = band_index(signed, len(jobs))
         bucketed = common.run_phase(ctx, "buckets", bucket_band, [
-            BucketTask(b, p, parts, slices[b * parts + p], ctx.work_dir, out, self.threshold)
+            BucketTask(b, p, parts, bands_files, starts[b * parts + p], counts[b * parts + p], ctx.work_dir, out,
+                       self.threshold)
             for (b, p), out in zip(jobs, edges, strict=True)], [f"{b:03d}-{p:04d}" for b, p in jobs])
         seconds["buckets"] = time.perf_counter() - t
 

@@ -29,6 +29,7 @@ import json
 import mmap
 import os
 import shutil
+import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,7 +237,8 @@ class TokenDataset:
         cache = cache_root() / key
         cache.mkdir(parents=True, exist_ok=True)
         if not (cache / MANIFEST).is_file():
-            tmp = cache / f".{MANIFEST}.{os.getpid()}.tmp"
+            # unique per process and thread: ranks and loader threads may publish the same manifest at once
+            tmp = cache / f".{MANIFEST}.{os.getpid()}.{threading.get_ident()}.tmp"
             tmp.write_bytes(raw)
             os.replace(tmp, cache / MANIFEST)
         return json.loads(raw), cache

@@ -159,8 +159,7 @@ def test_resume_two_processes_in_one_with_another_micro_batch(ddp_run):
     """From 2 processes x micro_batch 2 to 1 process x micro_batch 4 (the global batch unchanged): the run continues
     on the same samples, so steps 4-6 and the final weights match the uninterrupted 1-process run."""
     out, tokens, _, _, single = ddp_run
-    if "samples" not in checkpoint.load(out / "ddp")["loader"]:
-        pytest.skip("needs the Loader that resumes from a global sample count (issue 17 item 10, train/data.py)")
+    assert "samples" in checkpoint.load(out / "ddp")["loader"]  # the position is a global sample count
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 import fsspec
 import pyarrow.parquet as pq
 import pytest
+from _recording import Recording
 
 from curate import Pipeline, dedup, readers
 from curate.cli.main import main as cli
@@ -77,18 +78,6 @@ def memory_root():
     mem = fsspec.filesystem("memory")
     if mem.exists(root):
         mem.rm(root, recursive=True)
-
-
-class Recording(LocalExecutor):
-    """A one-process executor that records which tasks each map call ran."""
-
-    def __init__(self):
-        super().__init__(1, progress=False)
-        self.calls: list[tuple[str, list[str]]] = []
-
-    def map(self, fn, items, desc="tasks", labels=()):
-        self.calls.append((desc, list(labels)))
-        return super().map(fn, items, desc, labels)
 
 
 def test_memory_run_with_dedup_matches_local_and_resumes(shared, tmp_path, memory_root):

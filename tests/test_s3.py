@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 
 import fsspec
 import pytest
+from _recording import Recording
 
 from curate import Pipeline, dedup, extract, readers
 from curate.cli.main import main as cli
@@ -87,18 +88,6 @@ def local_run(shared, tmp_path_factory) -> str:
     files = [str(shared / "warc" / "cc" / n) for n in sorted(WARCS)]  # the order a listing gives
     stream_pipeline().run(files, out, executor=LocalExecutor(1, progress=False), rejected=True)
     return out
-
-
-class Recording(LocalExecutor):
-    """A one-process executor that records which tasks each map call ran."""
-
-    def __init__(self):
-        super().__init__(1, progress=False)
-        self.calls: list[tuple[str, list[str]]] = []
-
-    def map(self, fn, items, desc="tasks", labels=()):
-        self.calls.append((desc, list(labels)))
-        return super().map(fn, items, desc, labels)
 
 
 def test_run_on_s3_is_the_local_run_with_one_marker_listing_per_stage(shared, local_run, s3_bucket, s3_server, capsys):

@@ -411,8 +411,7 @@ def test_resume_with_another_micro_batch(tokens, tmp_path):
               eval_batches=1)
     whole = train(cfg_for(tokens, tmp_path / "whole", micro_batch=4, **kw))  # accumulation 2
     first = train(cfg_for(tokens, tmp_path / "split", micro_batch=4, stop_at=6, **kw))
-    if "samples" not in checkpoint.load(tmp_path / "split")["loader"]:
-        pytest.skip("needs the Loader that resumes from a global sample count (issue 17 item 10, train/data.py)")
+    assert "samples" in checkpoint.load(tmp_path / "split")["loader"]  # the position is a global sample count
     second = train(cfg_for(tokens, tmp_path / "split", micro_batch=2, **kw), resume=True)  # accumulation 4
     assert first.losses + second.losses == pytest.approx(whole.losses, rel=1e-5)
     assert second.val_loss == pytest.approx(whole.val_loss, rel=1e-5)

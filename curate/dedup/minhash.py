@@ -19,6 +19,7 @@ document id (or its hash), and clusters are named after the id of the document t
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from dataclasses import dataclass
@@ -145,16 +146,17 @@ def write_bands(band_parts: list[tuple[np.ndarray, np.ndarray]], n_segments: int
 
 
 class SignatureStore:
-    """Signatures by document handle (shard << 32 | row).
+    """Signatures by document handle (shard << 32 | row), read from each shard's .npy without loading it.
 
-    A local .npy is read row by row (`pread`, the file closed after each call), so a task holds only the
-    rows it asked for: a memory map would leave every page the kernel maps around a row resident (about
-    300 MiB per bucket task at 5 M documents). A URL's matrix is read whole, once per task and shard.
+    A local file is read row by row (`pread`), so a task holds only the rows it asked for: a memory map
+    would leave every page the kernel maps around a row resident (about 300 MiB per bucket task at 5 M
+    documents). A URL is read with one ranged GET per call and shard, spanning the rows asked for and
+    dropped after use, so a task never holds a whole shard's matrix, let alone one per shard.
     """
 
     def __init__(self, work: str):
         self.work = work
-        self.whole: dict[int, np.ndarray] = {}
+        self.layout: dict[int, tuple[int, int]] = {}  # shard -> (byte offset of row 0, row width), from the header
 
     def get(self, docs: np.ndarray) -> np.ndarray:
         shards = (docs >> np.uint64(32)).astype(np.int64)
@@ -167,18 +169,27 @@ class SignatureStore:
             out[sel] = got
         return out if out is not None else np.zeros((0, 0), dtype=np.uint32)
 
-    def _rows(self, shard: int, rows: np.ndarray) -> np.ndarray:
-        path = fs.join(self.work, "sigs", f"{common.shard_name(shard)}.npy")
-        local = fs.local_path(path)
-        if local is None:
-            if shard not in self.whole:
-                self.whole[shard] = fs.load_npy(path)
-            return self.whole[shard][rows]
-        with open(local, "rb", buffering=0) as f:
+    def _layout(self, shard: int, path: str) -> tuple[int, int]:
+        if shard not in self.layout:
+            head = common.read_range(path, 0, 12)  # magic, version, header length (2 bytes in v1, 4 after)
+            at, hlen = (10, int.from_bytes(head[8:10], "little")) if head[6] == 1 else (12, int.from_bytes(head[8:12], "little"))
+            f = io.BytesIO(common.read_range(path, 0, at + hlen))
             version = np.lib.format.read_magic(f)
             header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             (_, width), _, _ = header(f)
-            start, size = f.tell(), 4 * width
+            self.layout[shard] = (f.tell(), width)
+        return self.layout[shard]
+
+    def _rows(self, shard: int, rows: np.ndarray) -> np.ndarray:
+        path = fs.join(self.work, "sigs", f"{common.shard_name(shard)}.npy")
+        start, width = self._layout(shard, path)
+        size = 4 * width
+        local = fs.local_path(path)
+        if local is None:
+            lo, hi = int(rows.min()), int(rows.max()) + 1
+            span = np.frombuffer(common.read_range(path, start + lo * size, (hi - lo) * size), dtype=np.uint32)
+            return span.reshape(hi - lo, width)[rows - lo]
+        with open(local, "rb", buffering=0) as f:
             data = b"".join(os.pread(f.fileno(), size, start + r * size) for r in rows.tolist())
         return np.frombuffer(data, dtype=np.uint32).reshape(len(rows), width)
 

@@ -1,8 +1,8 @@
 """`extract.Main`: main-content extraction as a two-stage block classifier on the Lexbor parser.
 
-The page is parsed by Lexbor (selectolax; C, HTML5-conformant, the fastest parser measured here), the
-nodes that never hold main text are removed in C, and one walk cuts the body into blocks
-(`blocks.py`). A logistic model scores each block from its own features (stage 1); the
+The page is parsed by Lexbor (selectolax; C, HTML5-conformant, the fastest parser measured here), and
+one walk in C cuts the body into blocks, skipping the elements that never hold main text
+(`blocks.py`, `_walk.c`). A logistic model scores each block from its own features (stage 1); the
 main-content region is the container with the most stage-1 evidence; a second logistic model
 rescores each block with its neighbours' scores and its place relative to that region (stage 2,
 `features.py`). Blocks over `threshold` are kept. When that keeps fewer than `min_words` words,
@@ -24,7 +24,7 @@ from curate.core.document import Document
 from curate.core.validate import check
 from curate.extract import features as F
 from curate.extract.base import Extractor
-from curate.extract.blocks import DROP, Block, walk
+from curate.extract.blocks import Block, walk
 from curate.extract.weights import STAGE1, STAGE2, THRESHOLD
 
 
@@ -36,16 +36,15 @@ W1 = np.array([STAGE1[k] for k in F.LOCAL])
 W2 = np.array([STAGE2[k] for k in F.LOCAL + F.CONTEXT])
 
 
-def parse(html: str, max_depth: int = 512) -> tuple[list[Block], str]:
-    """The page's blocks and its <title> text; TooDeep past `max_depth` nested elements."""
+def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Block], str]:
+    """The page's blocks and, when asked, its <title> text; TooDeep past `max_depth` nested elements."""
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(html)
-    node = tree.css_first("title")
-    title = " ".join(node.text().split()) if node is not None else ""
-    tree.strip_tags(DROP)
+    tree.strip_tags(["script"])  # the walk skips the other elements of blocks.DROP itself
+    node = tree.css_first("title") if title else None
     body = tree.body
-    return (walk(body, max_depth) if body is not None else []), title
+    return (walk(body, max_depth) if body is not None else []), (" ".join(node.text().split()) if node is not None else "")
 
 
 def scores(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
@@ -115,7 +114,7 @@ def render(blocks: list[Block], keep: list[bool]) -> str:
 def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False,
                  max_depth: int = 512) -> str:
     """The main text of `html`, one paragraph, heading or list item a line."""
-    blocks, page_title = parse(html, max_depth)
+    blocks, page_title = parse(html, max_depth, title)
     if not blocks:
         return page_title if title else ""
     p, tokens = scores(blocks)

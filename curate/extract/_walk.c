@@ -1,0 +1,639 @@
+/* The block walk of extract.Main in C: one pass over Lexbor's serialisation of the cleaned <body>.
+ *
+ * Why the serialisation and not the tree: selectolax exposes Lexbor's tree only through Python
+ * objects (about 1 us per node), while its serialiser writes the whole tree in C in a fraction of
+ * that. The serialisation is regular HTML5 output, so a small scanner reads it exactly:
+ *   - every element is closed in order, except the void elements, which have no end tag;
+ *   - text escapes only &amp; &lt; &gt; &nbsp;, attribute values also &quot; and are always
+ *     double-quoted, so the first '>' after '<' ends a tag;
+ *   - comments are <!--...--> and never contain "-->"; the raw-text elements (xmp, iframe, noembed,
+ *     noframes, noscript, plaintext, style) hold their text unescaped up to their end tag. Scripts
+ *     are removed by Lexbor before (a script's text may hold "</script>" that does not end it).
+ * The rules of the walk (which elements start a block, how links, <br>, <pre> and whitespace are
+ * handled, the cues of ancestors, the container path) are those documented in blocks.py; this file
+ * only makes them fast. tests/test_extract_walk.py checks it block for block against a walk of
+ * Lexbor's tree on every gold page.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+/* Tag flags, set by configure() from blocks.py's tables. */
+enum { T_BLOCK = 1, T_NEG = 2, T_POS = 4, T_VOID = 8, T_RAW = 16, T_A = 32, T_BR = 64, T_PRE = 128, T_DROP = 256 };
+
+#define NTAGS 512
+#define MAXNAME 16
+typedef struct {
+    char name[MAXNAME];
+    int flags;
+    PyObject *kind; /* block kind string ("p", "h", ...) or NULL for the generic "div" */
+} Tag;
+
+static Tag tags[NTAGS];
+static PyObject *kind_div, *block_type, *cue_cache, *cue_fn, *too_deep;
+
+static unsigned hash_name(const char *s, size_t n) {
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static Tag *find_tag(const char *s, size_t n, int insert) {
+    if (n == 0 || n >= MAXNAME) return NULL;
+    unsigned h = hash_name(s, n) % NTAGS;
+    for (int probe = 0; probe < NTAGS; probe++, h = (h + 1) % NTAGS) {
+        Tag *t = &tags[h];
+        if (t->name[0] == 0) {
+            if (!insert) return NULL;
+            memcpy(t->name, s, n);
+            t->name[n] = 0;
+            return t;
+        }
+        if (strlen(t->name) == n && memcmp(t->name, s, n) == 0) return t;
+    }
+    return NULL;
+}
+
+/* A growable buffer of code points. */
+typedef struct {
+    Py_UCS4 *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_grow(Buf *b, Py_ssize_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    Py_UCS4 *p = PyMem_Realloc(b->p, (size_t)cap * sizeof(Py_UCS4));
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_put(Buf *b, Py_UCS4 c) {
+    if (b->len == b->cap && buf_grow(b, 1) < 0) return -1;
+    b->p[b->len++] = c;
+    return 0;
+}
+
+/* The context that an element gives its children (blocks.py: visit's arguments). */
+typedef struct {
+    PyObject *kind;
+    int neg, pos, com, in_link, pre;
+    Py_ssize_t path_len;
+    int flags; /* the element's own tag flags */
+} Frame;
+
+typedef struct {
+    int kind;
+    const void *data;
+    Py_ssize_t n;
+    Buf raw;     /* the current block's text, as the walk collects it */
+    Buf tmp;     /* one text node or one link's text, decoded */
+    Buf clean;   /* the block's text after whitespace folding */
+    Py_ssize_t link;
+    Frame *stack;
+    Py_ssize_t depth, stack_cap;
+    long *path;
+    Py_ssize_t path_cap;
+    long counter;
+    PyObject *blocks;
+} Walk;
+
+#define CH(w, i) PyUnicode_READ((w)->kind, (w)->data, (i))
+
+static inline int is_word(Py_UCS4 c) { return c == '_' || Py_UNICODE_ISALNUM(c); }
+
+/* Decode the text of [start, end) into w->tmp: the four escapes of serialised text (and &quot;). */
+static int decode(Walk *w, Py_ssize_t start, Py_ssize_t end, int escaped) {
+    w->tmp.len = 0;
+    if (buf_grow(&w->tmp, end - start) < 0) return -1;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 c = CH(w, i);
+        if (c == '&' && escaped) {
+            static const struct { const char *s; int n; Py_UCS4 c; } ents[] = {
+                {"amp;", 4, '&'}, {"lt;", 3, '<'}, {"gt;", 3, '>'}, {"nbsp;", 5, 0xA0}, {"quot;", 5, '"'}};
+            int hit = 0;
+            for (size_t k = 0; k < sizeof ents / sizeof ents[0] && !hit; k++) {
+                if (i + ents[k].n >= end) continue;
+                int ok = 1;
+                for (int j = 0; j < ents[k].n && ok; j++) ok = CH(w, i + 1 + j) == (Py_UCS4)ents[k].s[j];
+                if (ok) {
+                    c = ents[k].c;
+                    i += ents[k].n;
+                    hit = 1;
+                }
+            }
+        }
+        w->tmp.p[w->tmp.len++] = c;
+    }
+    return 0;
+}
+
+static int all_space(const Buf *b) {
+    for (Py_ssize_t i = 0; i < b->len; i++)
+        if (!Py_UNICODE_ISSPACE(b->p[i])) return 0;
+    return 1;
+}
+
+/* len(t.strip()) */
+static Py_ssize_t stripped_len(const Buf *b) {
+    Py_ssize_t lo = 0, hi = b->len;
+    while (lo < hi && Py_UNICODE_ISSPACE(b->p[lo])) lo++;
+    while (hi > lo && Py_UNICODE_ISSPACE(b->p[hi - 1])) hi--;
+    return hi - lo;
+}
+
+/* Append `t` to the block's text; outside <pre> a newline of the source is a space. */
+static int append(Walk *w, const Buf *t, int pre) {
+    if (buf_grow(&w->raw, t->len) < 0) return -1;
+    for (Py_ssize_t i = 0; i < t->len; i++) {
+        Py_UCS4 c = t->p[i];
+        w->raw.p[w->raw.len++] = (!pre && c == '\n') ? ' ' : c;
+    }
+    return 0;
+}
+
+/* The whitespace folding of blocks._clean: within lines outside <pre>, trailing only in <pre>; empty lines dropped. */
+static int clean(Walk *w, int pre) {
+    Buf *o = &w->clean;
+    o->len = 0;
+    if (buf_grow(o, w->raw.len) < 0) return -1;
+    const Py_UCS4 *r = w->raw.p;
+    Py_ssize_t n = w->raw.len, i = 0;
+    while (i < n) {
+        Py_ssize_t e = i;
+        while (e < n && r[e] != '\n') e++;
+        Py_ssize_t mark = o->len;
+        if (o->len) o->p[o->len++] = '\n';
+        Py_ssize_t body = o->len;
+        if (pre) {
+            Py_ssize_t hi = e;
+            while (hi > i && Py_UNICODE_ISSPACE(r[hi - 1])) hi--;
+            for (Py_ssize_t k = i; k < hi; k++) o->p[o->len++] = r[k];
+        } else {
+            int gap = 0;
+            for (Py_ssize_t k = i; k < e; k++) {
+                if (Py_UNICODE_ISSPACE(r[k])) {
+                    gap = 1;
+                    continue;
+                }
+                if (gap && o->len > body) o->p[o->len++] = ' ';
+                gap = 0;
+                o->p[o->len++] = r[k];
+            }
+        }
+        if (o->len == body) o->len = mark; /* an empty line: dropped */
+        i = e + 1;
+    }
+    return 0;
+}
+
+/* End the current block: a Block when its text has a word character (blocks.py: flush). */
+static int flush(Walk *w, const Frame *f) {
+    Py_ssize_t n_link = w->link;
+    w->link = 0;
+    int word = 0;
+    for (Py_ssize_t i = 0; i < w->raw.len && !word; i++) word = is_word(w->raw.p[i]);
+    if (!word) {
+        w->raw.len = 0;
+        return 0;
+    }
+    if (clean(w, f->pre) < 0) return -1;
+    w->raw.len = 0;
+    Py_ssize_t chars = w->clean.len;
+    PyObject *path = PyTuple_New(f->path_len);
+    if (!path) return -1;
+    for (Py_ssize_t i = 0; i < f->path_len; i++) {
+        PyObject *v = PyLong_FromLong(w->path[i]);
+        if (!v) {
+            Py_DECREF(path);
+            return -1;
+        }
+        PyTuple_SET_ITEM(path, i, v);
+    }
+    PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->clean.p, chars);
+    PyObject *b = NULL;
+    if (text)
+        b = PyObject_CallFunction(block_type, "OnnOiiiOn", text, chars, n_link < chars ? n_link : chars,
+                                  f->kind, f->neg, f->pos, f->com, path, PyList_GET_SIZE(w->blocks));
+    Py_XDECREF(text);
+    Py_DECREF(path);
+    if (!b) return -1;
+    int rc = PyList_Append(w->blocks, b);
+    Py_DECREF(b);
+    return rc;
+}
+
+/* The cues of the words of w->tmp folded into lo and hi: each word as blocks.cue_key writes it (ASCII lower
+ * case, a run of digits one "0"), looked up in blocks._cue_cache, blocks.word_cue called on a miss. */
+static int word_cues(Walk *w, int *lo, int *hi) {
+    const Py_UCS4 *p = w->tmp.p;
+    Py_ssize_t n = w->tmp.len, i = 0;
+    Py_UCS4 *key = w->tmp.p + n; /* room reserved by the caller */
+    while (i < n) {
+        while (i < n && Py_UNICODE_ISSPACE(p[i])) i++;
+        Py_ssize_t len = 0;
+        while (i < n && !Py_UNICODE_ISSPACE(p[i])) {
+            Py_UCS4 c = p[i++];
+            if (c >= '0' && c <= '9') {
+                if (len && key[len - 1] == '0' && i >= 2 && p[i - 2] >= '0' && p[i - 2] <= '9') continue;
+                c = '0';
+            } else if (c >= 'A' && c <= 'Z') {
+                c += 'a' - 'A';
+            }
+            key[len++] = c;
+        }
+        if (!len) break;
+        PyObject *k = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, key, len);
+        if (!k) return -1;
+        PyObject *v = PyDict_GetItemWithError(cue_cache, k); /* borrowed */
+        if (v) {
+            Py_INCREF(v);
+        } else if (!PyErr_Occurred()) {
+            v = PyObject_CallOneArg(cue_fn, k);
+        }
+        Py_DECREF(k);
+        if (!v) return -1;
+        int c = (int)PyLong_AsLong(v);
+        Py_DECREF(v);
+        if (c == -1 && PyErr_Occurred()) return -1;
+        if (c < *lo) *lo = c;
+        if (c > *hi) *hi = c;
+    }
+    return 0;
+}
+
+/* The cue of a block element from its class and id attributes (blocks.cue): a comment cue in any word wins,
+ * then a boilerplate cue, then a content cue. [start, end) is the tag's text after its name. */
+static int cue_of(Walk *w, Py_ssize_t start, Py_ssize_t end, int *cue) {
+    Py_ssize_t cls[2] = {-1, -1}, id[2] = {-1, -1};
+    Py_ssize_t i = start;
+    while (i < end) {
+        while (i < end && Py_UNICODE_ISSPACE(CH(w, i))) i++;
+        Py_ssize_t ns = i;
+        if (i < end && CH(w, i) == '=') i++; /* a name may begin with '=' */
+        while (i < end && CH(w, i) != '=' && !Py_UNICODE_ISSPACE(CH(w, i)) && CH(w, i) != '/') i++;
+        Py_ssize_t ne = i, vs = -1, ve = -1;
+        if (i + 1 < end && CH(w, i) == '=' && CH(w, i + 1) == '"') {
+            vs = i + 2;
+            ve = vs;
+            while (ve < end && CH(w, ve) != '"') ve++;
+            i = ve + 1;
+        } else if (i < end && !Py_UNICODE_ISSPACE(CH(w, i))) {
+            i++;
+        }
+        if (vs < 0) continue;
+        if (ne - ns == 5 && CH(w, ns) == 'c' && CH(w, ns + 1) == 'l' && CH(w, ns + 2) == 'a' &&
+            CH(w, ns + 3) == 's' && CH(w, ns + 4) == 's' && cls[0] < 0) {
+            cls[0] = vs;
+            cls[1] = ve;
+        } else if (ne - ns == 2 && CH(w, ns) == 'i' && CH(w, ns + 1) == 'd' && id[0] < 0) {
+            id[0] = vs;
+            id[1] = ve;
+        }
+    }
+    int lo = 0, hi = 0;
+    for (int a = 0; a < 2; a++) {
+        Py_ssize_t *v = a ? id : cls;
+        if (v[0] < 0) continue;
+        if (decode(w, v[0], v[1], 1) < 0 || buf_grow(&w->tmp, w->tmp.len) < 0 || word_cues(w, &lo, &hi) < 0) return -1;
+    }
+    *cue = lo < 0 ? lo : hi;
+    return 0;
+}
+
+static int push(Walk *w, Frame f) {
+    if (w->depth == w->stack_cap) {
+        Py_ssize_t cap = w->stack_cap ? w->stack_cap * 2 : 64;
+        Frame *s = PyMem_Realloc(w->stack, (size_t)cap * sizeof(Frame));
+        if (!s) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->stack = s;
+        w->stack_cap = cap;
+    }
+    if (f.path_len > w->path_cap) {
+        Py_ssize_t cap = w->path_cap ? w->path_cap * 2 : 64;
+        while (cap < f.path_len) cap *= 2;
+        long *p = PyMem_Realloc(w->path, (size_t)cap * sizeof(long));
+        if (!p) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->path = p;
+        w->path_cap = cap;
+    }
+    w->stack[w->depth++] = f;
+    return 0;
+}
+
+/* Index of the first end tag of `name` at or after i (or n): "</name" in any case, then a space, '/' or '>',
+ * as the HTML tokenizer ends raw text. */
+static Py_ssize_t find_end_tag(Walk *w, Py_ssize_t i, const char *name, size_t len) {
+    for (; i + 1 < w->n; i++) {
+        if (CH(w, i) != '<' || CH(w, i + 1) != '/') continue;
+        Py_ssize_t j = i + 2;
+        size_t k = 0;
+        while (k < len && j < w->n && Py_UNICODE_TOLOWER(CH(w, j)) == (Py_UCS4)name[k]) k++, j++;
+        if (k == len && (j == w->n || CH(w, j) == '>' || CH(w, j) == '/' || Py_UNICODE_ISSPACE(CH(w, j)))) return i;
+    }
+    return w->n;
+}
+
+/* Index just past the end of the tag or comment that starts at i (a '<'). */
+static Py_ssize_t skip_markup(Walk *w, Py_ssize_t i) {
+    if (i + 3 < w->n && CH(w, i + 1) == '!' && CH(w, i + 2) == '-' && CH(w, i + 3) == '-') {
+        for (Py_ssize_t j = i + 4; j + 2 < w->n; j++)
+            if (CH(w, j) == '-' && CH(w, j + 1) == '-' && CH(w, j + 2) == '>') return j + 3;
+        return w->n;
+    }
+    while (i < w->n && CH(w, i) != '>') i++;
+    return i < w->n ? i + 1 : w->n;
+}
+
+/* A tag's name at i (just past '<' or '</'), copied as ASCII into `name`; its length, or 0 if not ASCII/too long. */
+static size_t read_name(Walk *w, Py_ssize_t *i, char *name) {
+    size_t len = 0;
+    int ascii = 1;
+    while (*i < w->n) {
+        Py_UCS4 c = CH(w, *i);
+        if (c == '>' || c == '/' || Py_UNICODE_ISSPACE(c)) break;
+        if (c > 127) ascii = 0;
+        if (len < MAXNAME - 1) name[len] = (char)c;
+        len++;
+        (*i)++;
+    }
+    return (ascii && len < MAXNAME) ? len : 0;
+}
+
+/* Index just past the end tag of the element whose start tag ends at i, skipping all it holds. */
+static Py_ssize_t skip_element(Walk *w, Py_ssize_t i, const char *name, size_t len, int flags) {
+    if (flags & T_VOID) return i;
+    if (flags & T_RAW) return skip_markup(w, find_end_tag(w, i, name, len));
+    Py_ssize_t open = 1;
+    while (i < w->n && open > 0) {
+        if (CH(w, i) != '<') {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        int end = j < w->n && CH(w, j) == '/', other = j < w->n && (CH(w, j) == '!' || CH(w, j) == '?');
+        char inner[MAXNAME];
+        size_t n = (end || other) ? 0 : read_name(w, &j, inner);
+        Tag *t = n ? find_tag(inner, n, 0) : NULL;
+        int f = t ? t->flags : 0;
+        i = skip_markup(w, i);
+        if (end) {
+            open--;
+        } else if (!other && !(f & T_VOID)) {
+            if (f & T_RAW) i = find_end_tag(w, i, inner, n); /* its end tag closes it on the next turn */
+            open++;
+        }
+    }
+    return i;
+}
+
+/* A space in a link's text where a block or <br> inside it begins or ends, unless one is there already. */
+static int link_gap(Buf *out) {
+    return (out->len && out->p[out->len - 1] != ' ') ? buf_put(out, ' ') : 0;
+}
+
+/* The text of a link and everything in it, from just past its start tag; blocks inside it (teaser cards)
+ * are separated by a space. */
+static Py_ssize_t link_text(Walk *w, Py_ssize_t i, Buf *out) {
+    Py_ssize_t open = 1;
+    out->len = 0;
+    while (i < w->n && open > 0) {
+        if (CH(w, i) != '<') {
+            Py_ssize_t e = i;
+            while (e < w->n && CH(w, e) != '<') e++;
+            if (decode(w, i, e, 1) < 0) return -1;
+            if (buf_grow(out, w->tmp.len) < 0) return -1;
+            memcpy(out->p + out->len, w->tmp.p, (size_t)w->tmp.len * sizeof(Py_UCS4));
+            out->len += w->tmp.len;
+            i = e;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        if (j < w->n && (CH(w, j) == '!' || CH(w, j) == '?')) {
+            i = skip_markup(w, i);
+            continue;
+        }
+        int end = j < w->n && CH(w, j) == '/';
+        j += end;
+        char name[MAXNAME];
+        size_t len = read_name(w, &j, name);
+        Tag *t = len ? find_tag(name, len, 0) : NULL;
+        int flags = t ? t->flags : 0;
+        i = skip_markup(w, i);
+        if ((flags & (T_BLOCK | T_BR)) && link_gap(out) < 0) return -1;
+        if (end) {
+            open--;
+            continue;
+        }
+        if (flags & T_DROP) {
+            i = skip_element(w, i, name, len, flags);
+            continue;
+        }
+        if (flags & T_VOID) continue;
+        if (flags & T_RAW) { /* raw text up to its end tag, which the loop then reads */
+            Py_ssize_t e = find_end_tag(w, i, name, len);
+            if (decode(w, i, e, 0) < 0 || buf_grow(out, w->tmp.len) < 0) return -1;
+            memcpy(out->p + out->len, w->tmp.p, (size_t)w->tmp.len * sizeof(Py_UCS4));
+            out->len += w->tmp.len;
+            i = e;
+        }
+        open++;
+    }
+    return i;
+}
+
+/* One text node of the walk (blocks.py: the "-text" case). */
+static int text_node(Walk *w, const Frame *f) {
+    if (!f->pre) {
+        if (all_space(&w->tmp)) {
+            if (w->raw.len) return buf_put(&w->raw, ' ');
+            return 0;
+        }
+    }
+    if (f->in_link) w->link += stripped_len(&w->tmp);
+    return append(w, &w->tmp, f->pre);
+}
+
+static int start_tag(Walk *w, Py_ssize_t lt, Py_ssize_t *pos, long max_depth, Buf *link) {
+    Py_ssize_t j = lt + 1;
+    char name[MAXNAME];
+    size_t len = read_name(w, &j, name);
+    Tag *t = len ? find_tag(name, len, 0) : NULL;
+    int flags = t ? t->flags : 0;
+    Py_ssize_t end = skip_markup(w, lt);
+    *pos = end;
+    if (w->depth == 0) { /* the <body> itself: the root context, not a block */
+        Frame root = {kind_div, 0, 0, 0, 0, 0, 1, 0};
+        w->path[0] = 0;
+        return push(w, root);
+    }
+    if (flags & T_DROP) { /* never main text: skipped with all it holds */
+        *pos = skip_element(w, end, name, len, flags);
+        return 0;
+    }
+    Frame *top = &w->stack[w->depth - 1];
+    if ((flags & T_A) && !top->pre) { /* a link's whole text in one piece: it is inline wherever its blocks are */
+        Py_ssize_t after = link_text(w, end, link);
+        if (after < 0) return -1;
+        *pos = after;
+        if (link->len && !all_space(link)) {
+            w->link += stripped_len(link);
+            return append(w, link, 0);
+        }
+        return w->raw.len ? buf_put(&w->raw, ' ') : 0;
+    }
+    if (flags & T_BR) return buf_put(&w->raw, '\n');
+    if (w->depth > max_depth) { /* this element would be nested max_depth + 1 deep below <body> */
+        PyErr_SetNone(too_deep);
+        return -1;
+    }
+    Frame f = *top;
+    f.flags = flags;
+    if (flags & T_BLOCK) {
+        if (w->raw.len && flush(w, top) < 0) return -1;
+        int c = 0;
+        if (cue_of(w, j, end - 1, &c) < 0) return -1;
+        f.kind = (t && t->kind) ? t->kind : kind_div;
+        f.neg += (c < 0) + ((flags & T_NEG) != 0);
+        f.pos += (c > 0) + ((flags & T_POS) != 0);
+        f.com += (c == -2);
+        f.pre = f.pre || (flags & T_PRE);
+        f.path_len = top->path_len + 1;
+        w->counter++;
+    } else {
+        f.in_link = f.in_link || (flags & T_A);
+    }
+    if (flags & T_VOID) return 0; /* visited (its depth counts) but has no children and no end tag */
+    if (push(w, f) < 0) return -1;
+    if (flags & T_BLOCK) w->path[f.path_len - 1] = w->counter;
+    if (flags & T_RAW) { /* its unescaped text, one text node */
+        Py_ssize_t e = find_end_tag(w, end, name, len);
+        if (e > end) {
+            if (decode(w, end, e, 0) < 0 || text_node(w, &w->stack[w->depth - 1]) < 0) return -1;
+        }
+        *pos = e;
+    }
+    return 0;
+}
+
+static int end_tag(Walk *w) {
+    if (w->depth == 0) return 0;
+    Frame f = w->stack[--w->depth];
+    if ((f.flags & T_BLOCK) && w->raw.len) return flush(w, &f);
+    return 0;
+}
+
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *html;
+    long max_depth;
+    if (!PyArg_ParseTuple(args, "Ul", &html, &max_depth) || PyUnicode_READY(html) < 0) return NULL;
+    if (!block_type) {
+        PyErr_SetString(PyExc_RuntimeError, "_walk.configure() was not called");
+        return NULL;
+    }
+    Walk w = {0};
+    w.kind = PyUnicode_KIND(html);
+    w.data = PyUnicode_DATA(html);
+    w.n = PyUnicode_GET_LENGTH(html);
+    w.blocks = PyList_New(0);
+    Buf link = {0};
+    int failed = !w.blocks || buf_grow(&w.raw, 1024) < 0;
+    w.path = PyMem_Malloc(64 * sizeof(long));
+    w.path_cap = 64;
+    if (!w.path) failed = 1;
+    Py_ssize_t i = 0;
+    while (!failed && i < w.n) {
+        if (CH(&w, i) != '<') {
+            Py_ssize_t e = i;
+            while (e < w.n && CH(&w, e) != '<') e++;
+            if (w.depth > 0 && (decode(&w, i, e, 1) < 0 || text_node(&w, &w.stack[w.depth - 1]) < 0)) failed = 1;
+            i = e;
+        } else if (i + 1 < w.n && CH(&w, i + 1) == '/') {
+            if (end_tag(&w) < 0) failed = 1;
+            i = skip_markup(&w, i);
+        } else if (i + 1 < w.n && (CH(&w, i + 1) == '!' || CH(&w, i + 1) == '?')) {
+            i = skip_markup(&w, i);
+        } else if (start_tag(&w, i, &i, max_depth, &link) < 0) {
+            failed = 1;
+        }
+    }
+    if (!failed && w.raw.len) {
+        Frame root = {kind_div, 0, 0, 0, 0, 0, 1, 0};
+        w.path[0] = 0;
+        if (flush(&w, &root) < 0) failed = 1;
+    }
+    PyMem_Free(w.raw.p);
+    PyMem_Free(w.tmp.p);
+    PyMem_Free(w.clean.p);
+    PyMem_Free(link.p);
+    PyMem_Free(w.stack);
+    PyMem_Free(w.path);
+    if (failed) {
+        Py_XDECREF(w.blocks);
+        return NULL;
+    }
+    return w.blocks;
+}
+
+/* configure(tags, block_type, cue_cache, cue_fn, too_deep): tags maps a name to (flags, kind or None). */
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *table, *bt, *cache, *fn, *exc;
+    if (!PyArg_ParseTuple(args, "O!OO!OO", &PyDict_Type, &table, &bt, &PyDict_Type, &cache, &fn, &exc)) return NULL;
+    for (int i = 0; i < NTAGS; i++) {
+        Py_CLEAR(tags[i].kind);
+        tags[i].name[0] = 0;
+        tags[i].flags = 0;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(table, &pos, &key, &value)) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(key, &n);
+        int flags;
+        PyObject *kind;
+        if (!s || !PyArg_ParseTuple(value, "iO", &flags, &kind)) return NULL;
+        Tag *t = find_tag(s, (size_t)n, 1);
+        if (!t) {
+            PyErr_Format(PyExc_ValueError, "tag name %R too long or table full", key);
+            return NULL;
+        }
+        t->flags = flags;
+        if (kind != Py_None) {
+            Py_INCREF(kind);
+            t->kind = kind;
+        }
+    }
+    Py_XSETREF(kind_div, PyUnicode_InternFromString("div"));
+    Py_INCREF(bt);
+    Py_XSETREF(block_type, bt);
+    Py_INCREF(cache);
+    Py_XSETREF(cue_cache, cache);
+    Py_INCREF(fn);
+    Py_XSETREF(cue_fn, fn);
+    Py_INCREF(exc);
+    Py_XSETREF(too_deep, exc);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
+    {"configure", configure, METH_VARARGS, "configure(tags, block_type, cue_cache, cue_fn, too_deep)."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__walk(void) {
+    return PyModule_Create(&module);
+}

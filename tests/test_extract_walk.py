@@ -1,0 +1,107 @@
+"""The C block walk of extract.Main (curate/extract/_walk.c) against an independent reading of the same page.
+
+The C walk reads Lexbor's serialisation of the body; the reference (tests/_tree_walk.py) walks the tree
+that Lexbor built, node by node, through selectolax's Python API. Every block of every gold page, and of
+hand-made hostile snippets, must agree field for field. A few expectations are also written out by hand.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from _tree_walk import tree_walk
+from selectolax.lexbor import LexborHTMLParser
+
+from curate.extract.blocks import DROP, TooDeep, walk
+from curate.io.readers import decode_html
+
+SETS = ("dragnet", "readability", "CleanPortalEval", "cleaneval-dev")
+
+
+def fields(blocks) -> list[tuple]:
+    return [(b.text, b.chars, b.link_chars, b.kind, b.neg, b.pos, b.com, b.path, b.index) for b in blocks]
+
+
+def both(html: str, max_depth: int = 512) -> tuple[list[tuple], list[tuple]]:
+    """(C walk, reference walk) of one page, each parsed as extract.Main parses it."""
+    tree = LexborHTMLParser(html)
+    tree.strip_tags(["script"])  # as main.parse: the C walk skips the rest of DROP itself
+    ref = LexborHTMLParser(html)
+    ref.strip_tags(list(DROP))
+    if tree.body is None:
+        return [], []
+    return fields(walk(tree.body, max_depth)), fields(tree_walk(ref.body, max_depth))
+
+
+def test_every_gold_page_walks_to_the_same_blocks(shared: Path):
+    pages, differ = 0, []
+    for name in SETS:
+        root = shared / "extraction" / name
+        for line in (root / "gold.jsonl").read_text(encoding="utf-8").splitlines():
+            page_id = json.loads(line)["id"]
+            with gzip.open(root / "html" / f"{page_id}.html.gz") as f:
+                c, ref = both(decode_html(f.read(), None)[0])
+            pages += 1
+            if c != ref:
+                first = next(i for i in range(max(len(c), len(ref))) if c[i:i + 1] != ref[i:i + 1])
+                differ.append((f"{name}/{page_id}", c[first:first + 1], ref[first:first + 1]))
+    assert pages > 1600
+    assert not differ, differ[:3]
+
+
+HOSTILE = {
+    "entities": "<p>Tom &amp; Jerry &lt;3 &gt; x&nbsp;y &quot;q&quot; &copy; &#169;</p>",
+    "attribute with quotes and brackets": '<div class="a&quot;b > c" id=\'x"y\'><p>text</p></div>',
+    "comment with markup": "<p>a<!-- <div>not</div> --> b<!----></p><!-- > -->",
+    "script with a script in a string": (
+        "<div><script><!--\ndocument.write('<script src=x></script>');\n//--></script><p>after</p></div>"),
+    "raw text elements": "<xmp>a<b>&amp;</xmp><noembed>n<i>x</i></noembed><p>z</p><style>p{x:'</p>'}</style>q",
+    "plaintext": "<p>one</p><plaintext>two</b></p> <i>three",
+    "dropped inside link": '<p>see <a href="/x">the <svg><text>svg</text></svg>page<select><option>o</select></a>.</p>',
+    "blocks inside link": '<p>x</p><a href="/c"><div><h3>Card title</h3><p>teaser text</p></div></a><p>y</p>',
+    "pre with link and br": "<pre>  code\n\n    <a href=x>link</a>  line<br>next  \n</pre>",
+    "unclosed and misnested": "<div><p>one<p>two<li>three<b>bold<i>both</b>italic</i></div><td>cell",
+    "binary and NUL": "<p>a\x00b\x01\x02\ufffd c</p><div>\x7f\x80\x9f</div>",
+    "non-ascii and long tag names": "<dïv>x</dïv><my-very-long-custom-element>y</my-very-long-custom-element>",
+    "class cues": ('<div class="Comment-List"><p>c</p></div><div id="post-4711" class="entry"><p>e</p></div>'
+                   '<nav class=content><p>n</p></nav><div class="ad-123 main"><p>a</p></div>'),
+    "whitespace between tags": "<div>\n  <span>a</span>\n  <span>b</span>\n</div>\n<p>\u00a0</p><p> \n </p>",
+    "table": "<table><tr><th>h1<th>h2<tr><td>1<td>2</table>",
+    "noscript and template": "<noscript><p>enable js</p></noscript><template><p>t</p></template><p>ok</p>",
+    "frameset": "<frameset><frame src=a></frameset>",
+    "empty": "",
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_markup_walks_to_the_same_blocks(name):
+    c, ref = both(HOSTILE[name])
+    assert c == ref
+
+
+def test_hand_made_expectations():
+    texts = [f[0] for f in both(HOSTILE["entities"])[0]]
+    assert texts == ['Tom & Jerry <3 > x y "q" © ©']  # &nbsp; is a space between words
+    card = both(HOSTILE["blocks inside link"])[0]
+    assert [(t, chars, link) for t, chars, link, *_ in card] == [
+        ("x", 1, 0), ("Card title teaser text", 22, 22), ("y", 1, 0)]  # a teaser card is link text
+    pre = both(HOSTILE["pre with link and br"])[0]
+    assert pre[0][0] == "  code\n    link  line\nnext" and pre[0][2] == 4 and pre[0][3] == "pre"
+    cues = {t: (neg, pos, com) for t, _, _, _, neg, pos, com, *_ in both(HOSTILE["class cues"])[0]}
+    assert cues == {"c": (1, 0, 1), "e": (0, 1, 0), "n": (1, 1, 0), "a": (1, 0, 0)}
+    assert [f[0] for f in both(HOSTILE["script with a script in a string"])[0]] == ["after"]
+
+
+def test_nesting_deeper_than_max_depth_is_too_deep():
+    html = "<div>" * 40 + "deep" + "</div>" * 40
+    assert both(html, max_depth=40)[0][0][0] == "deep"
+    for walker in (walk, tree_walk):
+        tree = LexborHTMLParser(html)
+        with pytest.raises(TooDeep):
+            walker(tree.body, 39)
+    # inside a link nothing is visited, so its depth does not count (as in the reference)
+    link = "<p><a href=x>" + "<span>" * 50 + "t" + "</span>" * 50 + "</a></p>"
+    assert both(link, max_depth=5)[0][0][0] == "t"

@@ -3,18 +3,24 @@
 The C walk reads Lexbor's serialisation of the body; the reference (tests/_tree_walk.py) walks the tree
 that Lexbor built, node by node, through selectolax's Python API. Every block of every gold page, and of
 hand-made hostile snippets, must agree field for field. A few expectations are also written out by hand.
+The module's two other functions are checked against the regexes they replace: features' per-block counts
+(`text_counts`) and the guards' nesting-depth pre-scan (`nesting_depth`).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
+import curate.extract._walk as _walk
+import numpy as np
 import pytest
 from _tree_walk import tree_walk
 from selectolax.lexbor import LexborHTMLParser
 
+from curate.extract.base import FLAT, nesting_depth
 from curate.extract.blocks import DROP, TooDeep, walk
 from curate.io.readers import decode_html
 
@@ -105,3 +111,61 @@ def test_nesting_deeper_than_max_depth_is_too_deep():
     # inside a link nothing is visited, so its depth does not count (as in the reference)
     link = "<p><a href=x>" + "<span>" * 50 + "t" + "</span>" * 50 + "</a></p>"
     assert both(link, max_depth=5)[0][0][0] == "t"
+
+
+# The regexes that _walk.text_counts and _walk.nesting_depth replace: the references they must agree with.
+_PUNCT = re.compile(r"[.,;:!?。、，]")
+_CAP = re.compile(r"(?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω]")
+_NUM = re.compile(r"\b\d+\b")
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
+
+ODD_TEXTS = ["x²1 ١٢ 12.5 a1 1a _1 Émile Ωmega  \u2003Zed ab,c.d;e:f!g?h。、，", "", " ", "1", "İstanbul ÀÖØÞ× ×Z",
+             "Mr. Smith: 3 apples, 4 pears; ok?", "\tTab\nNew\u00a0Nbsp Я Ж б", "9_9 __ 0x1F 1e5 ½ ⅷ"]
+
+
+def regex_counts(texts: list[str]) -> list[list[int]]:
+    return [[len(_PUNCT.findall(t)), len(_CAP.findall(t)), len(_NUM.findall(t)), t.count(" ")] for t in texts]
+
+
+def regex_depth(html: str, stop: int) -> int:
+    depth = deepest = 0
+    for m in _TAG.finditer(html):
+        if m.group(2).lower() in FLAT or m.group(3):
+            continue
+        depth = max(depth - 1, 0) if m.group(1) else depth + 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop:
+                break
+    return deepest
+
+
+def test_text_counts_match_the_regexes(shared: Path):
+    texts = list(ODD_TEXTS)
+    for page_id in ("R227", "R48", "R992"):
+        with gzip.open(shared / "extraction" / "dragnet" / "html" / f"{page_id}.html.gz") as f:
+            tree = LexborHTMLParser(decode_html(f.read(), None)[0])
+        texts += [b.text for b in walk(tree.body)]
+    got = np.frombuffer(_walk.text_counts(texts), dtype=np.int32).reshape(-1, 4).tolist()
+    assert got == regex_counts(texts)
+    assert got[len(ODD_TEXTS) - 3] == [5, 2, 2, 6]  # by hand: . : , ; ? / Mr Smith / 3 4 / six spaces
+
+
+DEPTH_CASES = ["<div><div><p>x</div></div>", "<DIV><Div></div>", "<a <b>c</a>", "</x></y><z>", "<br/><img/><x/>",
+               "<div a='>'><div>", "<1><-x>< div>", "<div", "<div>" * 600 + "<span", "<div9a>", "text only",
+               "<div>" * 30 + "</div>" * 40 + "<div>" * 5]
+
+
+@pytest.mark.parametrize("html", DEPTH_CASES)
+def test_nesting_depth_matches_the_regex(html):
+    for stop in (3, 512):
+        assert nesting_depth(html, stop) == regex_depth(html, stop)
+
+
+def test_nesting_depth_matches_the_regex_on_real_pages(shared: Path):
+    for name in SETS:
+        root = shared / "extraction" / name
+        for path in sorted((root / "html").glob("*.html.gz"))[:40]:
+            with gzip.open(path) as f:
+                html = decode_html(f.read(), None)[0]
+            assert nesting_depth(html, 512) == regex_depth(html, 512), path.name

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import curate.extract._walk as _walk
 from curate.core.document import Document
 from curate.core.step import Reject, Result, Step
 from curate.core.validate import check
@@ -36,26 +36,16 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
 # Elements that never nest (void) or that the HTML parser closes implicitly: they don't add depth.
-_FLAT = frozenset(
-    ["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
-     "p", "li", "td", "th", "tr", "dt", "dd", "option"]
-)
+FLAT = ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+        "p", "li", "td", "th", "tr", "dt", "dd", "option")
 
 
 def nesting_depth(html: str, stop: int) -> int:
-    """Estimate the element nesting depth of `html`, stopping early once it exceeds `stop`."""
-    depth = deepest = 0
-    for m in _TAG.finditer(html):
-        if m.group(2).lower() in _FLAT or m.group(3):
-            continue
-        depth = max(depth - 1, 0) if m.group(1) else depth + 1
-        if depth > deepest:
-            deepest = depth
-            if deepest > stop:
-                break
-    return deepest
+    """Estimate the element nesting depth of `html` from its tags alone (before any parser sees it), stopping
+    early once it exceeds `stop`: start tags add one, end tags remove one, FLAT and self-closed tags nothing.
+    One pass in C (`_walk.c`): on a large page the regex that does the same costs more than the extraction."""
+    return _walk.nesting_depth(html, stop, FLAT)
 
 
 class Extractor(Step):

@@ -16,12 +16,10 @@ from itertools import chain, islice
 
 import numpy as np
 
+from curate.extract._walk import text_counts
 from curate.extract.blocks import Block
 
 WORD = re.compile(r"\w+")
-_PUNCT = re.compile(r"[.,;:!?。、，]")
-_CAP = re.compile(r"(?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω]")
-_NUM = re.compile(r"\b\d+\b")
 _END = (".", "!", "?", '"', "”", "’", ":", ";", "。", ")", "…")
 KINDS = ("p", "h", "li", "td", "pre", "cap")
 LOCAL = ("bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits", "neg", "pos",
@@ -74,10 +72,11 @@ def local(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
         sd = np.array([sum(map(has, ws)) for ws in tokens], dtype=np.float64) / nw
     else:
         sd = np.full(len(blocks), NEUTRAL_STOP)
-    punct = np.minimum(np.array([len(_PUNCT.findall(t)) for t in texts], dtype=np.float64) / nw, 1.0)
+    counts = np.frombuffer(text_counts(texts), dtype=np.int32).reshape(-1, 4).astype(np.float64)
+    punct = np.minimum(counts[:, 0] / nw, 1.0)
     ends = np.array([t.endswith(_END) for t in texts], dtype=np.float64)
-    caps = np.array([len(_CAP.findall(t)) / (t.count(" ") + 1) for t in texts], dtype=np.float64)
-    digits = np.array([len(_NUM.findall(t)) for t in texts], dtype=np.float64) / nw
+    caps = counts[:, 1] / (counts[:, 3] + 1)
+    digits = counts[:, 2] / nw
     neg = np.array([b.neg for b in blocks], dtype=np.float64)
     pos = np.array([b.pos for b in blocks], dtype=np.float64)
     kinds = np.array([b.kind for b in blocks])

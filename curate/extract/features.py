@@ -23,7 +23,8 @@ WORD = re.compile(r"\w+")
 _END = (".", "!", "?", '"', "”", "’", ":", ";", "。", ")", "…")
 KINDS = ("p", "h", "li", "td", "pre", "cap")
 LOCAL = ("bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits", "neg", "pos",
-         *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len", "stop_rel", "comments")
+         *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len", "stop_rel", "comments",
+         "comments_share")
 CONTEXT = ("p1_prev", "p1_next", "p1_window", "region", "region_share", "region_neg")
 NEUTRAL_STOP = 0.3  # a typical density of running text, for languages without a list
 
@@ -80,12 +81,21 @@ def local(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
     neg = np.array([b.neg for b in blocks], dtype=np.float64)
     pos = np.array([b.pos for b in blocks], dtype=np.float64)
     kinds = np.array([b.kind for b in blocks])
+    com = np.array([b.com > 0 for b in blocks], dtype=np.float64)
     n = len(blocks)
     cols = [np.ones(n), lc, sd, ld, punct, ends, caps, digits, np.minimum(neg, 3), np.minimum(pos, 2),
             *((kinds == k).astype(np.float64) for k in KINDS), np.arange(n) / max(n - 1, 1),
             chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld, sd * lc, sd / _prose_stop(sd, nw),
-            np.array([b.com > 0 for b in blocks], dtype=np.float64)]
+            com, com * _comments_share(chars, com)]
     return np.column_stack(cols).reshape(n, len(LOCAL)), tokens
+
+
+def _comments_share(chars: np.ndarray, com: np.ndarray) -> float:
+    """The share of the page's characters under a comment-section cue. The gold sets disagree on comments
+    (Dragnet's gold keeps them, CleanPortalEval's drops them), and what they agree on is size: where the
+    comments are most of the page's text (a forum thread, a short post with a long discussion) they are
+    its text; where a few follow a full article, they are not."""
+    return float(chars @ com) / (chars.sum() or 1.0)
 
 
 def _prose_stop(sd: np.ndarray, nw: np.ndarray) -> float:

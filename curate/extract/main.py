@@ -75,6 +75,19 @@ def _data_rows(blocks: list[Block], max_cell: int = 80) -> list[list[int]]:
     return rows
 
 
+def _keep_headings(blocks: list[Block], p: np.ndarray, keep: list[bool], floor: float, ahead: int = 3) -> None:
+    """Keep a heading over `floor` when one of the next `ahead` blocks is kept and no other heading comes
+    first (a byline or a photo caption often sits between): a heading is short, so it weighs little in the
+    fit and often scores just under the threshold above its own section."""
+    for i, b in enumerate(blocks):
+        if b.kind != "h" or keep[i] or p[i] <= floor:
+            continue
+        for j in range(i + 1, min(i + 1 + ahead, len(blocks))):
+            if keep[j] or blocks[j].kind == "h":
+                keep[i] = keep[j] and blocks[j].kind != "h"
+                break
+
+
 def select(blocks: list[Block], p: np.ndarray, tokens: list[list[str]], threshold: float,
            min_words: int) -> list[bool]:
     """Which blocks to keep: those over `threshold`; the fallbacks when they hold under `min_words` words."""
@@ -84,6 +97,7 @@ def select(blocks: list[Block], p: np.ndarray, tokens: list[list[str]], threshol
         whole = sum(p[i] * blocks[i].chars for i in row) / chars > threshold
         for i in row:
             keep[i] = whole
+    _keep_headings(blocks, p, keep, threshold / 2)
     if sum(len(t) for t, k in zip(tokens, keep, strict=True) if k) >= min_words:
         return keep
     # Fallback 1: every block at least half as probable as the threshold asks (a page in a language

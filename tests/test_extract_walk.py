@@ -169,3 +169,15 @@ def test_nesting_depth_matches_the_regex_on_real_pages(shared: Path):
             with gzip.open(path) as f:
                 html = decode_html(f.read(), None)[0]
             assert nesting_depth(html, 512) == regex_depth(html, 512), path.name
+
+
+def test_word_counts_match_findall(shared: Path):
+    stop = frozenset(["the", "of", "и", "straße", "_"])
+    texts = [t.lower() for t in ODD_TEXTS] + ["the cat of the hat", "и в и", "straße strasse", "_ __ a_b"]
+    with gzip.open(shared / "extraction" / "dragnet" / "html" / "R48.html.gz") as f:
+        texts += [b.text.lower() for b in walk(LexborHTMLParser(decode_html(f.read(), None)[0]).body)]
+    want = [[len(ws), sum(w in stop for w in ws)] for ws in (re.findall(r"\w+", t) for t in texts)]
+    assert np.frombuffer(_walk.word_counts(texts, stop), dtype=np.int32).reshape(-1, 2).tolist() == want
+    assert want[len(ODD_TEXTS):len(ODD_TEXTS) + 4] == [[5, 3], [3, 2], [2, 1], [3, 1]]  # by hand
+    none = np.frombuffer(_walk.word_counts(texts, None), dtype=np.int32).reshape(-1, 2)
+    assert none[:, 0].tolist() == [w for w, _ in want] and not none[:, 1].any()

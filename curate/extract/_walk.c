@@ -651,6 +651,54 @@ static PyObject *text_counts(PyObject *self, PyObject *texts) {
     return out;
 }
 
+/* word_counts(texts, stop) -> bytes of int32 pairs (words, stop words): per text, the number of \w+ runs and
+ * how many of them are in the set `stop` (None: 0), i.e. len(re.findall(r"\w+", t)) and the stop words among
+ * them, without making a list of tokens per block. features.py passes lower-cased texts. */
+static PyObject *word_counts(PyObject *self, PyObject *args) {
+    PyObject *texts, *stop;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &texts, &stop)) return NULL;
+    if (stop != Py_None && !PyAnySet_Check(stop)) {
+        PyErr_SetString(PyExc_TypeError, "word_counts(): stop must be a set, a frozenset or None");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 2 * (Py_ssize_t)sizeof(int32_t));
+    if (!out) return NULL;
+    int32_t *row = (int32_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t t = 0; t < n; t++, row += 2) {
+        PyObject *s = PyList_GET_ITEM(texts, t);
+        if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "word_counts() takes a list of str");
+            return NULL;
+        }
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(s), start = -1;
+        int32_t words = 0, stops = 0;
+        for (Py_ssize_t i = 0; i <= len; i++) {
+            int w = i < len && is_word(PyUnicode_READ(kind, data, i));
+            if (w && start < 0) start = i;
+            if (w || start < 0) continue;
+            words++;
+            if (stop != Py_None) {
+                PyObject *tok = PyUnicode_Substring(s, start, i);
+                int hit = tok ? PySet_Contains(stop, tok) : -1;
+                Py_XDECREF(tok);
+                if (hit < 0) {
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                stops += hit;
+            }
+            start = -1;
+        }
+        row[0] = words;
+        row[1] = stops;
+    }
+    return out;
+}
+
 /* nesting_depth(html, stop, flat) -> int: base.nesting_depth's estimate, one C pass doing what the regex
  * <(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)> finds: a start tag adds one, an end tag removes one (never below 0),
  * tags named in `flat` (lower case) and self-closed tags count for nothing; stops once the depth passes `stop`. */
@@ -749,6 +797,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
     {"text_counts", text_counts, METH_O, "text_counts(texts) -> bytes: int32 rows of per-text counts (features.py)."},
+    {"word_counts", word_counts, METH_VARARGS, "word_counts(texts, stop) -> bytes: int32 (words, stop words) per text."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},
     {"configure", configure, METH_VARARGS, "configure(tags, block_type, cue_cache, cue_fn, too_deep)."},
     {NULL, NULL, 0, NULL}};

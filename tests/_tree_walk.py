@@ -59,7 +59,7 @@ def tree_walk(body, max_depth: int = 512) -> list[Block]:
         if not _HAS_WORD.search(raw):
             return
         text = _clean(raw, pre)
-        blocks.append(Block(text, len(text), min(n_link, len(text)), kind, neg, pos, com, path, len(blocks)))
+        blocks.append(Block((text, len(text), min(n_link, len(text)), kind, neg, pos, com, path, len(blocks))))
 
     def visit(node, kind, neg, pos, com, path, in_link, pre, depth) -> None:
         if depth > max_depth:

@@ -30,7 +30,23 @@ typedef struct {
 } Tag;
 
 static Tag tags[NTAGS];
-static PyObject *kind_div, *block_type, *cue_cache, *cue_fn, *too_deep;
+static PyObject *kind_div, *cue_cache, *cue_fn, *too_deep;
+static PyTypeObject *block_type;
+
+static PyStructSequence_Field block_fields[] = {
+    {"text", "the block's text, whitespace folded, one line per <br>"},
+    {"chars", "len(text)"},
+    {"link_chars", "how many of its characters are link text"},
+    {"kind", "p, h, li, td, pre, cap or div: the block element that holds it"},
+    {"neg", "boilerplate cues (tag or class/id) among its block ancestors"},
+    {"pos", "content cues among its block ancestors"},
+    {"com", "comment-section cues among its block ancestors"},
+    {"path", "the numbers (in document order) of its block ancestors, outermost first"},
+    {"index", "its place in the page's list of blocks"},
+    {NULL, NULL}};
+
+static PyStructSequence_Desc block_desc = {
+    "curate.extract._walk.Block", "One block of text and the features of its place in the page.", block_fields, 9};
 
 static unsigned hash_name(const char *s, size_t n) {
     unsigned h = 2166136261u;
@@ -223,13 +239,25 @@ static int flush(Walk *w, const Frame *f) {
         PyTuple_SET_ITEM(path, i, v);
     }
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->clean.p, chars);
-    PyObject *b = NULL;
-    if (text)
-        b = PyObject_CallFunction(block_type, "OnnOiiiOn", text, chars, n_link < chars ? n_link : chars,
-                                  f->kind, f->neg, f->pos, f->com, path, PyList_GET_SIZE(w->blocks));
-    Py_XDECREF(text);
-    Py_DECREF(path);
-    if (!b) return -1;
+    PyObject *b = text ? PyStructSequence_New(block_type) : NULL;
+    if (!b) {
+        Py_XDECREF(text);
+        Py_DECREF(path);
+        return -1;
+    }
+    PyObject *items[9] = {text, PyLong_FromSsize_t(chars), PyLong_FromSsize_t(n_link < chars ? n_link : chars),
+                          f->kind, PyLong_FromLong(f->neg), PyLong_FromLong(f->pos), PyLong_FromLong(f->com), path,
+                          PyLong_FromSsize_t(PyList_GET_SIZE(w->blocks))};
+    Py_INCREF(f->kind);
+    int bad = 0;
+    for (int k = 0; k < 9; k++) {
+        if (!items[k]) bad = 1;
+        PyStructSequence_SET_ITEM(b, k, items[k]); /* steals; a NULL slot is fine for the dealloc */
+    }
+    if (bad) {
+        Py_DECREF(b);
+        return -1;
+    }
     int rc = PyList_Append(w->blocks, b);
     Py_DECREF(b);
     return rc;
@@ -545,7 +573,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *html;
     long max_depth;
     if (!PyArg_ParseTuple(args, "Ul", &html, &max_depth) || PyUnicode_READY(html) < 0) return NULL;
-    if (!block_type) {
+    if (!cue_fn) {
         PyErr_SetString(PyExc_RuntimeError, "_walk.configure() was not called");
         return NULL;
     }
@@ -754,10 +782,10 @@ static PyObject *nesting_depth(PyObject *self, PyObject *args) {
     return PyLong_FromLong(deepest);
 }
 
-/* configure(tags, block_type, cue_cache, cue_fn, too_deep): tags maps a name to (flags, kind or None). */
+/* configure(tags, cue_cache, cue_fn, too_deep): tags maps a name to (flags, kind or None). */
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *table, *bt, *cache, *fn, *exc;
-    if (!PyArg_ParseTuple(args, "O!OO!OO", &PyDict_Type, &table, &bt, &PyDict_Type, &cache, &fn, &exc)) return NULL;
+    PyObject *table, *cache, *fn, *exc;
+    if (!PyArg_ParseTuple(args, "O!O!OO", &PyDict_Type, &table, &PyDict_Type, &cache, &fn, &exc)) return NULL;
     for (int i = 0; i < NTAGS; i++) {
         Py_CLEAR(tags[i].kind);
         tags[i].name[0] = 0;
@@ -783,8 +811,6 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         }
     }
     Py_XSETREF(kind_div, PyUnicode_InternFromString("div"));
-    Py_INCREF(bt);
-    Py_XSETREF(block_type, bt);
     Py_INCREF(cache);
     Py_XSETREF(cue_cache, cache);
     Py_INCREF(fn);
@@ -799,11 +825,18 @@ static PyMethodDef methods[] = {
     {"text_counts", text_counts, METH_O, "text_counts(texts) -> bytes: int32 rows of per-text counts (features.py)."},
     {"word_counts", word_counts, METH_VARARGS, "word_counts(texts, stop) -> bytes: int32 (words, stop words) per text."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},
-    {"configure", configure, METH_VARARGS, "configure(tags, block_type, cue_cache, cue_fn, too_deep)."},
+    {"configure", configure, METH_VARARGS, "configure(tags, cue_cache, cue_fn, too_deep)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__walk(void) {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    block_type = PyStructSequence_NewType(&block_desc);
+    if (!block_type || PyModule_AddObjectRef(m, "Block", (PyObject *)block_type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -59,18 +59,9 @@ _COMMENTS = re.compile(r"comment|disqus|respond|repl(y|ies)|discussion|talkback|
 _POS = re.compile(r"article|content|entry|hentry|post|story|text|body|main|blog|page|prose|abstract|lede|lead")
 
 
-class Block:
-    """One block of text and the features of its place in the page (`index`: its place in the page's list)."""
-
-    __slots__ = ("text", "chars", "link_chars", "kind", "neg", "pos", "com", "path", "index")
-
-    def __init__(self, text: str, chars: int, link_chars: int, kind: str, neg: int, pos: int, com: int,
-                 path: tuple, index: int = 0):
-        self.text, self.chars, self.link_chars, self.kind = text, chars, link_chars, kind
-        self.neg, self.pos, self.com, self.path, self.index = neg, pos, com, path, index
-
-    def __repr__(self) -> str:
-        return f"Block({self.kind} chars={self.chars} link={self.link_chars} neg={self.neg} {self.text[:40]!r})"
+# One block of text and the features of its place in the page: text, chars, link_chars, kind, neg, pos, com,
+# path, index (a struct sequence made by the C walk; `help(Block)` describes each field).
+Block = _walk.Block
 
 
 _cue_cache: dict[str, int] = {}
@@ -114,7 +105,7 @@ def _tag_table() -> dict[str, tuple[int, str | None]]:
                 | (t == "a") << 5 | (t == "br") << 6 | (t == "pre") << 7 | (t in DROP) << 8, KINDS.get(t)) for t in names}
 
 
-_walk.configure(_tag_table(), Block, _cue_cache, word_cue, TooDeep)
+_walk.configure(_tag_table(), _cue_cache, word_cue, TooDeep)
 
 
 def walk(body, max_depth: int = 512) -> list[Block]:

@@ -105,8 +105,7 @@ typedef struct {
 } Frame;
 
 typedef struct {
-    int kind;
-    const void *data;
+    Py_UCS4 *u; /* the serialised body as code points (one copy: direct reads in every loop below) */
     Py_ssize_t n;
     Buf raw;     /* the current block's text, as the walk collects it */
     Buf tmp;     /* one text node or one link's text, decoded */
@@ -120,7 +119,7 @@ typedef struct {
     PyObject *blocks;
 } Walk;
 
-#define CH(w, i) PyUnicode_READ((w)->kind, (w)->data, (i))
+#define CH(w, i) ((w)->u[(i)])
 
 /* \w of Python's re: alphanumeric or '_' (ASCII without a call into the Unicode database). */
 static inline int is_word(Py_UCS4 c) {
@@ -578,8 +577,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         return NULL;
     }
     Walk w = {0};
-    w.kind = PyUnicode_KIND(html);
-    w.data = PyUnicode_DATA(html);
+    w.u = PyUnicode_AsUCS4Copy(html);
+    if (!w.u) return NULL;
     w.n = PyUnicode_GET_LENGTH(html);
     w.blocks = PyList_New(0);
     Buf link = {0};
@@ -608,6 +607,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         w.path[0] = 0;
         if (flush(&w, &root) < 0) failed = 1;
     }
+    PyMem_Free(w.u);
     PyMem_Free(w.raw.p);
     PyMem_Free(w.tmp.p);
     PyMem_Free(w.clean.p);

@@ -181,3 +181,18 @@ def test_word_counts_match_findall(shared: Path):
     assert want[len(ODD_TEXTS):len(ODD_TEXTS) + 4] == [[5, 3], [3, 2], [2, 1], [3, 1]]  # by hand
     none = np.frombuffer(_walk.word_counts(texts, None), dtype=np.int32).reshape(-1, 2)
     assert none[:, 0].tolist() == [w for w, _ in want] and not none[:, 1].any()
+
+
+def test_top_words_is_counter_most_common(shared: Path):
+    from collections import Counter
+
+    pages = [["b a b c a b", "z y", "a"], ["x"] * 3 + ["the cat the of"], [], [""], ["ß ſ 1 _ __"]]
+    for page_id in ("R227", "R48", "R992"):
+        with gzip.open(shared / "extraction" / "dragnet" / "html" / f"{page_id}.html.gz") as f:
+            pages.append([b.text.lower() for b in walk(LexborHTMLParser(decode_html(f.read(), None)[0]).body)])
+    for texts in pages:
+        tokens = re.findall(r"\w+", "\n".join(texts))
+        for limit, n in ((1500, 40), (5, 2), (3, 10)):
+            want = [w for w, _ in Counter(tokens[:limit]).most_common(n)]
+            assert _walk.top_words(texts, limit, n) == want
+    assert _walk.top_words(["b a b c a b"], 1500, 2) == ["b", "a"]  # by hand: b x3, a x2

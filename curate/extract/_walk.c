@@ -679,6 +679,152 @@ static PyObject *text_counts(PyObject *self, PyObject *texts) {
     return out;
 }
 
+/* A hash table of words (runs of code points), for stop-word lookups and word frequencies without making a
+ * Python str per token. Open addressing; the words' code points live in one arena. */
+typedef struct {
+    size_t hash;
+    Py_ssize_t start, len; /* in the arena */
+    Py_ssize_t count, first;
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    Py_ssize_t cap, used;
+    Buf arena;
+} Words;
+
+static size_t hash_ucs4(const Py_UCS4 *p, Py_ssize_t n) {
+    size_t h = 1469598103934665603ull;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void words_free(Words *t) {
+    PyMem_Free(t->slots);
+    PyMem_Free(t->arena.p);
+    memset(t, 0, sizeof *t);
+}
+
+/* The slot of word p[0:n]: found, or a new one with count 0 (insert=1), or NULL (not found / no memory). */
+static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
+    if (insert && (t->used + 1) * 2 > t->cap) { /* keep it at most half full */
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 1024;
+        Slot *slots = PyMem_Calloc((size_t)cap, sizeof(Slot));
+        if (!slots) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < t->cap; k++) {
+            if (!t->slots[k].len) continue;
+            size_t h = t->slots[k].hash & (size_t)(cap - 1);
+            while (slots[h].len) h = (h + 1) & (size_t)(cap - 1);
+            slots[h] = t->slots[k];
+        }
+        PyMem_Free(t->slots);
+        t->slots = slots;
+        t->cap = cap;
+    }
+    if (!t->cap) return NULL;
+    size_t hash = hash_ucs4(p, n), h = hash & (size_t)(t->cap - 1);
+    for (;; h = (h + 1) & (size_t)(t->cap - 1)) {
+        Slot *e = &t->slots[h];
+        if (!e->len) break;
+        if (e->hash == hash && e->len == n && memcmp(t->arena.p + e->start, p, (size_t)n * sizeof(Py_UCS4)) == 0)
+            return e;
+    }
+    if (!insert) return NULL;
+    if (buf_grow(&t->arena, n) < 0) return NULL;
+    Slot *e = &t->slots[h];
+    e->hash = hash;
+    e->start = t->arena.len;
+    e->len = n;
+    e->count = 0;
+    e->first = t->used++;
+    memcpy(t->arena.p + t->arena.len, p, (size_t)n * sizeof(Py_UCS4));
+    t->arena.len += n;
+    return e;
+}
+
+/* The stop-word lists seen so far, each as a table (the lists are few and live as long as the process). */
+#define MAXLISTS 256
+static struct {
+    PyObject *set;
+    Words words;
+} stop_tables[MAXLISTS];
+
+static Words *stop_table(PyObject *set) {
+    int k = 0;
+    for (; k < MAXLISTS && stop_tables[k].set; k++)
+        if (stop_tables[k].set == set) return &stop_tables[k].words;
+    if (k == MAXLISTS) {
+        PyErr_SetString(PyExc_RuntimeError, "word_counts(): more than 256 distinct stop-word sets");
+        return NULL;
+    }
+    Words t = {0};
+    PyObject *it = PyObject_GetIter(set), *w;
+    if (!it) return NULL;
+    while ((w = PyIter_Next(it))) {
+        Py_UCS4 *u = PyUnicode_Check(w) ? PyUnicode_AsUCS4Copy(w) : NULL;
+        Py_ssize_t n = u ? PyUnicode_GET_LENGTH(w) : 0;
+        Slot *e = u && n ? words_slot(&t, u, n, 1) : NULL;
+        PyMem_Free(u);
+        Py_DECREF(w);
+        if (!u || (n && !e)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "stop words must be str");
+            Py_DECREF(it);
+            words_free(&t);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        words_free(&t);
+        return NULL;
+    }
+    Py_INCREF(set);
+    stop_tables[k].set = set;
+    stop_tables[k].words = t;
+    return &stop_tables[k].words;
+}
+
+/* Calls fn(word, n, arg) for every \w+ run of every text in order, up to `limit` words; -1 on error. */
+typedef int (*word_fn)(const Py_UCS4 *, Py_ssize_t, Py_ssize_t, void *);
+
+static int each_word(PyObject *texts, Py_ssize_t limit, Buf *u, word_fn fn, void *arg) {
+    Py_ssize_t seen = 0;
+    for (Py_ssize_t t = 0; t < PyList_GET_SIZE(texts) && seen < limit; t++) {
+        PyObject *s = PyList_GET_ITEM(texts, t);
+        if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0) {
+            PyErr_SetString(PyExc_TypeError, "expected a list of str");
+            return -1;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(s), start = -1;
+        u->len = 0;
+        if (buf_grow(u, len + 1) < 0 || !PyUnicode_AsUCS4(s, u->p, len + 1, 0)) return -1;
+        for (Py_ssize_t i = 0; i <= len && seen < limit; i++) {
+            int w = i < len && is_word(u->p[i]);
+            if (w && start < 0) start = i;
+            if (w || start < 0) continue;
+            if (fn(u->p + start, i - start, t, arg) < 0) return -1;
+            seen++;
+            start = -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    int32_t *rows;
+    Words *stop;
+} CountArg;
+
+static int count_word(const Py_UCS4 *p, Py_ssize_t n, Py_ssize_t text, void *arg) {
+    CountArg *a = arg;
+    a->rows[2 * text]++;
+    if (a->stop && words_slot(a->stop, p, n, 0)) a->rows[2 * text + 1]++;
+    return 0;
+}
+
 /* word_counts(texts, stop) -> bytes of int32 pairs (words, stop words): per text, the number of \w+ runs and
  * how many of them are in the set `stop` (None: 0), i.e. len(re.findall(r"\w+", t)) and the stop words among
  * them, without making a list of tokens per block. features.py passes lower-cased texts. */
@@ -689,41 +835,63 @@ static PyObject *word_counts(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "word_counts(): stop must be a set, a frozenset or None");
         return NULL;
     }
+    CountArg arg = {NULL, stop == Py_None ? NULL : stop_table(stop)};
+    if (stop != Py_None && !arg.stop) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(texts);
     PyObject *out = PyBytes_FromStringAndSize(NULL, n * 2 * (Py_ssize_t)sizeof(int32_t));
     if (!out) return NULL;
-    int32_t *row = (int32_t *)PyBytes_AS_STRING(out);
-    for (Py_ssize_t t = 0; t < n; t++, row += 2) {
-        PyObject *s = PyList_GET_ITEM(texts, t);
-        if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0) {
-            Py_DECREF(out);
-            PyErr_SetString(PyExc_TypeError, "word_counts() takes a list of str");
-            return NULL;
-        }
-        int kind = PyUnicode_KIND(s);
-        const void *data = PyUnicode_DATA(s);
-        Py_ssize_t len = PyUnicode_GET_LENGTH(s), start = -1;
-        int32_t words = 0, stops = 0;
-        for (Py_ssize_t i = 0; i <= len; i++) {
-            int w = i < len && is_word(PyUnicode_READ(kind, data, i));
-            if (w && start < 0) start = i;
-            if (w || start < 0) continue;
-            words++;
-            if (stop != Py_None) {
-                PyObject *tok = PyUnicode_Substring(s, start, i);
-                int hit = tok ? PySet_Contains(stop, tok) : -1;
-                Py_XDECREF(tok);
-                if (hit < 0) {
-                    Py_DECREF(out);
-                    return NULL;
-                }
-                stops += hit;
-            }
-            start = -1;
-        }
-        row[0] = words;
-        row[1] = stops;
+    arg.rows = (int32_t *)PyBytes_AS_STRING(out);
+    memset(arg.rows, 0, (size_t)n * 2 * sizeof(int32_t));
+    Buf u = {0};
+    int rc = each_word(texts, PY_SSIZE_T_MAX, &u, count_word, &arg);
+    PyMem_Free(u.p);
+    if (rc < 0) Py_CLEAR(out);
+    return out;
+}
+
+static int tally_word(const Py_UCS4 *p, Py_ssize_t n, Py_ssize_t text, void *arg) {
+    Slot *e = words_slot(arg, p, n, 1);
+    if (!e) return -1;
+    e->count++;
+    return 0;
+}
+
+static int by_count(const void *a, const void *b) { /* most frequent first; ties: first seen first */
+    const Slot *x = *(Slot *const *)a, *y = *(Slot *const *)b;
+    if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    return x->first < y->first ? -1 : (x->first > y->first);
+}
+
+/* top_words(texts, limit, n) -> list of str: the n most frequent of the first `limit` \w+ tokens of the texts,
+ * most frequent first, ties in order of first appearance (Counter(tokens).most_common(n)). */
+static PyObject *top_words(PyObject *self, PyObject *args) {
+    PyObject *texts;
+    Py_ssize_t limit, n;
+    if (!PyArg_ParseTuple(args, "O!nn", &PyList_Type, &texts, &limit, &n)) return NULL;
+    Words t = {0};
+    Buf u = {0};
+    PyObject *out = NULL;
+    Slot **order = NULL;
+    if (each_word(texts, limit, &u, tally_word, &t) < 0) goto done;
+    order = PyMem_Malloc((size_t)(t.used ? t.used : 1) * sizeof(Slot *));
+    if (!order) {
+        PyErr_NoMemory();
+        goto done;
     }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < t.cap; i++)
+        if (t.slots[i].len) order[k++] = &t.slots[i];
+    qsort(order, (size_t)k, sizeof(Slot *), by_count);
+    out = PyList_New(k < n ? k : n);
+    for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(out); i++) {
+        PyObject *w = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, t.arena.p + order[i]->start, order[i]->len);
+        if (!w) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, w);
+    }
+done:
+    PyMem_Free(order);
+    PyMem_Free(u.p);
+    words_free(&t);
     return out;
 }
 
@@ -824,6 +992,7 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
     {"text_counts", text_counts, METH_O, "text_counts(texts) -> bytes: int32 rows of per-text counts (features.py)."},
     {"word_counts", word_counts, METH_VARARGS, "word_counts(texts, stop) -> bytes: int32 (words, stop words) per text."},
+    {"top_words", top_words, METH_VARARGS, "top_words(texts, limit, n) -> list of the n most frequent words."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},
     {"configure", configure, METH_VARARGS, "configure(tags, cue_cache, cue_fn, too_deep)."},
     {NULL, NULL, 0, NULL}};

@@ -25,7 +25,7 @@ KINDS = ("p", "h", "li", "td", "pre", "cap")
 LOCAL = ("bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits", "neg", "pos",
          *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len", "stop_rel", "comments",
          "comments_share")
-CONTEXT = ("p1_prev", "p1_next", "p1_window", "region", "region_share", "region_neg")
+CONTEXT = ("p1_prev", "p1_next", "p1_window", "region", "region_share", "region_neg", "region_dist", "headline")
 NEUTRAL_STOP = 0.3  # a typical density of running text, for languages without a list
 
 _stoplists: dict[str, frozenset[str]] = {}
@@ -134,7 +134,8 @@ def _window(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def context(blocks: list[Block], p1: np.ndarray) -> np.ndarray:
-    """Stage-2 extra features: neighbours' stage-1 scores (chars-weighted window of 3 each side) and the region."""
+    """Stage-2 extra features: neighbours' stage-1 scores (chars-weighted window of 3 each side), the region
+    and the distance to it, and the headline above it."""
     n = len(blocks)
     _, inside = region(blocks, p1)
     chars = np.array([b.chars for b in blocks], dtype=np.float64)
@@ -147,4 +148,30 @@ def context(blocks: list[Block], p1: np.ndarray) -> np.ndarray:
     neg = np.array([b.neg for b in blocks], dtype=np.float64)
     base = neg[inside].min() if inside.any() else 0.0
     rel = np.minimum(np.where(inside, neg - base, neg), 3)
-    return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel])
+    return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel,
+                            _distance(inside), _headline(blocks, inside)])
+
+
+def _distance(inside: np.ndarray) -> np.ndarray:
+    """log(1 + blocks to the nearest block of the region) / 3: a block just outside the region's container
+    (the article's list of facts in a sibling box) is more likely content than one far off in the footer."""
+    idx = np.flatnonzero(inside)
+    i = np.arange(len(inside))
+    if not len(idx):
+        return np.zeros(len(inside))
+    at = np.searchsorted(idx, i)
+    d = np.minimum(np.abs(i - idx[np.maximum(at - 1, 0)]), np.abs(idx[np.minimum(at, len(idx) - 1)] - i))
+    return np.log1p(d) / 3
+
+
+def _headline(blocks: list[Block], inside: np.ndarray, reach: int = 30) -> np.ndarray:
+    """1 for the last heading in the `reach` blocks before the region: the article's headline, which
+    templates often put in a header box above the article's container, with share buttons in between."""
+    out = np.zeros(len(blocks))
+    idx = np.flatnonzero(inside)
+    start = int(idx[0]) if len(idx) else 0
+    for i in range(start - 1, max(start - reach, 0) - 1, -1):
+        if blocks[i].kind == "h":
+            out[i] = 1.0
+            break
+    return out

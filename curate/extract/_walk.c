@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Tag flags, set by configure() from blocks.py's tables. */
@@ -682,9 +683,9 @@ static PyObject *text_counts(PyObject *self, PyObject *texts) {
 /* A hash table of words (runs of code points), for stop-word lookups and word frequencies without making a
  * Python str per token. Open addressing; the words' code points live in one arena. */
 typedef struct {
-    size_t hash;
-    Py_ssize_t start, len; /* in the arena */
-    Py_ssize_t count, first;
+    uint64_t hash;
+    int32_t start, len; /* in the arena; len 0: an empty slot */
+    int32_t count, first;
 } Slot;
 
 typedef struct {
@@ -708,7 +709,7 @@ static void words_free(Words *t) {
 /* The slot of word p[0:n]: found, or a new one with count 0 (insert=1), or NULL (not found / no memory). */
 static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
     if (insert && (t->used + 1) * 2 > t->cap) { /* keep it at most half full */
-        Py_ssize_t cap = t->cap ? t->cap * 2 : 1024;
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 2048; /* a page's first 1,500 words fit without growing */
         Slot *slots = PyMem_Calloc((size_t)cap, sizeof(Slot));
         if (!slots) {
             PyErr_NoMemory();
@@ -725,6 +726,10 @@ static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
         t->cap = cap;
     }
     if (!t->cap) return NULL;
+    if (n > INT32_MAX || t->arena.len > INT32_MAX - n) {
+        PyErr_SetString(PyExc_OverflowError, "word table too large");
+        return NULL;
+    }
     size_t hash = hash_ucs4(p, n), h = hash & (size_t)(t->cap - 1);
     for (;; h = (h + 1) & (size_t)(t->cap - 1)) {
         Slot *e = &t->slots[h];
@@ -736,10 +741,10 @@ static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
     if (buf_grow(&t->arena, n) < 0) return NULL;
     Slot *e = &t->slots[h];
     e->hash = hash;
-    e->start = t->arena.len;
-    e->len = n;
+    e->start = (int32_t)t->arena.len;
+    e->len = (int32_t)n;
     e->count = 0;
-    e->first = t->used++;
+    e->first = (int32_t)t->used++;
     memcpy(t->arena.p + t->arena.len, p, (size_t)n * sizeof(Py_UCS4));
     t->arena.len += n;
     return e;
@@ -856,10 +861,9 @@ static int tally_word(const Py_UCS4 *p, Py_ssize_t n, Py_ssize_t text, void *arg
     return 0;
 }
 
-static int by_count(const void *a, const void *b) { /* most frequent first; ties: first seen first */
-    const Slot *x = *(Slot *const *)a, *y = *(Slot *const *)b;
-    if (x->count != y->count) return x->count < y->count ? 1 : -1;
-    return x->first < y->first ? -1 : (x->first > y->first);
+/* x before y: more frequent, or as frequent and seen first. */
+static int before(const Slot *x, const Slot *y) {
+    return x->count > y->count || (x->count == y->count && x->first < y->first);
 }
 
 /* top_words(texts, limit, n) -> list of str: the n most frequent of the first `limit` \w+ tokens of the texts,
@@ -873,15 +877,23 @@ static PyObject *top_words(PyObject *self, PyObject *args) {
     PyObject *out = NULL;
     Slot **order = NULL;
     if (each_word(texts, limit, &u, tally_word, &t) < 0) goto done;
-    order = PyMem_Malloc((size_t)(t.used ? t.used : 1) * sizeof(Slot *));
+    /* the n first in `before` order, by insertion into a sorted array of at most n */
+    order = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(Slot *));
     if (!order) {
         PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t k = 0;
-    for (Py_ssize_t i = 0; i < t.cap; i++)
-        if (t.slots[i].len) order[k++] = &t.slots[i];
-    qsort(order, (size_t)k, sizeof(Slot *), by_count);
+    for (Py_ssize_t i = 0; i < t.cap && n > 0; i++) {
+        Slot *e = &t.slots[i];
+        if (!e->len || (k == n && !before(e, order[n - 1]))) continue;
+        Py_ssize_t j = k < n ? k++ : n - 1;
+        while (j > 0 && before(e, order[j - 1])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = e;
+    }
     out = PyList_New(k < n ? k : n);
     for (Py_ssize_t i = 0; out && i < PyList_GET_SIZE(out); i++) {
         PyObject *w = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, t.arena.p + order[i]->start, order[i]->len);

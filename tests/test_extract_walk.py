@@ -196,3 +196,23 @@ def test_top_words_is_counter_most_common(shared: Path):
             want = [w for w, _ in Counter(tokens[:limit]).most_common(n)]
             assert _walk.top_words(texts, limit, n) == want
     assert _walk.top_words(["b a b c a b"], 1500, 2) == ["b", "a"]  # by hand: b x3, a x2
+
+
+def test_block_stats_match_python(shared: Path):
+    """Each column of _walk.block_stats against the Python it replaces, on real blocks and odd texts."""
+    kinds, ends = ("p", "h", "li", "td", "pre", "cap"), ".!?\"”’:;。)…"
+    blocks = [_walk.Block((t, len(t), min(3, len(t)), k, 2, 1, 0, (0,), i))
+              for i, (t, k) in enumerate(zip(ODD_TEXTS, ["p", "h", "div", "td", "li", "cap", "pre", "x"], strict=True))]
+    with gzip.open(shared / "extraction" / "dragnet" / "html" / "R48.html.gz") as f:
+        blocks += walk(LexborHTMLParser(decode_html(f.read(), None)[0]).body)
+    lowered = [b.text.lower() for b in blocks]
+    stop = frozenset(["the", "of", "a", "to", "and", "in"])
+    got = np.frombuffer(_walk.block_stats(blocks, lowered, stop, kinds, ends), dtype=np.float64).reshape(-1, 13)
+    tokens = [re.findall(r"\w+", t) for t in lowered]
+    want = [[b.chars, b.link_chars, b.neg, b.pos, b.com, kinds.index(b.kind) if b.kind in kinds else -1, len(ws),
+             sum(w in stop for w in ws), *counts, b.text.endswith(tuple(ends))]
+            for b, ws, counts in zip(blocks, tokens, regex_counts([b.text for b in blocks]), strict=True)]
+    assert got.tolist() == want
+    assert got[:, 7].sum() > 50  # the page's English prose has stop words
+    none = np.frombuffer(_walk.block_stats(blocks, lowered, None, kinds, ends), dtype=np.float64).reshape(-1, 13)
+    assert not none[:, 7].any() and (none[:, 6] == got[:, 6]).all()

@@ -907,6 +907,116 @@ done:
     return out;
 }
 
+/* The counts of text_counts for one str, into row[0..3]. */
+static void count_text(PyObject *s, double *row) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+    long punct = 0, caps = 0, nums = 0, spaces = 0;
+    int after_space = 1, in_word = 0, all_digits = 0;
+    for (Py_ssize_t i = 0; i <= len; i++) {
+        Py_UCS4 c = i < len ? PyUnicode_READ(kind, data, i) : ' ';
+        int word = i < len && is_word(c);
+        if (word) {
+            if (!in_word) all_digits = 1;
+            all_digits = all_digits && is_decimal(c);
+        } else if (in_word && all_digits) {
+            nums++; /* a run of word characters that are all decimal digits: \b\d+\b */
+        }
+        in_word = word;
+        if (i == len) break;
+        punct += is_punct(c);
+        caps += after_space && is_cap(c);
+        spaces += c == ' ';
+        after_space = Py_UNICODE_ISSPACE(c);
+    }
+    row[0] = (double)punct;
+    row[1] = (double)caps;
+    row[2] = (double)nums;
+    row[3] = (double)spaces;
+}
+
+/* Words of `s` (\w+ runs) and how many are in `stop` (may be NULL), into row[0..1]. */
+static int count_words(PyObject *s, Words *stop, Buf *u, double *row) {
+    Py_ssize_t len = PyUnicode_GET_LENGTH(s), start = -1;
+    long words = 0, stops = 0;
+    u->len = 0;
+    if (buf_grow(u, len + 1) < 0 || !PyUnicode_AsUCS4(s, u->p, len + 1, 0)) return -1;
+    for (Py_ssize_t i = 0; i <= len; i++) {
+        int w = i < len && is_word(u->p[i]);
+        if (w && start < 0) start = i;
+        if (w || start < 0) continue;
+        words++;
+        if (stop && words_slot(stop, u->p + start, i - start, 0)) stops++;
+        start = -1;
+    }
+    row[0] = (double)words;
+    row[1] = (double)stops;
+    return 0;
+}
+
+enum { S_CHARS, S_LINK, S_NEG, S_POS, S_COM, S_KIND, S_WORDS, S_STOPS, S_PUNCT, S_CAPS, S_NUMS, S_SPACES, S_ENDS,
+       S_COLS };
+
+/* block_stats(blocks, lowered, stop, kinds, ends) -> bytes: a float64 row per block of what features.local
+ * computes from: chars, link_chars, neg, pos, com, the index of its kind in `kinds` (-1: none), words and stop
+ * words of its lower-cased text (`lowered`, str.lower() of each text; `stop` a set or None), then over its
+ * text the matches of [.,;:!?。、，], of (?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] and of \b\d+\b, str.count(" "), and whether
+ * it ends with one of the characters of `ends`. One C pass instead of a Python loop per quantity. */
+static PyObject *block_stats(PyObject *self, PyObject *args) {
+    PyObject *blocks, *lowered, *stop, *kinds, *ends;
+    if (!PyArg_ParseTuple(args, "O!O!OO!U", &PyList_Type, &blocks, &PyList_Type, &lowered, &stop, &PyTuple_Type,
+                          &kinds, &ends))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(blocks);
+    if (PyList_GET_SIZE(lowered) != n) {
+        PyErr_SetString(PyExc_ValueError, "block_stats(): blocks and lowered differ in length");
+        return NULL;
+    }
+    Words *table = NULL;
+    if (stop != Py_None) {
+        if (!PyAnySet_Check(stop)) {
+            PyErr_SetString(PyExc_TypeError, "block_stats(): stop must be a set, a frozenset or None");
+            return NULL;
+        }
+        if (!(table = stop_table(stop))) return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * S_COLS * (Py_ssize_t)sizeof(double));
+    if (!out) return NULL;
+    double *row = (double *)PyBytes_AS_STRING(out);
+    Buf u = {0};
+    for (Py_ssize_t i = 0; i < n; i++, row += S_COLS) {
+        PyObject *b = PyList_GET_ITEM(blocks, i), *low = PyList_GET_ITEM(lowered, i);
+        if (Py_TYPE(b) != block_type || !PyUnicode_Check(low) || PyUnicode_READY(low) < 0) {
+            PyErr_SetString(PyExc_TypeError, "block_stats() takes a list of Block and a list of str");
+            goto fail;
+        }
+        PyObject *text = PyStructSequence_GET_ITEM(b, 0), *kind = PyStructSequence_GET_ITEM(b, 3);
+        static const int ints[5] = {1, 2, 4, 5, 6}; /* chars, link_chars, neg, pos, com */
+        for (int k = 0; k < 5; k++) row[S_CHARS + k] = PyLong_AsDouble(PyStructSequence_GET_ITEM(b, ints[k]));
+        row[S_KIND] = -1;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kinds); k++) {
+            PyObject *x = PyTuple_GET_ITEM(kinds, k);
+            if (x == kind || (PyUnicode_Check(kind) && PyUnicode_Compare(x, kind) == 0)) {
+                row[S_KIND] = (double)k;
+                break;
+            }
+        }
+        if (PyErr_Occurred() || PyUnicode_READY(text) < 0) goto fail;
+        if (count_words(low, table, &u, row + S_WORDS) < 0) goto fail;
+        count_text(text, row + S_PUNCT);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+        row[S_ENDS] = len && PyUnicode_FindChar(ends, PyUnicode_READ_CHAR(text, len - 1), 0,
+                                                PyUnicode_GET_LENGTH(ends), 1) >= 0;
+    }
+    PyMem_Free(u.p);
+    return out;
+fail:
+    PyMem_Free(u.p);
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* nesting_depth(html, stop, flat) -> int: base.nesting_depth's estimate, one C pass doing what the regex
  * <(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)> finds: a start tag adds one, an end tag removes one (never below 0),
  * tags named in `flat` (lower case) and self-closed tags count for nothing; stops once the depth passes `stop`. */
@@ -1004,6 +1114,7 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
     {"text_counts", text_counts, METH_O, "text_counts(texts) -> bytes: int32 rows of per-text counts (features.py)."},
     {"word_counts", word_counts, METH_VARARGS, "word_counts(texts, stop) -> bytes: int32 (words, stop words) per text."},
+    {"block_stats", block_stats, METH_VARARGS, "block_stats(blocks, lowered, stop, kinds, ends) -> bytes (features.py)."},
     {"top_words", top_words, METH_VARARGS, "top_words(texts, limit, n) -> list of the n most frequent words."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},
     {"configure", configure, METH_VARARGS, "configure(tags, cue_cache, cue_fn, too_deep)."},

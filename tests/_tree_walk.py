@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import re
 
-from curate.extract.blocks import BLOCK, KINDS, NEG_TAGS, POS_TAGS, Block, TooDeep, cue_key, word_cue
+from curate.extract.blocks import (
+    BLOCK,
+    BOILERPLATE_CUES,
+    COMMENT_CUES,
+    CONTENT_CUES,
+    KINDS,
+    NEG_TAGS,
+    POS_TAGS,
+    Block,
+    TooDeep,
+)
 
 _HAS_WORD = re.compile(r"\w")
 
@@ -23,9 +33,23 @@ def _clean(raw: str, pre: bool) -> str:
     return "\n".join(ln for ln in (" ".join(x.split()) for x in raw.split("\n")) if ln)
 
 
+def _regex(words: tuple[str, ...]) -> re.Pattern:
+    """One regex for a list of cue words: "^w" anchors at the start, "w$" at the end."""
+    return re.compile("|".join(("^" if w[0] == "^" else "") + re.escape(w.strip("^$")) + ("$" if w[-1] == "$" else "")
+                               for w in words))
+
+
+_CUES = [(-2, _regex(COMMENT_CUES)), (-1, _regex(BOILERPLATE_CUES)), (1, _regex(CONTENT_CUES))]
+
+
+def word_cue(word: str) -> int:
+    key = re.sub(r"[0-9]+", "0", word.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")))
+    return next((value for value, rx in _CUES if rx.search(key)), 0)
+
+
 def cue(classes: str) -> int:
     """A comment cue in any class/id word wins, then any boilerplate cue, then any content cue."""
-    cues = [word_cue(cue_key(w)) for w in classes.split()]
+    cues = [word_cue(w) for w in classes.split()]
     return 0 if not cues else min(cues) if min(cues) < 0 else max(cues)
 
 

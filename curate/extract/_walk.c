@@ -31,7 +31,7 @@ typedef struct {
 } Tag;
 
 static Tag tags[NTAGS];
-static PyObject *kind_div, *cue_cache, *cue_fn, *too_deep;
+static PyObject *kind_div, *too_deep;
 static PyTypeObject *block_type;
 
 static PyStructSequence_Field block_fields[] = {
@@ -95,6 +95,76 @@ static inline int buf_put(Buf *b, Py_UCS4 c) {
     if (b->len == b->cap && buf_grow(b, 1) < 0) return -1;
     b->p[b->len++] = c;
     return 0;
+}
+
+/* A hash table of words (runs of code points), for stop-word lookups and word frequencies without making a
+ * Python str per token. Open addressing; the words' code points live in one arena. */
+typedef struct {
+    uint64_t hash;
+    int32_t start, len; /* in the arena; len 0: an empty slot */
+    int32_t count, first;
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    Py_ssize_t cap, used;
+    Buf arena;
+} Words;
+
+static size_t hash_ucs4(const Py_UCS4 *p, Py_ssize_t n) {
+    size_t h = 1469598103934665603ull;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void words_free(Words *t) {
+    PyMem_Free(t->slots);
+    PyMem_Free(t->arena.p);
+    memset(t, 0, sizeof *t);
+}
+
+/* The slot of word p[0:n]: found, or a new one with count 0 (insert=1), or NULL (not found / no memory). */
+static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
+    if (insert && (t->used + 1) * 2 > t->cap) { /* keep it at most half full */
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 2048; /* a page's first 1,500 words fit without growing */
+        Slot *slots = PyMem_Calloc((size_t)cap, sizeof(Slot));
+        if (!slots) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < t->cap; k++) {
+            if (!t->slots[k].len) continue;
+            size_t h = t->slots[k].hash & (size_t)(cap - 1);
+            while (slots[h].len) h = (h + 1) & (size_t)(cap - 1);
+            slots[h] = t->slots[k];
+        }
+        PyMem_Free(t->slots);
+        t->slots = slots;
+        t->cap = cap;
+    }
+    if (!t->cap) return NULL;
+    if (n > INT32_MAX || t->arena.len > INT32_MAX - n) {
+        PyErr_SetString(PyExc_OverflowError, "word table too large");
+        return NULL;
+    }
+    size_t hash = hash_ucs4(p, n), h = hash & (size_t)(t->cap - 1);
+    for (;; h = (h + 1) & (size_t)(t->cap - 1)) {
+        Slot *e = &t->slots[h];
+        if (!e->len) break;
+        if (e->hash == hash && e->len == n && memcmp(t->arena.p + e->start, p, (size_t)n * sizeof(Py_UCS4)) == 0)
+            return e;
+    }
+    if (!insert) return NULL;
+    if (buf_grow(&t->arena, n) < 0) return NULL;
+    Slot *e = &t->slots[h];
+    e->hash = hash;
+    e->start = (int32_t)t->arena.len;
+    e->len = (int32_t)n;
+    e->count = 0;
+    e->first = (int32_t)t->used++;
+    memcpy(t->arena.p + t->arena.len, p, (size_t)n * sizeof(Py_UCS4));
+    t->arena.len += n;
+    return e;
 }
 
 /* The context that an element gives its children (blocks.py: visit's arguments). */
@@ -263,8 +333,41 @@ static int flush(Walk *w, const Frame *f) {
     return rc;
 }
 
-/* The cues of the words of w->tmp folded into lo and hi: each word as blocks.cue_key writes it (ASCII lower
- * case, a run of digits one "0"), looked up in blocks._cue_cache, blocks.word_cue called on a miss. */
+/* Class/id cue words (blocks.COMMENT_CUES, BOILERPLATE_CUES, CONTENT_CUES), each found anywhere in a word,
+ * or, written "^w", "w$" or "^w$", only at its start, at its end or as the whole word. */
+typedef struct {
+    char s[32];
+    int len, at_start, at_end;
+} Cue;
+#define MAXCUES 160
+static Cue cues[3][MAXCUES];
+static int ncues[3];
+static Words cue_memo; /* normalised word -> its cue + 10 (in the count field) */
+
+static int cue_matches(const Py_UCS4 *k, Py_ssize_t n, const Cue *c) {
+    if (n < c->len) return 0;
+    Py_ssize_t lo = c->at_end ? n - c->len : 0, hi = c->at_start ? 0 : n - c->len;
+    if (c->at_start && c->at_end && n != c->len) return 0;
+    for (Py_ssize_t at = lo; at <= hi; at++) {
+        int j = 0;
+        while (j < c->len && k[at + j] == (Py_UCS4)c->s[j]) j++;
+        if (j == c->len) return 1;
+    }
+    return 0;
+}
+
+/* -2 a comment section's word, -1 other boilerplate, +1 content, 0 none: the first list that matches. */
+static int classify(const Py_UCS4 *k, Py_ssize_t n) {
+    static const int value[3] = {-2, -1, 1};
+    for (int list = 0; list < 3; list++)
+        for (int i = 0; i < ncues[list]; i++)
+            if (cue_matches(k, n, &cues[list][i])) return value[list];
+    return 0;
+}
+
+/* The cues of the words of w->tmp folded into lo and hi. A word is first normalised as blocks.cue_key says
+ * (ASCII lower case, a run of digits one "0"), then looked up in a bounded memo: templates repeat their
+ * class names across pages and sites. */
 static int word_cues(Walk *w, int *lo, int *hi) {
     const Py_UCS4 *p = w->tmp.p;
     Py_ssize_t n = w->tmp.len, i = 0;
@@ -283,19 +386,11 @@ static int word_cues(Walk *w, int *lo, int *hi) {
             key[len++] = c;
         }
         if (!len) break;
-        PyObject *k = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, key, len);
-        if (!k) return -1;
-        PyObject *v = PyDict_GetItemWithError(cue_cache, k); /* borrowed */
-        if (v) {
-            Py_INCREF(v);
-        } else if (!PyErr_Occurred()) {
-            v = PyObject_CallOneArg(cue_fn, k);
-        }
-        Py_DECREF(k);
-        if (!v) return -1;
-        int c = (int)PyLong_AsLong(v);
-        Py_DECREF(v);
-        if (c == -1 && PyErr_Occurred()) return -1;
+        if (cue_memo.used > 50000) words_free(&cue_memo); /* bounded: a crawl has unlimited class names */
+        Slot *e = words_slot(&cue_memo, key, len, 1);
+        if (!e) return -1;
+        if (!e->count) e->count = classify(key, len) + 10;
+        int c = e->count - 10;
         if (c < *lo) *lo = c;
         if (c > *hi) *hi = c;
     }
@@ -573,7 +668,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *html;
     long max_depth;
     if (!PyArg_ParseTuple(args, "Ul", &html, &max_depth) || PyUnicode_READY(html) < 0) return NULL;
-    if (!cue_fn) {
+    if (!too_deep) {
         PyErr_SetString(PyExc_RuntimeError, "_walk.configure() was not called");
         return NULL;
     }
@@ -678,76 +773,6 @@ static PyObject *text_counts(PyObject *self, PyObject *texts) {
         row[3] = spaces;
     }
     return out;
-}
-
-/* A hash table of words (runs of code points), for stop-word lookups and word frequencies without making a
- * Python str per token. Open addressing; the words' code points live in one arena. */
-typedef struct {
-    uint64_t hash;
-    int32_t start, len; /* in the arena; len 0: an empty slot */
-    int32_t count, first;
-} Slot;
-
-typedef struct {
-    Slot *slots;
-    Py_ssize_t cap, used;
-    Buf arena;
-} Words;
-
-static size_t hash_ucs4(const Py_UCS4 *p, Py_ssize_t n) {
-    size_t h = 1469598103934665603ull;
-    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
-static void words_free(Words *t) {
-    PyMem_Free(t->slots);
-    PyMem_Free(t->arena.p);
-    memset(t, 0, sizeof *t);
-}
-
-/* The slot of word p[0:n]: found, or a new one with count 0 (insert=1), or NULL (not found / no memory). */
-static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
-    if (insert && (t->used + 1) * 2 > t->cap) { /* keep it at most half full */
-        Py_ssize_t cap = t->cap ? t->cap * 2 : 2048; /* a page's first 1,500 words fit without growing */
-        Slot *slots = PyMem_Calloc((size_t)cap, sizeof(Slot));
-        if (!slots) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        for (Py_ssize_t k = 0; k < t->cap; k++) {
-            if (!t->slots[k].len) continue;
-            size_t h = t->slots[k].hash & (size_t)(cap - 1);
-            while (slots[h].len) h = (h + 1) & (size_t)(cap - 1);
-            slots[h] = t->slots[k];
-        }
-        PyMem_Free(t->slots);
-        t->slots = slots;
-        t->cap = cap;
-    }
-    if (!t->cap) return NULL;
-    if (n > INT32_MAX || t->arena.len > INT32_MAX - n) {
-        PyErr_SetString(PyExc_OverflowError, "word table too large");
-        return NULL;
-    }
-    size_t hash = hash_ucs4(p, n), h = hash & (size_t)(t->cap - 1);
-    for (;; h = (h + 1) & (size_t)(t->cap - 1)) {
-        Slot *e = &t->slots[h];
-        if (!e->len) break;
-        if (e->hash == hash && e->len == n && memcmp(t->arena.p + e->start, p, (size_t)n * sizeof(Py_UCS4)) == 0)
-            return e;
-    }
-    if (!insert) return NULL;
-    if (buf_grow(&t->arena, n) < 0) return NULL;
-    Slot *e = &t->slots[h];
-    e->hash = hash;
-    e->start = (int32_t)t->arena.len;
-    e->len = (int32_t)n;
-    e->count = 0;
-    e->first = (int32_t)t->used++;
-    memcpy(t->arena.p + t->arena.len, p, (size_t)n * sizeof(Py_UCS4));
-    t->arena.len += n;
-    return e;
 }
 
 /* The stop-word lists seen so far, each as a table (the lists are few and live as long as the process). */
@@ -1072,10 +1097,41 @@ static PyObject *nesting_depth(PyObject *self, PyObject *args) {
     return PyLong_FromLong(deepest);
 }
 
-/* configure(tags, cue_cache, cue_fn, too_deep): tags maps a name to (flags, kind or None). */
+/* configure(tags, cues, too_deep): tags maps a name to (flags, kind or None); cues holds the three lists of
+ * class/id cue words (comment section, boilerplate, content). */
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *table, *cache, *fn, *exc;
-    if (!PyArg_ParseTuple(args, "O!O!OO", &PyDict_Type, &table, &PyDict_Type, &cache, &fn, &exc)) return NULL;
+    PyObject *table, *lists, *exc;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &table, &PyTuple_Type, &lists, &exc)) return NULL;
+    if (PyTuple_GET_SIZE(lists) != 3) {
+        PyErr_SetString(PyExc_ValueError, "configure(): cues must be three lists of words");
+        return NULL;
+    }
+    for (int list = 0; list < 3; list++) {
+        PyObject *words = PyTuple_GET_ITEM(lists, list);
+        if (!PyTuple_Check(words) || PyTuple_GET_SIZE(words) > MAXCUES) {
+            PyErr_SetString(PyExc_ValueError, "configure(): each cue list is a tuple of at most 160 words");
+            return NULL;
+        }
+        ncues[list] = 0;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(words); k++) {
+            Py_ssize_t len;
+            const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(words, k), &len);
+            if (!u) return NULL;
+            Cue *c = &cues[list][ncues[list]++];
+            c->at_start = len && u[0] == '^';
+            c->at_end = len > c->at_start && u[len - 1] == '$';
+            u += c->at_start;
+            len -= c->at_start + c->at_end;
+            if (len <= 0 || len >= (Py_ssize_t)sizeof c->s) {
+                PyErr_Format(PyExc_ValueError, "configure(): bad cue word %R", PyTuple_GET_ITEM(words, k));
+                return NULL;
+            }
+            memcpy(c->s, u, (size_t)len);
+            c->s[len] = 0;
+            c->len = (int)len;
+        }
+    }
+    words_free(&cue_memo);
     for (int i = 0; i < NTAGS; i++) {
         Py_CLEAR(tags[i].kind);
         tags[i].name[0] = 0;
@@ -1101,10 +1157,6 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         }
     }
     Py_XSETREF(kind_div, PyUnicode_InternFromString("div"));
-    Py_INCREF(cache);
-    Py_XSETREF(cue_cache, cache);
-    Py_INCREF(fn);
-    Py_XSETREF(cue_fn, fn);
     Py_INCREF(exc);
     Py_XSETREF(too_deep, exc);
     Py_RETURN_NONE;
@@ -1117,7 +1169,7 @@ static PyMethodDef methods[] = {
     {"block_stats", block_stats, METH_VARARGS, "block_stats(blocks, lowered, stop, kinds, ends) -> bytes (features.py)."},
     {"top_words", top_words, METH_VARARGS, "top_words(texts, limit, n) -> list of the n most frequent words."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},
-    {"configure", configure, METH_VARARGS, "configure(tags, cue_cache, cue_fn, too_deep)."},
+    {"configure", configure, METH_VARARGS, "configure(tags, cues, too_deep)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", NULL, -1, methods};

@@ -13,8 +13,8 @@ the main-content region). The rules of the walk:
   link text;
 - a block element adds its class/id cue and its tag's meaning (NEG_TAGS, POS_TAGS) to the counts its
   blocks inherit, and its number (in document order) to their container path; the cue of its class
-  and id words (`word_cue`) is a comment cue if any word has one, else a boilerplate cue if any has
-  one, else a content cue if any has one;
+  and id words (COMMENT_CUES and the others below) is a comment cue if any word has one, else a
+  boilerplate cue if any has one, else a content cue if any has one;
 - the walk stops with TooDeep past `max_depth` nested elements (links' insides excepted).
 
 The walk itself is C (`_walk.c`): selectolax exposes Lexbor's tree only as Python objects, about a
@@ -23,8 +23,6 @@ Lexbor writes in C; this module holds the tables it reads.
 """
 
 from __future__ import annotations
-
-import re
 
 import curate.extract._walk as _walk
 
@@ -46,46 +44,27 @@ KINDS = {"p": "p", "li": "li", "dd": "li", "dt": "li", "td": "td", "th": "td", "
 NEG_TAGS = frozenset(["nav", "aside", "footer", "header", "form", "menu"])
 POS_TAGS = frozenset(["article", "main"])
 
-# Class/id words, after Mozilla Readability's lists (the conventions of CMS templates), matched on one
-# lower-cased word of a class or id attribute.
-_NEG = re.compile(
-    r"comment|disqus|respond|reply|footer|footnote|sidebar|side-?bar|widget|nav|menu|breadcrumb|pagination|pager"
-    r"|share|sharing|social|sponsor|advert|banner|promo|related|recommend|popular|trending|outbrain|taboola"
-    r"|newsletter|subscribe|signup|login|cookie|gdpr|masthead|toolbar|tags|tagcloud|byline|author-?info|meta"
-    r"|copyright|legal|rss|skip|hidden|modal|popup|shopping|contact|extra|supplemental|combx|community|remark"
-    r"|shoutbox|skyscraper|^ad$|^ads$|-ad-|^ad-|-ads$|adsense|dfp|caption|credit|print|email|header|tool"
+# Class/id cue words, after Mozilla Readability's lists (the conventions of CMS templates). A word of a class
+# or id attribute, ASCII-lower-cased and with each run of digits written as one "0" ("post-4711" and "post-12"
+# are one word to the memo), takes the cue of the first list holding a word found in it: anywhere in it, or,
+# written "^w", "w$" or "^w$", at its start, at its end or as the whole of it. Matched in C (_walk.c).
+COMMENT_CUES = ("comment", "disqus", "respond", "reply", "replies", "discussion", "talkback", "feedback")
+BOILERPLATE_CUES = (
+    "footer", "footnote", "sidebar", "side-bar", "widget", "nav", "menu", "breadcrumb", "pagination", "pager",
+    "share", "sharing", "social", "sponsor", "advert", "banner", "promo", "related", "recommend", "popular",
+    "trending", "outbrain", "taboola", "newsletter", "subscribe", "signup", "login", "cookie", "gdpr", "masthead",
+    "toolbar", "tags", "tagcloud", "byline", "authorinfo", "author-info", "meta", "copyright", "legal", "rss",
+    "skip", "hidden", "modal", "popup", "shopping", "contact", "extra", "supplemental", "combx", "community",
+    "remark", "shoutbox", "skyscraper", "^ad$", "^ads$", "-ad-", "^ad-", "-ads$", "adsense", "dfp", "caption",
+    "credit", "print", "email", "header", "tool",
 )
-_COMMENTS = re.compile(r"comment|disqus|respond|repl(y|ies)|discussion|talkback|feedback")
-_POS = re.compile(r"article|content|entry|hentry|post|story|text|body|main|blog|page|prose|abstract|lede|lead")
+CONTENT_CUES = ("article", "content", "entry", "hentry", "post", "story", "text", "body", "main", "blog", "page",
+                "prose", "abstract", "lede", "lead")
 
 
 # One block of text and the features of its place in the page: text, chars, link_chars, kind, neg, pos, com,
 # path, index (a struct sequence made by the C walk; `help(Block)` describes each field).
 Block = _walk.Block
-
-
-_cue_cache: dict[str, int] = {}
-
-
-_DIGITS = re.compile(r"[0-9]+")
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def cue_key(word: str) -> str:
-    """A class/id word as its cue is looked up: ASCII lower case, each run of digits one "0" (the lists hold no
-    digits, so "post-4711" and "post-12" have one cue, and ids numbered per post do not flood the memo)."""
-    return _DIGITS.sub("0", word.translate(_ASCII_LOWER))
-
-
-def word_cue(key: str) -> int:
-    """The cue of one class/id word (as `cue_key` writes it): -2 for a comment section, -1 for other
-    boilerplate, +1 for content, 0 for neither. Memoised in `_cue_cache`, which the C walk reads before
-    calling this."""
-    if len(_cue_cache) > 50_000:  # bounded: a crawl has unlimited distinct class names
-        _cue_cache.clear()
-    found = -2 if _COMMENTS.search(key) else -1 if _NEG.search(key) else 1 if _POS.search(key) else 0
-    _cue_cache[key] = found
-    return found
 
 
 class TooDeep(RecursionError):
@@ -105,7 +84,7 @@ def _tag_table() -> dict[str, tuple[int, str | None]]:
                 | (t == "a") << 5 | (t == "br") << 6 | (t == "pre") << 7 | (t in DROP) << 8, KINDS.get(t)) for t in names}
 
 
-_walk.configure(_tag_table(), _cue_cache, word_cue, TooDeep)
+_walk.configure(_tag_table(), (COMMENT_CUES, BOILERPLATE_CUES, CONTENT_CUES), TooDeep)
 
 
 def walk(body, max_depth: int = 512) -> list[Block]:

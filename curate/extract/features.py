@@ -105,25 +105,22 @@ def _prose_stop(sd: np.ndarray, nw: np.ndarray) -> float:
     return max(float(np.median(prose)), 0.05) if len(prose) else NEUTRAL_STOP
 
 
-def paths(blocks: list[Block]) -> np.ndarray:
-    """The blocks' container paths as rows of a matrix, padded with -1."""
-    depth = max(len(b.path) for b in blocks)
-    pad = (-1,) * depth
-    return np.array([b.path + pad[len(b.path):] for b in blocks], dtype=np.int64)
-
-
-def region(blocks: list[Block], p1: np.ndarray) -> tuple[int, np.ndarray]:
-    """The container whose blocks have the largest sum of (p1 - 0.5) x chars, and which blocks lie in it."""
-    mat = paths(blocks)
-    chars = np.array([b.chars for b in blocks], dtype=np.float64)
-    v = np.repeat((p1 - 0.5) * chars, mat.shape[1])
-    flat = mat.ravel()
-    ok = flat >= 0
-    sums = np.bincount(flat[ok], weights=v[ok])
-    used = np.bincount(flat[ok]) > 0
-    sums[~used] = -np.inf
+def region(blocks: list[Block], p1: np.ndarray, chars: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+    """The container whose blocks have the largest sum of (p1 - 0.5) x chars, and which blocks lie in it.
+    Sums over every block's container path at once: the paths' ids flattened, each weighted by its block's
+    value."""
+    if chars is None:
+        chars = np.array([b.chars for b in blocks], dtype=np.float64)
+    paths = [b.path for b in blocks]
+    lens = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    flat = np.fromiter(chain.from_iterable(paths), dtype=np.int64, count=int(lens.sum()))
+    owner = np.repeat(np.arange(len(paths)), lens)
+    sums = np.bincount(flat, weights=((p1 - 0.5) * chars)[owner])
+    sums[np.bincount(flat) == 0] = -np.inf
     best = int(np.flatnonzero(sums == sums.max())[-1])  # ties: the deepest (numbered last in document order)
-    return best, (mat == best).any(axis=1)
+    inside = np.zeros(len(paths), dtype=bool)
+    inside[owner[flat == best]] = True
+    return best, inside
 
 
 def _window(x: np.ndarray, k: int) -> np.ndarray:
@@ -137,8 +134,8 @@ def context(blocks: list[Block], p1: np.ndarray) -> np.ndarray:
     """Stage-2 extra features: neighbours' stage-1 scores (chars-weighted window of 3 each side), the region
     and the distance to it, and the headline above it."""
     n = len(blocks)
-    _, inside = region(blocks, p1)
     chars = np.array([b.chars for b in blocks], dtype=np.float64)
+    _, inside = region(blocks, p1, chars)
     prev = np.concatenate(([0.0], p1[:-1]))
     nxt = np.concatenate((p1[1:], [0.0]))
     wp, wc = _window(p1 * chars, 3), _window(chars, 3)

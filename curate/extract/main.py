@@ -58,18 +58,13 @@ def _data_rows(blocks: list[Block], max_cell: int = 80) -> list[list[int]]:
     """Runs of two or more short one-line cells of one table row: a data table's rows (a layout table's
     cells are long, and are judged one by one)."""
     rows, run = [], []
-    for i, b in enumerate(blocks):
-        if b.kind == "td" and b.chars <= max_cell and "\n" not in b.text:
-            if run and blocks[run[-1]].path[:-1] == b.path[:-1] and run[-1] == i - 1:
-                run.append(i)
-                continue
-            if len(run) > 1:
-                rows.append(run)
-            run = [i]
-        else:
-            if len(run) > 1:
-                rows.append(run)
-            run = []
+    for i in [i for i, b in enumerate(blocks) if b.kind == "td" and b.chars <= max_cell and "\n" not in b.text]:
+        if run and run[-1] == i - 1 and blocks[run[-1]].path[:-1] == blocks[i].path[:-1]:
+            run.append(i)
+            continue
+        if len(run) > 1:
+            rows.append(run)
+        run = [i]
     if len(run) > 1:
         rows.append(run)
     return rows
@@ -79,8 +74,8 @@ def _keep_headings(blocks: list[Block], p: np.ndarray, keep: list[bool], floor: 
     """Keep a heading over `floor` when one of the next `ahead` blocks is kept and no other heading comes
     first (a byline or a photo caption often sits between): a heading is short, so it weighs little in the
     fit and often scores just under the threshold above its own section."""
-    for i, b in enumerate(blocks):
-        if b.kind != "h" or keep[i] or p[i] <= floor:
+    for i in [i for i, b in enumerate(blocks) if b.kind == "h"]:
+        if keep[i] or p[i] <= floor:
             continue
         for j in range(i + 1, min(i + 1 + ahead, len(blocks))):
             if keep[j] or blocks[j].kind == "h":

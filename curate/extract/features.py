@@ -92,9 +92,9 @@ def local(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
 
 def _comments_share(chars: np.ndarray, com: np.ndarray) -> float:
     """The share of the page's characters under a comment-section cue. The gold sets disagree on comments
-    (Dragnet's gold keeps them, CleanPortalEval's drops them), and what they agree on is size: where the
-    comments are most of the page's text (a forum thread, a short post with a long discussion) they are
-    its text; where a few follow a full article, they are not."""
+    (Dragnet's gold keeps them, CleanPortalEval's drops them), and a wrong call costs a page in proportion
+    to this share: with it the fit keeps comments that are most of the page (a short post under a long
+    discussion) and drops a few under a full article."""
     return float(chars @ com) / (chars.sum() or 1.0)
 
 

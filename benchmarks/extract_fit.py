@@ -69,9 +69,11 @@ def load(cache: Path) -> dict[str, list[dict]]:
             pickle.dump(data, f)
     for rows in data.values():
         for r in rows:
-            r["x"], r["tokens"] = F.local(r["blocks"])
+            r["x"], words = F.local(r["blocks"])
+            r["words"] = words
+            r["tokens"] = [_WORD.findall(b.text.lower()) for b in r["blocks"]]  # for the labels and the F1
             r["gold"] = bag(r["gold_text"])
-            r["n"] = np.array([len(t) for t in r["tokens"]], dtype=np.float64)
+            r["n"] = words.astype(np.float64)
             r["frac"] = in_gold(r["tokens"], _WORD.findall(r["gold_text"].lower()))
     return data
 
@@ -126,7 +128,7 @@ def page_f1(r: dict, w1: np.ndarray, w2: np.ndarray) -> list[float]:
     p = M._sigmoid(np.hstack([x, F.context(r["blocks"], M._sigmoid(x @ w1))]) @ w2)
     out = []
     for threshold in THRESHOLDS:
-        keep = M.select(r["blocks"], p, r["tokens"], threshold, 10)
+        keep = M.select(r["blocks"], p, r["words"], threshold, 10)
         out.append(prf(Counter(t for ts, k in zip(r["tokens"], keep, strict=True) if k for t in ts), r["gold"])[2])
     return out
 

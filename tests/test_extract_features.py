@@ -67,8 +67,8 @@ def test_headline_is_the_last_heading_above_the_region():
 
 
 def select(blocks, p, threshold=0.75):
-    _, tokens = F.local(blocks)
-    return M.select(blocks, np.array(p), tokens, threshold, min_words=1)
+    _, words = F.local(blocks)
+    return M.select(blocks, np.array(p), words, threshold, min_words=1)
 
 
 def test_a_heading_over_half_the_threshold_is_kept_above_kept_text():

@@ -10,17 +10,14 @@ frequent words point to; a page whose language has no list gets a neutral stop-w
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from itertools import chain, islice
+from itertools import chain
 
 import numpy as np
 
-from curate.extract._walk import text_counts
+from curate.extract._walk import block_stats, top_words
 from curate.extract.blocks import Block
 
-WORD = re.compile(r"\w+")
-_END = (".", "!", "?", '"', "”", "’", ":", ";", "。", ")", "…")
+_END = ".!?\"”’:;。)…"  # a block that ends with one of these ends like a sentence
 KINDS = ("p", "h", "li", "td", "pre", "cap")
 LOCAL = ("bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits", "neg", "pos",
          *(f"kind_{k}" for k in KINDS), "position", "share", "neg_any", "link_sq", "stop_x_len", "stop_rel", "comments",
@@ -28,66 +25,58 @@ LOCAL = ("bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits",
 CONTEXT = ("p1_prev", "p1_next", "p1_window", "region", "region_share", "region_neg", "region_dist", "headline")
 NEUTRAL_STOP = 0.3  # a typical density of running text, for languages without a list
 
-_stoplists: dict[str, frozenset[str]] = {}
-_word_langs: dict[str, tuple[str, ...]] = {}
+_stoplists: list[frozenset[str]] = []  # jusText's lists, in the order of their language names
+_word_langs: dict[str, np.ndarray] = {}  # word -> indices of the lists that hold it
 
 
 def _load_stoplists() -> None:
     import justext
 
-    langs: dict[str, list[str]] = {}
-    for name in sorted(justext.get_stoplists()):
+    langs: dict[str, list[int]] = {}
+    for i, name in enumerate(sorted(justext.get_stoplists())):
         words = frozenset(justext.get_stoplist(name))
-        _stoplists[name] = words
+        _stoplists.append(words)
         for w in words:
-            langs.setdefault(w, []).append(name)
-    _word_langs.update((w, tuple(v)) for w, v in langs.items())
+            langs.setdefault(w, []).append(i)
+    _word_langs.update((w, np.array(v, dtype=np.int64)) for w, v in langs.items())
 
 
-def stoplist(tokens: list[list[str]]) -> frozenset[str] | None:
-    """The stop words of the page's language: the list that covers most of its 40 most frequent words."""
+def stoplist(top: list[str]) -> frozenset[str] | None:
+    """The stop words of the page's language: the list that holds most of `top`, the page's 40 most frequent
+    words among its first 1,500 (`_walk.top_words`), if it holds at least 4; ties go to the list met first."""
     if not _stoplists:
         _load_stoplists()
-    freq = Counter(islice(chain.from_iterable(tokens), 1500))
-    votes: Counter[str] = Counter()
-    for w, _ in freq.most_common(40):
-        for lang in _word_langs.get(w, ()):
-            votes[lang] += 1
-    if not votes:
+    found = [_word_langs[w] for w in top if w in _word_langs]
+    if not found:
         return None
-    lang, n = votes.most_common(1)[0]
-    return _stoplists[lang] if n >= 4 else None
+    seq = np.concatenate(found)
+    votes = np.bincount(seq)
+    most = votes.max()
+    if most < 4:
+        return None
+    best = np.flatnonzero(votes == most)
+    return _stoplists[int(best[0] if len(best) == 1 else seq[np.isin(seq, best)][0])]
 
 
-def local(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
-    """Stage-1 features, one row per block, and each block's lower-cased tokens (column by column)."""
-    texts = [b.text for b in blocks]
-    tokens = [WORD.findall(t.lower()) for t in texts]
-    stop = stoplist(tokens)
-    nw = np.array([len(ws) or 1 for ws in tokens], dtype=np.float64)
-    chars = np.array([b.chars for b in blocks], dtype=np.float64)
+def local(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:
+    """Stage-1 features, one row per block, and each block's number of words (\\w+ tokens of its lower-cased
+    text). The per-block quantities come from one C pass (`_walk.block_stats`); what is computed here is
+    page-level and vectorised."""
+    lowered = [b.text.lower() for b in blocks]
+    stop = stoplist(top_words(lowered, 1500, 40))
+    (chars, link, neg, pos, com, kind, words, stops, punct, caps, nums, spaces, ends) = np.frombuffer(
+        block_stats(blocks, lowered, stop, KINDS, _END), dtype=np.float64).reshape(-1, 13).T
+    nw = np.maximum(words, 1.0)
     lc = np.log1p(chars)
-    ld = np.array([b.link_chars for b in blocks], dtype=np.float64) / chars
-    if stop is not None:
-        has = stop.__contains__
-        sd = np.array([sum(map(has, ws)) for ws in tokens], dtype=np.float64) / nw
-    else:
-        sd = np.full(len(blocks), NEUTRAL_STOP)
-    counts = np.frombuffer(text_counts(texts), dtype=np.int32).reshape(-1, 4).astype(np.float64)
-    punct = np.minimum(counts[:, 0] / nw, 1.0)
-    ends = np.array([t.endswith(_END) for t in texts], dtype=np.float64)
-    caps = counts[:, 1] / (counts[:, 3] + 1)
-    digits = counts[:, 2] / nw
-    neg = np.array([b.neg for b in blocks], dtype=np.float64)
-    pos = np.array([b.pos for b in blocks], dtype=np.float64)
-    kinds = np.array([b.kind for b in blocks])
-    com = np.array([b.com > 0 for b in blocks], dtype=np.float64)
+    ld = link / chars
+    sd = stops / nw if stop is not None else np.full(len(blocks), NEUTRAL_STOP)
+    com = (com > 0).astype(np.float64)
     n = len(blocks)
-    cols = [np.ones(n), lc, sd, ld, punct, ends, caps, digits, np.minimum(neg, 3), np.minimum(pos, 2),
-            *((kinds == k).astype(np.float64) for k in KINDS), np.arange(n) / max(n - 1, 1),
-            chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld, sd * lc, sd / _prose_stop(sd, nw),
-            com, com * _comments_share(chars, com)]
-    return np.column_stack(cols).reshape(n, len(LOCAL)), tokens
+    cols = [np.ones(n), lc, sd, ld, np.minimum(punct / nw, 1.0), ends, caps / (spaces + 1), nums / nw,
+            np.minimum(neg, 3), np.minimum(pos, 2), *(kind == np.arange(len(KINDS))[:, None]).astype(np.float64),
+            np.arange(n) / max(n - 1, 1), chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld,
+            sd * lc, sd / _prose_stop(sd, nw), com, com * _comments_share(chars, com)]
+    return np.column_stack(cols).reshape(n, len(LOCAL)), words.astype(np.int64)
 
 
 def _comments_share(chars: np.ndarray, com: np.ndarray) -> float:

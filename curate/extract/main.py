@@ -47,11 +47,11 @@ def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Bl
     return (walk(body, max_depth) if body is not None else []), (" ".join(node.text().split()) if node is not None else "")
 
 
-def scores(blocks: list[Block]) -> tuple[np.ndarray, list[list[str]]]:
-    """Stage-2 probability that each block is main content, and each block's tokens."""
-    x, tokens = F.local(blocks)
+def scores(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:
+    """Stage-2 probability that each block is main content, and each block's number of words."""
+    x, words = F.local(blocks)
     p1 = _sigmoid(x @ W1)
-    return _sigmoid(np.hstack([x, F.context(blocks, p1)]) @ W2), tokens
+    return _sigmoid(np.hstack([x, F.context(blocks, p1)]) @ W2), words
 
 
 def _data_rows(blocks: list[Block], max_cell: int = 80) -> list[list[int]]:
@@ -83,7 +83,7 @@ def _keep_headings(blocks: list[Block], p: np.ndarray, keep: list[bool], floor: 
                 break
 
 
-def select(blocks: list[Block], p: np.ndarray, tokens: list[list[str]], threshold: float,
+def select(blocks: list[Block], p: np.ndarray, words: np.ndarray, threshold: float,
            min_words: int) -> list[bool]:
     """Which blocks to keep: those over `threshold`; the fallbacks when they hold under `min_words` words."""
     keep = [bool(v > threshold) for v in p]
@@ -93,12 +93,12 @@ def select(blocks: list[Block], p: np.ndarray, tokens: list[list[str]], threshol
         for i in row:
             keep[i] = whole
     _keep_headings(blocks, p, keep, threshold / 2)
-    if sum(len(t) for t, k in zip(tokens, keep, strict=True) if k) >= min_words:
+    if words[keep].sum() >= min_words:
         return keep
     # Fallback 1: every block at least half as probable as the threshold asks (a page in a language
     # whose stop words the model knows badly scores its prose low, but still above its menus).
     keep = [bool(v > threshold / 2) for v in p]
-    if sum(len(t) for t, k in zip(tokens, keep, strict=True) if k) >= min_words:
+    if words[keep].sum() >= min_words:
         return keep
     # Fallback 2: everything that is not mostly link text.
     return [b.link_chars * 2 < b.chars for b in blocks]
@@ -126,8 +126,8 @@ def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, t
     blocks, page_title = parse(html, max_depth, title)
     if not blocks:
         return page_title if title else ""
-    p, tokens = scores(blocks)
-    text = render(blocks, select(blocks, p, tokens, threshold, min_words))
+    p, words = scores(blocks)
+    text = render(blocks, select(blocks, p, words, threshold, min_words))
     if title and page_title and not text.startswith(page_title):
         text = f"{page_title}\n{text}"
     return text

@@ -3,8 +3,9 @@
 The C walk reads Lexbor's serialisation of the body; the reference (tests/_tree_walk.py) walks the tree
 that Lexbor built, node by node, through selectolax's Python API. Every block of every gold page, and of
 hand-made hostile snippets, must agree field for field. A few expectations are also written out by hand.
-The module's two other functions are checked against the regexes they replace: features' per-block counts
-(`text_counts`) and the guards' nesting-depth pre-scan (`nesting_depth`).
+The module's other functions are checked against the Python they replace: features' per-block quantities
+(`block_stats`), the page's most frequent words (`top_words`) and the guards' nesting-depth pre-scan
+(`nesting_depth`).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def test_nesting_deeper_than_max_depth_is_too_deep():
     assert both(link, max_depth=5)[0][0][0] == "t"
 
 
-# The regexes that _walk.text_counts and _walk.nesting_depth replace: the references they must agree with.
+# The regexes that _walk.block_stats and _walk.nesting_depth replace: the references they must agree with.
 _PUNCT = re.compile(r"[.,;:!?。、，]")
 _CAP = re.compile(r"(?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω]")
 _NUM = re.compile(r"\b\d+\b")
@@ -140,17 +141,6 @@ def regex_depth(html: str, stop: int) -> int:
     return deepest
 
 
-def test_text_counts_match_the_regexes(shared: Path):
-    texts = list(ODD_TEXTS)
-    for page_id in ("R227", "R48", "R992"):
-        with gzip.open(shared / "extraction" / "dragnet" / "html" / f"{page_id}.html.gz") as f:
-            tree = LexborHTMLParser(decode_html(f.read(), None)[0])
-        texts += [b.text for b in walk(tree.body)]
-    got = np.frombuffer(_walk.text_counts(texts), dtype=np.int32).reshape(-1, 4).tolist()
-    assert got == regex_counts(texts)
-    assert got[len(ODD_TEXTS) - 3] == [5, 2, 2, 6]  # by hand: . : , ; ? / Mr Smith / 3 4 / six spaces
-
-
 DEPTH_CASES = ["<div><div><p>x</div></div>", "<DIV><Div></div>", "<a <b>c</a>", "</x></y><z>", "<br/><img/><x/>",
                "<div a='>'><div>", "<1><-x>< div>", "<div", "<div>" * 600 + "<span", "<div9a>", "text only",
                "<div>" * 30 + "</div>" * 40 + "<div>" * 5]
@@ -169,18 +159,6 @@ def test_nesting_depth_matches_the_regex_on_real_pages(shared: Path):
             with gzip.open(path) as f:
                 html = decode_html(f.read(), None)[0]
             assert nesting_depth(html, 512) == regex_depth(html, 512), path.name
-
-
-def test_word_counts_match_findall(shared: Path):
-    stop = frozenset(["the", "of", "и", "straße", "_"])
-    texts = [t.lower() for t in ODD_TEXTS] + ["the cat of the hat", "и в и", "straße strasse", "_ __ a_b"]
-    with gzip.open(shared / "extraction" / "dragnet" / "html" / "R48.html.gz") as f:
-        texts += [b.text.lower() for b in walk(LexborHTMLParser(decode_html(f.read(), None)[0]).body)]
-    want = [[len(ws), sum(w in stop for w in ws)] for ws in (re.findall(r"\w+", t) for t in texts)]
-    assert np.frombuffer(_walk.word_counts(texts, stop), dtype=np.int32).reshape(-1, 2).tolist() == want
-    assert want[len(ODD_TEXTS):len(ODD_TEXTS) + 4] == [[5, 3], [3, 2], [2, 1], [3, 1]]  # by hand
-    none = np.frombuffer(_walk.word_counts(texts, None), dtype=np.int32).reshape(-1, 2)
-    assert none[:, 0].tolist() == [w for w, _ in want] and not none[:, 1].any()
 
 
 def test_top_words_is_counter_most_common(shared: Path):
@@ -213,6 +191,7 @@ def test_block_stats_match_python(shared: Path):
              sum(w in stop for w in ws), *counts, b.text.endswith(tuple(ends))]
             for b, ws, counts in zip(blocks, tokens, regex_counts([b.text for b in blocks]), strict=True)]
     assert got.tolist() == want
+    assert got[5, 8:12].tolist() == [5, 2, 2, 6]  # by hand, "Mr. Smith: 3 apples, 4 pears; ok?": . : , ; ? / M S / 3 4
     assert got[:, 7].sum() > 50  # the page's English prose has stop words
     none = np.frombuffer(_walk.block_stats(blocks, lowered, None, kinds, ends), dtype=np.float64).reshape(-1, 13)
     assert not none[:, 7].any() and (none[:, 6] == got[:, 6]).all()

@@ -717,7 +717,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     return w.blocks;
 }
 
-/* features.py's per-block character counts in one C pass instead of three regex scans per block. */
+/* features.py's character classes. */
 static int is_cap(Py_UCS4 c) { /* [A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] */
     return (c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xD6) || (c >= 0xD8 && c <= 0xDE) ||
            (c >= 0x410 && c <= 0x42F) || (c >= 0x391 && c <= 0x3A9);
@@ -728,52 +728,6 @@ static int is_punct(Py_UCS4 c) { /* [.,;:!?。、，] */
            c == 0xFF0C;
 }
 
-/* text_counts(texts) -> bytes of int32 rows (punctuation marks, capitalised words, numbers, spaces): per text,
- * the matches of [.,;:!?。、，], of (?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] and of \b\d+\b, and str.count(" "). */
-static PyObject *text_counts(PyObject *self, PyObject *texts) {
-    if (!PyList_Check(texts)) {
-        PyErr_SetString(PyExc_TypeError, "text_counts() takes a list of str");
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(texts);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 4 * (Py_ssize_t)sizeof(int32_t));
-    if (!out) return NULL;
-    int32_t *row = (int32_t *)PyBytes_AS_STRING(out);
-    for (Py_ssize_t t = 0; t < n; t++, row += 4) {
-        PyObject *s = PyList_GET_ITEM(texts, t);
-        if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0) {
-            Py_DECREF(out);
-            PyErr_SetString(PyExc_TypeError, "text_counts() takes a list of str");
-            return NULL;
-        }
-        int kind = PyUnicode_KIND(s);
-        const void *data = PyUnicode_DATA(s);
-        Py_ssize_t len = PyUnicode_GET_LENGTH(s);
-        int32_t punct = 0, caps = 0, nums = 0, spaces = 0;
-        int after_space = 1, in_word = 0, all_digits = 0;
-        for (Py_ssize_t i = 0; i <= len; i++) {
-            Py_UCS4 c = i < len ? PyUnicode_READ(kind, data, i) : ' ';
-            int word = i < len && is_word(c);
-            if (word) {
-                if (!in_word) all_digits = 1;
-                all_digits = all_digits && is_decimal(c);
-            } else if (in_word && all_digits) {
-                nums++; /* a run of word characters that are all decimal digits: \b\d+\b */
-            }
-            in_word = word;
-            if (i == len) break;
-            punct += is_punct(c);
-            caps += after_space && is_cap(c);
-            spaces += c == ' ';
-            after_space = Py_UNICODE_ISSPACE(c);
-        }
-        row[0] = punct;
-        row[1] = caps;
-        row[2] = nums;
-        row[3] = spaces;
-    }
-    return out;
-}
 
 /* The stop-word lists seen so far, each as a table (the lists are few and live as long as the process). */
 #define MAXLISTS 256
@@ -787,7 +741,7 @@ static Words *stop_table(PyObject *set) {
     for (; k < MAXLISTS && stop_tables[k].set; k++)
         if (stop_tables[k].set == set) return &stop_tables[k].words;
     if (k == MAXLISTS) {
-        PyErr_SetString(PyExc_RuntimeError, "word_counts(): more than 256 distinct stop-word sets");
+        PyErr_SetString(PyExc_RuntimeError, "block_stats(): more than 256 distinct stop-word sets");
         return NULL;
     }
     Words t = {0};
@@ -843,42 +797,6 @@ static int each_word(PyObject *texts, Py_ssize_t limit, Buf *u, word_fn fn, void
     return 0;
 }
 
-typedef struct {
-    int32_t *rows;
-    Words *stop;
-} CountArg;
-
-static int count_word(const Py_UCS4 *p, Py_ssize_t n, Py_ssize_t text, void *arg) {
-    CountArg *a = arg;
-    a->rows[2 * text]++;
-    if (a->stop && words_slot(a->stop, p, n, 0)) a->rows[2 * text + 1]++;
-    return 0;
-}
-
-/* word_counts(texts, stop) -> bytes of int32 pairs (words, stop words): per text, the number of \w+ runs and
- * how many of them are in the set `stop` (None: 0), i.e. len(re.findall(r"\w+", t)) and the stop words among
- * them, without making a list of tokens per block. features.py passes lower-cased texts. */
-static PyObject *word_counts(PyObject *self, PyObject *args) {
-    PyObject *texts, *stop;
-    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &texts, &stop)) return NULL;
-    if (stop != Py_None && !PyAnySet_Check(stop)) {
-        PyErr_SetString(PyExc_TypeError, "word_counts(): stop must be a set, a frozenset or None");
-        return NULL;
-    }
-    CountArg arg = {NULL, stop == Py_None ? NULL : stop_table(stop)};
-    if (stop != Py_None && !arg.stop) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(texts);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 2 * (Py_ssize_t)sizeof(int32_t));
-    if (!out) return NULL;
-    arg.rows = (int32_t *)PyBytes_AS_STRING(out);
-    memset(arg.rows, 0, (size_t)n * 2 * sizeof(int32_t));
-    Buf u = {0};
-    int rc = each_word(texts, PY_SSIZE_T_MAX, &u, count_word, &arg);
-    PyMem_Free(u.p);
-    if (rc < 0) Py_CLEAR(out);
-    return out;
-}
-
 static int tally_word(const Py_UCS4 *p, Py_ssize_t n, Py_ssize_t text, void *arg) {
     Slot *e = words_slot(arg, p, n, 1);
     if (!e) return -1;
@@ -932,7 +850,7 @@ done:
     return out;
 }
 
-/* The counts of text_counts for one str, into row[0..3]. */
+/* Over `s`: the matches of [.,;:!?。、，], of (?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] and of \b\d+\b, and str.count(" "), into row[0..3]. */
 static void count_text(PyObject *s, double *row) {
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
@@ -1164,8 +1082,6 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
-    {"text_counts", text_counts, METH_O, "text_counts(texts) -> bytes: int32 rows of per-text counts (features.py)."},
-    {"word_counts", word_counts, METH_VARARGS, "word_counts(texts, stop) -> bytes: int32 (words, stop words) per text."},
     {"block_stats", block_stats, METH_VARARGS, "block_stats(blocks, lowered, stop, kinds, ends) -> bytes (features.py)."},
     {"top_words", top_words, METH_VARARGS, "top_words(texts, limit, n) -> list of the n most frequent words."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},

@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/scale.py run --docs 1000000 --dir /tmp/peneira-scale/corpus --workers 2
     .venv/bin/python benchmarks/scale.py run --docs 5000000 --skip-tokens ...; ... tokens --docs 5000000
     .venv/bin/python benchmarks/scale.py tasks --docs 1000000   # one task per phase, alone, on a finished run
+    .venv/bin/python benchmarks/scale.py token-files --files 60 --work /tmp/peneira-tokmem   # mix/tokenize vs files
 
 `generate` writes a corpus of short documents (40-70 words, about 300 characters) in Parquet shards
 of 100,000: words drawn i.i.d. from the unigram frequencies of real text (WikiText, Botchan for the
@@ -18,6 +19,11 @@ memory at a time, so 5 M documents take a few minutes and about 1.5 GB of disk.
 largest task of each phase. Every phase runs in pool processes (never in the driver, even when it has
 one task), so the driver's figure is its own state only. A task's figure is its worker process's
 peak (`ru_maxrss`), which includes the interpreter and imported libraries (~150-250 MiB).
+
+`token-files` isolates mix and tokenize: `--files` Parquet files of `--file-docs` documents each (the
+same generator's words, no duplicates), a 4,096-token BPE trained on the first, then mix + tokenize
+on a `LocalExecutor(--workers)` as `run` calls them, and each of their phases' first task again alone
+in a fresh process. Every file is the same size, so no figure should move with `--files`.
 """
 
 from __future__ import annotations
@@ -231,16 +237,18 @@ def run(docs: int, corpus: Path, workers: int, work: Path, tokens: bool = True) 
             "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
 
 
-def run_tokens(out: Path, work: Path, ex, seconds: dict) -> str:
-    """`curate.tokens.mix` then `tokenize` on the curated shards (the token engineer's API; skipped if it fails)."""
+def run_tokens(out: Path, work: Path, ex, seconds: dict, data: Path | None = None, chars: int | None = None) -> str:
+    """`curate.tokens.mix` then `tokenize` on the curated shards (OUT/data, or `data` holding `chars` characters)
+    to 80% of its tokens at 4 characters per token (the token engineer's API; skipped if it fails)."""
     try:
         from curate.tokens.mix import mix
         from curate.tokens.tokenize import tokenize
 
         tok = str(work / "tokenizer.json")
-        chars = sum(s["chars_out"] for s in json.loads((out / "stats.json").read_text())["steps"][-1:])
+        if chars is None:
+            chars = sum(s["chars_out"] for s in json.loads((out / "stats.json").read_text())["steps"][-1:])
         t = time.perf_counter()
-        mix({"web": (str(out / "data"), 1.0)}, tokens=int(chars / 4 * 0.8), out=str(out / "mix"),
+        mix({"web": (str(data or out / "data"), 1.0)}, tokens=int(chars / 4 * 0.8), out=str(out / "mix"),
             tokenizer=tok, executor=ex)
         seconds["mix"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -264,6 +272,104 @@ def run_tokens_only(docs: int, workers: int, work: Path) -> dict:
     return {"docs": docs, "parts": partitions(docs), "shards": len(list(out.glob("data/*.parquet"))),
             "seconds": seconds, "tokens": note, "phases": phase_peaks(str(rss_dir)), "timeline": ex.phases, "steps": {},
             "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
+
+
+# ---------------------------------------------------------------- mix and tokenize against the number of files
+
+
+def file_corpus(files: int, file_docs: int, work: Path) -> tuple[Path, int]:
+    """WORK/in-FILES/: the first `files` of WORK/files-DOCS/part-*.parquet (hard links; made as needed, in the
+    text contract), and their characters. The 4,096-token BPE of the first file goes to WORK/tokenizer.json."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from curate.core.document import TEXT_SCHEMA
+    from curate.tokens.tokenize import train_tokenizer
+
+    pool = work / f"files-{file_docs}"
+    pool.mkdir(parents=True, exist_ok=True)
+    (words, p), _ = vocabularies()
+    for s in range(files):
+        path = pool / f"part-{s:05d}.parquet"
+        if not path.exists():
+            rng = np.random.default_rng([1, s])
+            lengths = rng.integers(40, 71, file_docs)
+            texts = _texts(words, rng.choice(len(words), size=(file_docs, 70), p=p), lengths)
+            cols = {"id": [f"f{s:05d}-{i:07d}" for i in range(file_docs)], "text": texts, "source": ["web"] * file_docs}
+            table = pa.table({f.name: cols.get(f.name, pa.nulls(file_docs, f.type)) for f in TEXT_SCHEMA}, schema=TEXT_SCHEMA)
+            pq.write_table(table, path, compression="zstd", row_group_size=10_000)
+    if not (work / "tokenizer.json").exists():
+        train_tokenizer(str(pool / "part-00000.parquet"), 4096, str(work / "tokenizer.json"))
+    inputs = work / f"in-{files}"
+    shutil.rmtree(inputs, ignore_errors=True)
+    inputs.mkdir()
+    chars = 0
+    for s in range(files):
+        os.link(pool / f"part-{s:05d}.parquet", inputs / f"part-{s:05d}.parquet")
+        text = pq.read_table(inputs / f"part-{s:05d}.parquet", columns=["text"])["text"]
+        chars += pc.sum(pc.utf8_length(text)).as_py()
+    return inputs, chars
+
+
+TOKEN_PHASES = ("measure", "write", "tokenize")
+
+
+def token_files(files: int, file_docs: int, workers: int, work: Path) -> dict:
+    """mix + tokenize over `files` files on a pool, then each phase's first task alone in a fresh process. The
+    corpus is made in a process of its own: the driver's figure is mix's and tokenize's."""
+    got = subprocess.run([sys.executable, __file__, "token-corpus", "--files", str(files), "--file-docs",
+                          str(file_docs), "--work", str(work)], check=True, capture_output=True, text=True)
+    inputs, chars = work / f"in-{files}", int(got.stdout.split()[-1])
+    out = work / f"run-{files}"
+    rss_dir = work / f"rss-{files}"
+    for d in (out, rss_dir):
+        shutil.rmtree(d, ignore_errors=True)
+    rss_dir.mkdir(parents=True)
+    ex = measured_executor(workers, str(rss_dir))
+    seconds: dict[str, float] = {}
+    note = run_tokens(out, work, ex, seconds, data=inputs, chars=chars)
+    alone = {}
+    for phase in TOKEN_PHASES:
+        got = subprocess.run([sys.executable, __file__, "one-token-task", "--phase", phase, "--files", str(files),
+                              "--work", str(work)], check=True, capture_output=True, text=True)
+        alone[phase] = json.loads(got.stdout.splitlines()[-1])
+    return {"docs": files * file_docs, "parts": 0, "shards": files, "seconds": seconds, "tokens": note,
+            "phases": phase_peaks(str(rss_dir)), "timeline": ex.phases, "steps": {}, "alone": alone,
+            "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
+
+
+def _hwm_kib() -> int:
+    """This process's peak RSS since its exec (VmHWM; ru_maxrss would carry the parent's over a fork + exec)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+def one_token_task(files: int, phase: str, work: Path) -> dict:
+    """The first task of a mix or tokenize phase of a finished `token-files` run, alone in this process: its
+    peak above the process's baseline (imports done, and for `write` its counts made) is its own memory."""
+    from curate.tokens import mix, tokenize
+
+    first = str(work / f"in-{files}" / "part-00000.parquet")
+    tok = str(work / "tokenizer.json")
+    tmp = work / "one-token-task"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "_done").mkdir(parents=True)
+    counts = str(tmp / "counts.npy")
+    if phase == "write":  # counts by characters (4 per token), made before the baseline: the task reads them
+        mix._measure(mix._Measure(first, "web", counts, None, 0.0, 0))
+    base = _hwm_kib()
+    if phase == "measure":
+        mix._measure(mix._Measure(first, "web", counts, tok, 0.0, 0))
+    elif phase == "write":
+        target = 0.8 * float(np.load(counts).sum()) / 4
+        mix._write(mix._Write(first, "web", counts, 4.0, 1.0, target, str(tmp / "part.parquet"), 0))
+    else:
+        mixed = sorted((work / f"run-{files}" / "mix" / "data").glob("*.parquet"))[0]
+        tokenize._tokenize_file(tokenize._Task(0, str(mixed), str(tmp), tok, "uint16", 0.005, 1000, 1))
+    peak = _hwm_kib()
+    return {"phase": phase, "base_mib": _kib_to_mib(base), "peak_mib": _kib_to_mib(peak),
+            "task_mib": _kib_to_mib(peak - base)}
 
 
 TASK_PHASES = ("group", "buckets", "components-large", "members", "keep")
@@ -314,12 +420,17 @@ def report(r: dict) -> None:
     for phase, p in r["phases"].items():
         print(f"{phase:<28} {p['tasks']:>6} {p['task']:>17.0f} {p['driver']:>18.0f}")
     print(f"driver peak: {r['driver_peak_mib']:.0f} MiB")
+    for phase, a in r.get("alone", {}).items():
+        print(f"  {phase} alone in a fresh process: peak {a['peak_mib']:.0f} MiB, {a['task_mib']:.0f} above its baseline")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["generate", "prepare", "run", "tokens", "tasks", "one-task"])
-    ap.add_argument("--phase", choices=TASK_PHASES, help="one-task: which phase")
+    ap.add_argument("what", choices=["generate", "prepare", "run", "tokens", "tasks", "one-task", "token-files",
+                                     "token-corpus", "one-token-task"])
+    ap.add_argument("--phase", choices=TASK_PHASES + TOKEN_PHASES, help="one-task, one-token-task: which phase")
+    ap.add_argument("--files", type=int, default=10, help="token-files: how many input files")
+    ap.add_argument("--file-docs", type=int, default=20_000, help="token-files: documents per file")
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/peneira-scale/corpus"))
     ap.add_argument("--workers", type=int, default=2)
@@ -335,6 +446,12 @@ def main() -> int:
     if args.what == "one-task":
         print(json.dumps(one_task(args.docs, args.phase, args.work)))
         return 0
+    if args.what == "token-corpus":
+        print(file_corpus(args.files, args.file_docs, args.work)[1])
+        return 0
+    if args.what == "one-token-task":
+        print(json.dumps(one_token_task(args.files, args.phase, args.work)))
+        return 0
     if args.what == "tasks":  # each phase's first task alone in a fresh process
         for phase in TASK_PHASES:
             subprocess.run([sys.executable, __file__, "one-task", "--phase", phase, "--docs", str(args.docs),
@@ -342,10 +459,13 @@ def main() -> int:
         return 0
     if args.what == "tokens":
         result = run_tokens_only(args.docs, args.workers, args.work)
+    elif args.what == "token-files":
+        result = token_files(args.files, args.file_docs, args.workers, args.work)
     else:
         result = run(args.docs, args.dir, args.workers, args.work, tokens=not args.skip_tokens)
     report(result)
-    with open(args.work / f"result-{args.docs}-{args.what}.json", "w") as f:
+    size = args.files if args.what == "token-files" else args.docs
+    with open(args.work / f"result-{size}-{args.what}.json", "w") as f:
         json.dump(result, f, indent=1)
     return 0
 

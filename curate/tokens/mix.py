@@ -114,9 +114,9 @@ class _Measure:
 def _measure(item: _Measure, progress=None) -> dict[str, Any]:
     """Phase 1, one input file: per-document counts to `item.counts` (tokens with a tokenizer, else characters),
     the file's totals and sha256, and a hash-chosen text sample when calibrating."""
-    from curate.tokens.tokenize import _unit, load_tokenizer
+    from curate.tokens.tokenize import _unit, release_task_memory, task_tokenizer
 
-    tok = load_tokenizer(item.tokenizer) if item.tokenizer else None
+    tok = task_tokenizer(item.tokenizer) if item.tokenizer else None
     parts, chars, sample = [], 0, []
     for t in _tables(item.path, item.source):
         lengths = pc.utf8_length(t["text"]).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -136,6 +136,7 @@ def _measure(item: _Measure, progress=None) -> dict[str, Any]:
     np.save(buf, counts)
     with fs.atomic_open(item.counts, "wb") as f:
         f.write(buf.getvalue())
+    release_task_memory()
     return {"docs": len(counts), "chars": chars, "tokens": int(counts.sum()) if tok else None,
             "sha256": sha256_file(item.path), "sample": sample}
 
@@ -160,6 +161,8 @@ def _doc_tokens(counts: np.ndarray, per_token: float, eos: float) -> np.ndarray:
 def _write(item: _Write, progress=None) -> dict[str, Any]:
     """Phase 2, one input file: its chosen documents, one pass per epoch, shuffled within row groups, as one
     shard. Memory: the file's per-document counts and one row group, never the file itself."""
+    from curate.tokens.tokenize import release_task_memory
+
     tokens = _doc_tokens(fs.load_npy(item.counts), item.per_token, item.eos)
     rng = np.random.default_rng([item.seed, zlib.crc32(fs.basename(item.dest).encode())])
     repeats = _select(tokens, item.target, rng)
@@ -196,6 +199,7 @@ def _write(item: _Write, progress=None) -> dict[str, Any]:
         staged.discard()
         raise
     staged.commit()
+    release_task_memory()
     return stats
 
 

@@ -11,6 +11,7 @@ Every path may be a local path or an fsspec URL (`s3://…`, `file://…`, `memo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -128,13 +129,20 @@ def train_tokenizer(
 
 def load_tokenizer(path: str | os.PathLike):
     """Load a tokenizer.json (local path or URL) and check it has Peneira's end-of-document token."""
-    from tokenizers import Tokenizer
-
     path = os.fspath(path)
+    return _build_tokenizer(path, _read_tokenizer(path))
+
+
+def _read_tokenizer(path: str) -> str:
     if not fs.isfile(path):
         raise UsageError(f"{path}: no such tokenizer file")
     with fs.open(path, "r", encoding="utf-8") as f:
-        text = f.read()
+        return f.read()
+
+
+def _build_tokenizer(path: str, text: str):
+    from tokenizers import Tokenizer
+
     try:
         tok = Tokenizer.from_str(text)
     except Exception as e:
@@ -143,6 +151,37 @@ def load_tokenizer(path: str | os.PathLike):
         raise UsageError(f"{path}: tokenizer has no end-of-document token {EOS!r}")
     tok.encode_special_tokens = True  # a document that quotes "<|endoftext|>" must not end there
     return tok
+
+
+_TASK_TOKENIZER: tuple[str, Any] | None = None  # (sha256 of the JSON, tokenizer): this process's last one
+
+
+def task_tokenizer(path: str | os.PathLike):
+    """`load_tokenizer` for a per-file task: the tokenizer the previous task in this process built from the same
+    JSON, else a new one (which replaces it).
+
+    Why: tokenizers 0.23 does not give back what a `Tokenizer` that has encoded real text holds (its word cache
+    and more, ~5 MiB per encoding thread, measured in docs/benchmarks.md) when it is dropped, so one built per
+    task made a pool worker grow by that much per file it processed. Reusing one keeps a worker at one
+    tokenizer whatever the number of files. The JSON is read every time, so a changed file is never missed;
+    encoding with a reused tokenizer gives the same ids (its cache only saves work).
+    """
+    global _TASK_TOKENIZER
+    path = os.fspath(path)
+    text = _read_tokenizer(path)
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if _TASK_TOKENIZER is None or _TASK_TOKENIZER[0] != key:
+        _TASK_TOKENIZER = None  # the old one goes first: never two at once
+        _TASK_TOKENIZER = (key, _build_tokenizer(path, text))
+    return _TASK_TOKENIZER[1]
+
+
+def release_task_memory() -> None:
+    """The end of a per-file task: hand the Arrow pool's free pages back to the system. Its allocator (mimalloc)
+    keeps them otherwise, and a pool worker's resident memory crept up from task to task (docs/benchmarks.md)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 # ---------------------------------------------------------------------------------------------- shard files
@@ -229,7 +268,7 @@ def _tokenize_file(task: _Task, progress: Callable[[int], None] | None = None) -
     whole (a failed task leaves none, and its `_done` record, written last, is what a rerun trusts)."""
     if task.threads:  # one Rust thread per process when processes already fill the cores
         os.environ["RAYON_NUM_THREADS"] = str(task.threads)
-    tok = load_tokenizer(task.tokenizer)
+    tok = task_tokenizer(task.tokenizer)
     name = f"part-{task.index:05d}"
     writers = {s: _ShardWriter(task.out, s, name, task.dtype) for s in ("train", "val")}
     try:
@@ -244,6 +283,7 @@ def _tokenize_file(task: _Task, progress: Callable[[int], None] | None = None) -
             w.discard()
     result = {"input": task.path, "docs": sum(s["docs"] for s in shards.values()), "shards": shards}
     atomic_write_text(_done_path(task.out, task.index), json.dumps(result))
+    release_task_memory()
     return result
 
 

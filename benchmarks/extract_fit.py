@@ -109,7 +109,7 @@ def design(data: dict, label: float, w1: np.ndarray | None, set_weight: dict[str
         for r in rows:
             x = r["x"]
             if w1 is not None:
-                x = np.hstack([x, F.context(r["blocks"], M._sigmoid(x @ w1))])
+                x = np.hstack([x, F.context(r["blocks"], M.probability(x, w1))])
             xs.append(x)
             ys.append((r["frac"] >= label).astype(np.float64))
             ws.append(1000.0 * set_weight.get(name, 1.0) * r["n"] / max(r["n"].sum(), 1.0) / len(rows))
@@ -125,7 +125,7 @@ def fit(data: dict, label: float, set_weight: dict[str, float]) -> tuple[np.ndar
 def page_f1(r: dict, w1: np.ndarray, w2: np.ndarray) -> list[float]:
     """The page's token F1 at every threshold of THRESHOLDS."""
     x = r["x"]
-    p = M._sigmoid(np.hstack([x, F.context(r["blocks"], M._sigmoid(x @ w1))]) @ w2)
+    p = M.probability(np.hstack([x, F.context(r["blocks"], M.probability(x, w1))]), w2)
     out = []
     for threshold in THRESHOLDS:
         keep = M.select(r["blocks"], p, r["words"], threshold, 10)

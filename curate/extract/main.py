@@ -32,6 +32,12 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
 
 
+def probability(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A logistic model's probability for each row of `x`. einsum, not `x @ w`: on a page of many blocks the
+    product goes to BLAS, whose threads then spin on other cores for more time than the product takes."""
+    return _sigmoid(np.einsum("ij,j->i", x, w))
+
+
 W1 = np.array([STAGE1[k] for k in F.LOCAL])
 W2 = np.array([STAGE2[k] for k in F.LOCAL + F.CONTEXT])
 
@@ -50,8 +56,8 @@ def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Bl
 def scores(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:
     """Stage-2 probability that each block is main content, and each block's number of words."""
     x, words = F.local(blocks)
-    p1 = _sigmoid(x @ W1)
-    return _sigmoid(np.hstack([x, F.context(blocks, p1)]) @ W2), words
+    p1 = probability(x, W1)
+    return probability(np.hstack([x, F.context(blocks, p1)]), W2), words
 
 
 def _data_rows(blocks: list[Block], max_cell: int = 80) -> list[list[int]]:

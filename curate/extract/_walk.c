@@ -186,6 +186,8 @@ typedef struct {
     Py_ssize_t depth, stack_cap;
     long *path;
     Py_ssize_t path_cap;
+    PyObject **ints; /* ints[v]: the int v of a container path, made once per page */
+    Py_ssize_t ints_cap;
     long counter;
     PyObject *blocks;
 } Walk;
@@ -301,12 +303,26 @@ static int flush(Walk *w, const Frame *f) {
     PyObject *path = PyTuple_New(f->path_len);
     if (!path) return -1;
     for (Py_ssize_t i = 0; i < f->path_len; i++) {
-        PyObject *v = PyLong_FromLong(w->path[i]);
-        if (!v) {
+        long v = w->path[i];
+        if (v >= w->ints_cap) {
+            Py_ssize_t cap = w->ints_cap ? w->ints_cap : 256;
+            while (cap <= v) cap *= 2;
+            PyObject **ints = PyMem_Realloc(w->ints, (size_t)cap * sizeof(PyObject *));
+            if (!ints) {
+                Py_DECREF(path);
+                PyErr_NoMemory();
+                return -1;
+            }
+            memset(ints + w->ints_cap, 0, (size_t)(cap - w->ints_cap) * sizeof(PyObject *));
+            w->ints = ints;
+            w->ints_cap = cap;
+        }
+        if (!w->ints[v] && !(w->ints[v] = PyLong_FromLong(v))) {
             Py_DECREF(path);
             return -1;
         }
-        PyTuple_SET_ITEM(path, i, v);
+        Py_INCREF(w->ints[v]);
+        PyTuple_SET_ITEM(path, i, w->ints[v]);
     }
     PyObject *text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, w->clean.p, chars);
     PyObject *b = text ? PyStructSequence_New(block_type) : NULL;
@@ -710,6 +726,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     PyMem_Free(link.p);
     PyMem_Free(w.stack);
     PyMem_Free(w.path);
+    for (Py_ssize_t i = 0; i < w.ints_cap; i++) Py_XDECREF(w.ints[i]);
+    PyMem_Free(w.ints);
     if (failed) {
         Py_XDECREF(w.blocks);
         return NULL;

@@ -92,7 +92,7 @@ def _keep_headings(blocks: list[Block], p: np.ndarray, keep: list[bool], floor: 
 def select(blocks: list[Block], p: np.ndarray, words: np.ndarray, threshold: float,
            min_words: int) -> list[bool]:
     """Which blocks to keep: those over `threshold`; the fallbacks when they hold under `min_words` words."""
-    keep = [bool(v > threshold) for v in p]
+    keep = (p > threshold).tolist()
     for row in _data_rows(blocks):  # a row of short cells is kept or dropped whole
         chars = sum(blocks[i].chars for i in row)
         whole = sum(p[i] * blocks[i].chars for i in row) / chars > threshold
@@ -103,7 +103,7 @@ def select(blocks: list[Block], p: np.ndarray, words: np.ndarray, threshold: flo
         return keep
     # Fallback 1: every block at least half as probable as the threshold asks (a page in a language
     # whose stop words the model knows badly scores its prose low, but still above its menus).
-    keep = [bool(v > threshold / 2) for v in p]
+    keep = (p > threshold / 2).tolist()
     if words[keep].sum() >= min_words:
         return keep
     # Fallback 2: everything that is not mostly link text.

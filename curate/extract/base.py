@@ -71,9 +71,10 @@ class Extractor(Step):
             return doc
         if len(doc.html) > self.max_html_chars:
             return Reject("too_large")
-        # Depth > max_depth needs more than max_depth tags, so the scan only runs on tag-heavy pages.
-        tags = doc.html.count("<")
-        if (tags > max(self.max_depth, self.scan_depth_above)
+        # Depth > max_depth needs more than max_depth tags, so the scan only runs on tag-heavy pages (and a
+        # tag takes 3 characters at least, so short pages are not even counted).
+        least = max(self.max_depth, self.scan_depth_above)
+        if (len(doc.html) > 3 * least and doc.html.count("<") > least
                 and nesting_depth(doc.html, self.max_depth) > self.max_depth):
             return Reject("too_deep")
         try:

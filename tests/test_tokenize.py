@@ -248,11 +248,15 @@ def test_a_task_reuses_the_tokenizer_of_the_last_task_until_its_file_changes(bui
 
 _RSS_AFTER_TASKS = """
 import json, sys
+from curate.tokens.mix import _Measure, _measure
 from curate.tokens.tokenize import _Task, _tokenize_file
-tok, path, out = sys.argv[1:]
+phase, tok, path, out = sys.argv[1:]
 rss = []
 for i in range(12):
-    _tokenize_file(_Task(i, path, out, tok, "uint16", 0.0, 1000, 1))
+    if phase == "tokenize":
+        _tokenize_file(_Task(i, path, out, tok, "uint16", 0.0, 1000, 1))
+    else:
+        _measure(_Measure(path, "web", f"{out}/counts-{i}.npy", tok, 0.0, 0))
     with open("/proc/self/status") as f:
         rss.append(next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024)
 print(json.dumps(rss))
@@ -260,10 +264,12 @@ print(json.dumps(rss))
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmRSS from /proc")
-def test_a_worker_does_not_grow_with_the_files_it_tokenizes(built, shared, tmp_path):
-    """Twelve file tasks in one process (a pool worker's life): its resident memory after the 12th is within
-    allocator noise of that after the 3rd. A tokenizer built per task and never given back (tokenizers 0.23)
-    cost 4-5 MiB per task on this file, about 40 MiB over these nine."""
+@pytest.mark.parametrize("phase", ["tokenize", "measure"])
+def test_a_worker_does_not_grow_with_the_files_it_tokenizes(built, shared, tmp_path, phase):
+    """Twelve file tasks (`tokenize`'s, or mix `measure`'s with a tokenizer) in one process, a pool worker's
+    life: its resident memory after the 12th is within allocator noise of that after the 3rd. A tokenizer built
+    per task and never given back (tokenizers 0.23) cost 4-5 MiB per task and encoding thread on this file,
+    about 40 MiB over these nine."""
     import subprocess
     import sys
 
@@ -274,7 +280,7 @@ def test_a_worker_does_not_grow_with_the_files_it_tokenizes(built, shared, tmp_p
     path = tmp_path / "web.parquet"
     pq.write_table(pa.table({"id": [i for i, _ in docs], "text": [t for _, t in docs]}), path)
     (tmp_path / "out" / "_done").mkdir(parents=True)
-    got = subprocess.run([sys.executable, "-c", _RSS_AFTER_TASKS, str(tok_path), str(path), str(tmp_path / "out")],
+    got = subprocess.run([sys.executable, "-c", _RSS_AFTER_TASKS, phase, str(tok_path), str(path), str(tmp_path / "out")],
                          check=True, capture_output=True, text=True, env={**os.environ, "RAYON_NUM_THREADS": "1"})
     rss = json.loads(got.stdout)
     assert rss[-1] - rss[2] < 12, rss

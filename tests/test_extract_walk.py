@@ -195,3 +195,11 @@ def test_block_stats_match_python(shared: Path):
     assert got[:, 7].sum() > 50  # the page's English prose has stop words
     none = np.frombuffer(_walk.block_stats(blocks, lowered, None, kinds, ends), dtype=np.float64).reshape(-1, 13)
     assert not none[:, 7].any() and (none[:, 6] == got[:, 6]).all()
+
+
+def test_flat_paths_concatenate_the_paths():
+    blocks = both(HOSTILE["class cues"] + HOSTILE["table"] + HOSTILE["blocks inside link"])[0]
+    real = walk(LexborHTMLParser(HOSTILE["class cues"] + HOSTILE["table"] + HOSTILE["blocks inside link"]).body)
+    flat, lens = (np.frombuffer(b, dtype=np.int64).tolist() for b in _walk.flat_paths(real))
+    assert flat == [v for f in blocks for v in f[7]] and lens == [len(f[7]) for f in blocks]
+    assert _walk.flat_paths([]) == (b"", b"")

@@ -978,6 +978,44 @@ fail:
     return NULL;
 }
 
+/* flat_paths(blocks) -> (bytes, bytes): every block's container path concatenated, and each path's length,
+ * as int64 (features.region sums over them; building them from Python ints costs more than the sums). */
+static PyObject *flat_paths(PyObject *self, PyObject *blocks) {
+    if (!PyList_Check(blocks)) {
+        PyErr_SetString(PyExc_TypeError, "flat_paths() takes a list of Block");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(blocks), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = PyList_GET_ITEM(blocks, i);
+        if (Py_TYPE(b) != block_type || !PyTuple_Check(PyStructSequence_GET_ITEM(b, 7))) {
+            PyErr_SetString(PyExc_TypeError, "flat_paths() takes a list of Block");
+            return NULL;
+        }
+        total += PyTuple_GET_SIZE(PyStructSequence_GET_ITEM(b, 7));
+    }
+    PyObject *flat = PyBytes_FromStringAndSize(NULL, total * (Py_ssize_t)sizeof(int64_t));
+    PyObject *lens = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (!flat || !lens) goto fail;
+    int64_t *f = (int64_t *)PyBytes_AS_STRING(flat), *l = (int64_t *)PyBytes_AS_STRING(lens);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *path = PyStructSequence_GET_ITEM(PyList_GET_ITEM(blocks, i), 7);
+        l[i] = PyTuple_GET_SIZE(path);
+        for (Py_ssize_t k = 0; k < l[i]; k++) {
+            *f++ = PyLong_AsLongLong(PyTuple_GET_ITEM(path, k));
+        }
+    }
+    if (PyErr_Occurred()) goto fail;
+    PyObject *out = PyTuple_Pack(2, flat, lens);
+    Py_DECREF(flat);
+    Py_DECREF(lens);
+    return out;
+fail:
+    Py_XDECREF(flat);
+    Py_XDECREF(lens);
+    return NULL;
+}
+
 /* nesting_depth(html, stop, flat) -> int: base.nesting_depth's estimate, one C pass doing what the regex
  * <(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)> finds: a start tag adds one, an end tag removes one (never below 0),
  * tags named in `flat` (lower case) and self-closed tags count for nothing; stops once the depth passes `stop`. */
@@ -1101,6 +1139,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
     {"block_stats", block_stats, METH_VARARGS, "block_stats(blocks, lowered, stop, kinds, ends) -> bytes (features.py)."},
+    {"flat_paths", flat_paths, METH_O, "flat_paths(blocks) -> (int64 bytes of all paths, int64 bytes of lengths)."},
     {"top_words", top_words, METH_VARARGS, "top_words(texts, limit, n) -> list of the n most frequent words."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},
     {"configure", configure, METH_VARARGS, "configure(tags, cues, too_deep)."},

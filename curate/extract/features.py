@@ -10,11 +10,11 @@ frequent words point to; a page whose language has no list gets a neutral stop-w
 
 from __future__ import annotations
 
-from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
-from curate.extract._walk import block_stats, top_words
+from curate.extract._walk import block_stats, flat_paths, top_words
 from curate.extract.blocks import Block
 
 _END = ".!?\"”’:;。)…"  # a block that ends with one of these ends like a sentence
@@ -99,17 +99,20 @@ def region(blocks: list[Block], p1: np.ndarray, chars: np.ndarray | None = None)
     Sums over every block's container path at once: the paths' ids flattened, each weighted by its block's
     value."""
     if chars is None:
-        chars = np.array([b.chars for b in blocks], dtype=np.float64)
-    paths = [b.path for b in blocks]
-    lens = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
-    flat = np.fromiter(chain.from_iterable(paths), dtype=np.int64, count=int(lens.sum()))
-    owner = np.repeat(np.arange(len(paths)), lens)
+        chars = _column(blocks, "chars")
+    flat, lens = (np.frombuffer(b, dtype=np.int64) for b in flat_paths(blocks))
+    owner = np.repeat(np.arange(len(blocks)), lens)
     sums = np.bincount(flat, weights=((p1 - 0.5) * chars)[owner])
     sums[np.bincount(flat) == 0] = -np.inf
     best = int(np.flatnonzero(sums == sums.max())[-1])  # ties: the deepest (numbered last in document order)
-    inside = np.zeros(len(paths), dtype=bool)
+    inside = np.zeros(len(blocks), dtype=bool)
     inside[owner[flat == best]] = True
     return best, inside
+
+
+def _column(blocks: list[Block], name: str) -> np.ndarray:
+    """One numeric field of every block as floats (fromiter: np.array of a list of ints is ~10x slower)."""
+    return np.fromiter(map(attrgetter(name), blocks), dtype=np.float64, count=len(blocks))
 
 
 def _window(x: np.ndarray, k: int) -> np.ndarray:
@@ -123,7 +126,7 @@ def context(blocks: list[Block], p1: np.ndarray) -> np.ndarray:
     """Stage-2 extra features: neighbours' stage-1 scores (chars-weighted window of 3 each side), the region
     and the distance to it, and the headline above it."""
     n = len(blocks)
-    chars = np.array([b.chars for b in blocks], dtype=np.float64)
+    chars = _column(blocks, "chars")
     _, inside = region(blocks, p1, chars)
     prev = np.concatenate(([0.0], p1[:-1]))
     nxt = np.concatenate((p1[1:], [0.0]))
@@ -131,7 +134,7 @@ def context(blocks: list[Block], p1: np.ndarray) -> np.ndarray:
     window = (wp - p1 * chars) / np.maximum(wc - chars, 1.0)
     share = chars[inside].sum() / (chars.sum() or 1.0)
     # Cues met inside the region (a comment section within the article's container) count, those above it don't.
-    neg = np.array([b.neg for b in blocks], dtype=np.float64)
+    neg = _column(blocks, "neg")
     base = neg[inside].min() if inside.any() else 0.0
     rel = np.minimum(np.where(inside, neg - base, neg), 3)
     return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel,

@@ -792,17 +792,38 @@ static Words *stop_table(PyObject *set) {
 /* Calls fn(word, n, arg) for every \w+ run of every text in order, up to `limit` words; -1 on error. */
 typedef int (*word_fn)(const Py_UCS4 *, Py_ssize_t, Py_ssize_t, void *);
 
+/* The text of a list item: a str, or a Block's text. */
+static PyObject *item_text(PyObject *item) {
+    PyObject *s = Py_TYPE(item) == block_type ? PyStructSequence_GET_ITEM(item, 0) : item;
+    if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0) {
+        PyErr_SetString(PyExc_TypeError, "expected a list of str or Block");
+        return NULL;
+    }
+    return s;
+}
+
+/* `s` lower-cased into u, one code point for one (Unicode's simple case mapping; str.lower() differs only
+ * where it writes two code points for one, as for "İ", or applies the final-sigma rule). */
+static int lower_copy(PyObject *s, Buf *u) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+    u->len = 0;
+    if (buf_grow(u, len + 1) < 0) return -1;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        u->p[i] = c < 128 ? (c >= 'A' && c <= 'Z' ? c + 32 : c) : Py_UNICODE_TOLOWER(c);
+    }
+    u->len = len;
+    return 0;
+}
+
 static int each_word(PyObject *texts, Py_ssize_t limit, Buf *u, word_fn fn, void *arg) {
     Py_ssize_t seen = 0;
     for (Py_ssize_t t = 0; t < PyList_GET_SIZE(texts) && seen < limit; t++) {
-        PyObject *s = PyList_GET_ITEM(texts, t);
-        if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0) {
-            PyErr_SetString(PyExc_TypeError, "expected a list of str");
-            return -1;
-        }
-        Py_ssize_t len = PyUnicode_GET_LENGTH(s), start = -1;
-        u->len = 0;
-        if (buf_grow(u, len + 1) < 0 || !PyUnicode_AsUCS4(s, u->p, len + 1, 0)) return -1;
+        PyObject *s = item_text(PyList_GET_ITEM(texts, t));
+        if (!s || lower_copy(s, u) < 0) return -1;
+        Py_ssize_t len = u->len, start = -1;
         for (Py_ssize_t i = 0; i <= len && seen < limit; i++) {
             int w = i < len && is_word(u->p[i]);
             if (w && start < 0) start = i;
@@ -827,8 +848,8 @@ static int before(const Slot *x, const Slot *y) {
     return x->count > y->count || (x->count == y->count && x->first < y->first);
 }
 
-/* top_words(texts, limit, n) -> list of str: the n most frequent of the first `limit` \w+ tokens of the texts,
- * most frequent first, ties in order of first appearance (Counter(tokens).most_common(n)). */
+/* top_words(texts, limit, n) -> list of str: the n most frequent of the first `limit` \w+ tokens of the texts
+ * (str or Block) lower-cased, most frequent first, ties in order of first appearance (Counter.most_common). */
 static PyObject *top_words(PyObject *self, PyObject *args) {
     PyObject *texts;
     Py_ssize_t limit, n;
@@ -897,12 +918,11 @@ static void count_text(PyObject *s, double *row) {
     row[3] = (double)spaces;
 }
 
-/* Words of `s` (\w+ runs) and how many are in `stop` (may be NULL), into row[0..1]. */
+/* Words (\w+ runs) of `s` lower-cased and how many are in `stop` (may be NULL), into row[0..1]. */
 static int count_words(PyObject *s, Words *stop, Buf *u, double *row) {
-    Py_ssize_t len = PyUnicode_GET_LENGTH(s), start = -1;
+    if (lower_copy(s, u) < 0) return -1;
+    Py_ssize_t len = u->len, start = -1;
     long words = 0, stops = 0;
-    u->len = 0;
-    if (buf_grow(u, len + 1) < 0 || !PyUnicode_AsUCS4(s, u->p, len + 1, 0)) return -1;
     for (Py_ssize_t i = 0; i <= len; i++) {
         int w = i < len && is_word(u->p[i]);
         if (w && start < 0) start = i;
@@ -919,21 +939,15 @@ static int count_words(PyObject *s, Words *stop, Buf *u, double *row) {
 enum { S_CHARS, S_LINK, S_NEG, S_POS, S_COM, S_KIND, S_WORDS, S_STOPS, S_PUNCT, S_CAPS, S_NUMS, S_SPACES, S_ENDS,
        S_COLS };
 
-/* block_stats(blocks, lowered, stop, kinds, ends) -> bytes: a float64 row per block of what features.local
- * computes from: chars, link_chars, neg, pos, com, the index of its kind in `kinds` (-1: none), words and stop
- * words of its lower-cased text (`lowered`, str.lower() of each text; `stop` a set or None), then over its
- * text the matches of [.,;:!?。、，], of (?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] and of \b\d+\b, str.count(" "), and whether
- * it ends with one of the characters of `ends`. One C pass instead of a Python loop per quantity. */
+/* block_stats(blocks, stop, kinds, ends) -> bytes: a float64 row per block of what features.local computes
+ * from: chars, link_chars, neg, pos, com, the index of its kind in `kinds` (-1: none), the words (\w+ runs) of
+ * its text lower-cased and how many are in `stop` (a set or None), then over its text the matches of
+ * [.,;:!?。、，], of (?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] and of \b\d+\b, str.count(" "), and whether it ends with one of
+ * the characters of `ends`. One C pass instead of a Python loop per quantity. */
 static PyObject *block_stats(PyObject *self, PyObject *args) {
-    PyObject *blocks, *lowered, *stop, *kinds, *ends;
-    if (!PyArg_ParseTuple(args, "O!O!OO!U", &PyList_Type, &blocks, &PyList_Type, &lowered, &stop, &PyTuple_Type,
-                          &kinds, &ends))
-        return NULL;
+    PyObject *blocks, *stop, *kinds, *ends;
+    if (!PyArg_ParseTuple(args, "O!OO!U", &PyList_Type, &blocks, &stop, &PyTuple_Type, &kinds, &ends)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(blocks);
-    if (PyList_GET_SIZE(lowered) != n) {
-        PyErr_SetString(PyExc_ValueError, "block_stats(): blocks and lowered differ in length");
-        return NULL;
-    }
     Words *table = NULL;
     if (stop != Py_None) {
         if (!PyAnySet_Check(stop)) {
@@ -947,9 +961,9 @@ static PyObject *block_stats(PyObject *self, PyObject *args) {
     double *row = (double *)PyBytes_AS_STRING(out);
     Buf u = {0};
     for (Py_ssize_t i = 0; i < n; i++, row += S_COLS) {
-        PyObject *b = PyList_GET_ITEM(blocks, i), *low = PyList_GET_ITEM(lowered, i);
-        if (Py_TYPE(b) != block_type || !PyUnicode_Check(low) || PyUnicode_READY(low) < 0) {
-            PyErr_SetString(PyExc_TypeError, "block_stats() takes a list of Block and a list of str");
+        PyObject *b = PyList_GET_ITEM(blocks, i);
+        if (Py_TYPE(b) != block_type) {
+            PyErr_SetString(PyExc_TypeError, "block_stats() takes a list of Block");
             goto fail;
         }
         PyObject *text = PyStructSequence_GET_ITEM(b, 0), *kind = PyStructSequence_GET_ITEM(b, 3);
@@ -964,7 +978,7 @@ static PyObject *block_stats(PyObject *self, PyObject *args) {
             }
         }
         if (PyErr_Occurred() || PyUnicode_READY(text) < 0) goto fail;
-        if (count_words(low, table, &u, row + S_WORDS) < 0) goto fail;
+        if (count_words(text, table, &u, row + S_WORDS) < 0) goto fail;
         count_text(text, row + S_PUNCT);
         Py_ssize_t len = PyUnicode_GET_LENGTH(text);
         row[S_ENDS] = len && PyUnicode_FindChar(ends, PyUnicode_READ_CHAR(text, len - 1), 0,
@@ -1138,7 +1152,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
-    {"block_stats", block_stats, METH_VARARGS, "block_stats(blocks, lowered, stop, kinds, ends) -> bytes (features.py)."},
+    {"block_stats", block_stats, METH_VARARGS, "block_stats(blocks, stop, kinds, ends) -> bytes (features.py)."},
     {"flat_paths", flat_paths, METH_O, "flat_paths(blocks) -> (int64 bytes of all paths, int64 bytes of lengths)."},
     {"top_words", top_words, METH_VARARGS, "top_words(texts, limit, n) -> list of the n most frequent words."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "nesting_depth(html, stop, flat) -> int (base.nesting_depth)."},

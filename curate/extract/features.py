@@ -59,13 +59,12 @@ def stoplist(top: list[str]) -> frozenset[str] | None:
 
 
 def local(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:
-    """Stage-1 features, one row per block, and each block's number of words (\\w+ tokens of its lower-cased
-    text). The per-block quantities come from one C pass (`_walk.block_stats`); what is computed here is
-    page-level and vectorised."""
-    lowered = [b.text.lower() for b in blocks]
-    stop = stoplist(top_words(lowered, 1500, 40))
+    """Stage-1 features, one row per block, and each block's number of words (\\w+ tokens of its text, which
+    is lower-cased a code point at a time to be matched with the stop words). The per-block quantities come
+    from one C pass (`_walk.block_stats`); what is computed here is page-level and vectorised."""
+    stop = stoplist(top_words(blocks, 1500, 40))
     (chars, link, neg, pos, com, kind, words, stops, punct, caps, nums, spaces, ends) = np.frombuffer(
-        block_stats(blocks, lowered, stop, KINDS, _END), dtype=np.float64).reshape(-1, 13).T
+        block_stats(blocks, stop, KINDS, _END), dtype=np.float64).reshape(-1, 13).T
     nw = np.maximum(words, 1.0)
     lc = np.log1p(chars)
     ld = link / chars

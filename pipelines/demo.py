@@ -17,7 +17,7 @@ pipeline = Pipeline(
     name="demo",
     reader=readers.Warc(source="web"),
     steps=[
-        extract.Trafilatura(),
+        extract.Main(),
         filters.Language(["en", "pt"], threshold=0.65),
         filters.Url(),
         filters.GopherRepetition(),

@@ -141,7 +141,7 @@ def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, t
 
 class Main(Extractor):
     """Main-content extraction tuned on four gold sets: trafilatura's precision on article pages,
-    Resiliparse's recall on broad pages, about 4x trafilatura's speed (docs/extract.md). `threshold` trades
+    Resiliparse's recall on broad pages, about 10x trafilatura's speed, that of Resiliparse (docs/extract.md). `threshold` trades
     precision (higher) for recall (lower); `title=True` puts the page's <title> on the first line."""
 
     # Lexbor's parse is quadratic in depth and SIGALRM cannot interrupt C, but a page of 5,000 tags parses in

@@ -77,18 +77,24 @@ typedef struct {
     Py_ssize_t len, cap;
 } Buf;
 
-static int buf_grow(Buf *b, Py_ssize_t extra) {
-    if (b->len + extra <= b->cap) return 0;
-    Py_ssize_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra) cap *= 2;
-    Py_UCS4 *p = PyMem_Realloc(b->p, (size_t)cap * sizeof(Py_UCS4));
-    if (!p) {
+/* Make room for `need` items of `size` bytes in *p (capacity *cap, doubling from 256), new room zeroed. */
+static int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
+    if (need <= *cap) return 0;
+    Py_ssize_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    char *q = PyMem_Realloc(*p, (size_t)c * size);
+    if (!q) {
         PyErr_NoMemory();
         return -1;
     }
-    b->p = p;
-    b->cap = cap;
+    memset(q + (size_t)*cap * size, 0, (size_t)(c - *cap) * size);
+    *p = q;
+    *cap = c;
     return 0;
+}
+
+static int buf_grow(Buf *b, Py_ssize_t extra) {
+    return grow((void **)&b->p, &b->cap, b->len + extra, sizeof(Py_UCS4));
 }
 
 static inline int buf_put(Buf *b, Py_UCS4 c) {
@@ -304,18 +310,9 @@ static int flush(Walk *w, const Frame *f) {
     if (!path) return -1;
     for (Py_ssize_t i = 0; i < f->path_len; i++) {
         long v = w->path[i];
-        if (v >= w->ints_cap) {
-            Py_ssize_t cap = w->ints_cap ? w->ints_cap : 256;
-            while (cap <= v) cap *= 2;
-            PyObject **ints = PyMem_Realloc(w->ints, (size_t)cap * sizeof(PyObject *));
-            if (!ints) {
-                Py_DECREF(path);
-                PyErr_NoMemory();
-                return -1;
-            }
-            memset(ints + w->ints_cap, 0, (size_t)(cap - w->ints_cap) * sizeof(PyObject *));
-            w->ints = ints;
-            w->ints_cap = cap;
+        if (grow((void **)&w->ints, &w->ints_cap, v + 1, sizeof(PyObject *)) < 0) {
+            Py_DECREF(path);
+            return -1;
         }
         if (!w->ints[v] && !(w->ints[v] = PyLong_FromLong(v))) {
             Py_DECREF(path);
@@ -453,27 +450,9 @@ static int cue_of(Walk *w, Py_ssize_t start, Py_ssize_t end, int *cue) {
 }
 
 static int push(Walk *w, Frame f) {
-    if (w->depth == w->stack_cap) {
-        Py_ssize_t cap = w->stack_cap ? w->stack_cap * 2 : 64;
-        Frame *s = PyMem_Realloc(w->stack, (size_t)cap * sizeof(Frame));
-        if (!s) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        w->stack = s;
-        w->stack_cap = cap;
-    }
-    if (f.path_len > w->path_cap) {
-        Py_ssize_t cap = w->path_cap ? w->path_cap * 2 : 64;
-        while (cap < f.path_len) cap *= 2;
-        long *p = PyMem_Realloc(w->path, (size_t)cap * sizeof(long));
-        if (!p) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        w->path = p;
-        w->path_cap = cap;
-    }
+    if (grow((void **)&w->stack, &w->stack_cap, w->depth + 1, sizeof(Frame)) < 0 ||
+        grow((void **)&w->path, &w->path_cap, f.path_len, sizeof(long)) < 0)
+        return -1;
     w->stack[w->depth++] = f;
     return 0;
 }
@@ -695,9 +674,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     w.blocks = PyList_New(0);
     Buf link = {0};
     int failed = !w.blocks || buf_grow(&w.raw, 1024) < 0;
-    w.path = PyMem_Malloc(64 * sizeof(long));
-    w.path_cap = 64;
-    if (!w.path) failed = 1;
+    if (grow((void **)&w.path, &w.path_cap, 1, sizeof(long)) < 0) failed = 1; /* the root's path */
     Py_ssize_t i = 0;
     while (!failed && i < w.n) {
         if (CH(&w, i) != '<') {

@@ -134,6 +134,14 @@ def _measured(fn, rss_dir: str, phase: str, item, progress=None):
     return result
 
 
+def fresh_executor(workers: int, rss_dir: Path, *stale: Path):
+    """A measured executor writing its peaks to an empty `rss_dir`, the `stale` outputs of a former run removed."""
+    for d in (*stale, rss_dir):
+        shutil.rmtree(d, ignore_errors=True)
+    rss_dir.mkdir(parents=True)
+    return measured_executor(workers, str(rss_dir))
+
+
 def measured_executor(workers: int, rss_dir: str):
     """A LocalExecutor that runs every phase in a fresh pool, even a one-task phase, and records peaks per phase."""
     from curate.run.executors.base import Progress, accepts_progress
@@ -218,10 +226,7 @@ def run(docs: int, corpus: Path, workers: int, work: Path, tokens: bool = True) 
     model = str(work / "quality.bin")
     out = work / f"run-{docs}"
     rss_dir = work / f"rss-{docs}"
-    for d in (out, rss_dir):
-        shutil.rmtree(d, ignore_errors=True)
-    rss_dir.mkdir(parents=True)
-    ex = measured_executor(workers, str(rss_dir))
+    ex = fresh_executor(workers, rss_dir, out)
     parts = partitions(docs)
     pipe = Pipeline(name="scale", reader=readers.Parquet(source="web"), steps=[
         dedup.Exact(partitions=parts), dedup.MinHash(partitions=parts), quality.TopFraction(model, fraction=0.5)])
@@ -263,10 +268,7 @@ def run_tokens_only(docs: int, workers: int, work: Path) -> dict:
     """mix + tokenize on the output of an earlier `run --skip-tokens`, in a process of their own."""
     out = work / f"run-{docs}"
     rss_dir = work / f"rss-{docs}-tokens"
-    for d in (out / "mix", out / "tokens", rss_dir):
-        shutil.rmtree(d, ignore_errors=True)
-    rss_dir.mkdir(parents=True)
-    ex = measured_executor(workers, str(rss_dir))
+    ex = fresh_executor(workers, rss_dir, out / "mix", out / "tokens")
     seconds: dict[str, float] = {}
     note = run_tokens(out, work, ex, seconds)
     return {"docs": docs, "parts": partitions(docs), "shards": len(list(out.glob("data/*.parquet"))),
@@ -323,10 +325,7 @@ def token_files(files: int, file_docs: int, workers: int, work: Path) -> dict:
     inputs, chars = work / f"in-{files}", int(got.stdout.split()[-1])
     out = work / f"run-{files}"
     rss_dir = work / f"rss-{files}"
-    for d in (out, rss_dir):
-        shutil.rmtree(d, ignore_errors=True)
-    rss_dir.mkdir(parents=True)
-    ex = measured_executor(workers, str(rss_dir))
+    ex = fresh_executor(workers, rss_dir, out)
     seconds: dict[str, float] = {}
     note = run_tokens(out, work, ex, seconds, data=inputs, chars=chars)
     alone = {}

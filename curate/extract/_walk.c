@@ -378,7 +378,7 @@ static int classify(const Py_UCS4 *k, Py_ssize_t n) {
     return 0;
 }
 
-/* The cues of the words of w->tmp folded into lo and hi. A word is first normalised as blocks.cue_key says
+/* The cues of the words of w->tmp folded into lo and hi. A word is first normalised as blocks.py says
  * (ASCII lower case, a run of digits one "0"), then looked up in a bounded memo: templates repeat their
  * class names across pages and sites. */
 static int word_cues(Walk *w, int *lo, int *hi) {

@@ -7,8 +7,8 @@ the class/id and tag cues of its ancestors, and the path of container elements a
 the main-content region). The rules of the walk:
 
 - a link's whole text is one inline piece (blocks inside a link, such as teaser cards, are link text
-  of whichever block they join); outside `<pre>` a newline in text is a space, and whitespace between
-  tags is one space, only after some text;
+  of whichever block they join, separated by a space); outside `<pre>` a newline in text is a space,
+  and whitespace between tags is one space, only after some text;
 - `<br>` ends a line inside the block; in `<pre>` text is kept as it is, links inside it count as
   link text;
 - a block element adds its class/id cue and its tag's meaning (NEG_TAGS, POS_TAGS) to the counts its
@@ -18,8 +18,9 @@ the main-content region). The rules of the walk:
 - the walk stops with TooDeep past `max_depth` nested elements (links' insides excepted).
 
 The walk itself is C (`_walk.c`): selectolax exposes Lexbor's tree only as Python objects, about a
-microsecond per node, so the C code reads Lexbor's serialisation of the cleaned body instead, which
-Lexbor writes in C; this module holds the tables it reads.
+microsecond per node, so the C code reads Lexbor's serialisation of the body instead, which Lexbor
+writes in C (scripts removed first: a script's text may hold "</script>"); this module holds the tables
+it reads.
 """
 
 from __future__ import annotations

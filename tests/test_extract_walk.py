@@ -23,6 +23,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from curate.extract.base import FLAT, nesting_depth
 from curate.extract.blocks import DROP, TooDeep, walk
+from curate.extract.main import parse
 from curate.io.readers import decode_html
 
 SETS = ("dragnet", "readability", "CleanPortalEval", "cleaneval-dev")
@@ -33,14 +34,10 @@ def fields(blocks) -> list[tuple]:
 
 
 def both(html: str, max_depth: int = 512) -> tuple[list[tuple], list[tuple]]:
-    """(C walk, reference walk) of one page, each parsed as extract.Main parses it."""
-    tree = LexborHTMLParser(html)
-    tree.strip_tags(["script"])  # as main.parse: the C walk skips the rest of DROP itself
+    """(extract.Main's blocks of one page, the reference walk's blocks of Lexbor's tree of it with DROP removed)."""
     ref = LexborHTMLParser(html)
     ref.strip_tags(list(DROP))
-    if tree.body is None:
-        return [], []
-    return fields(walk(tree.body, max_depth)), fields(tree_walk(ref.body, max_depth))
+    return fields(parse(html, max_depth)[0]), fields(tree_walk(ref.body, max_depth) if ref.body is not None else [])
 
 
 def test_every_gold_page_walks_to_the_same_blocks(shared: Path):
@@ -204,8 +201,8 @@ def test_block_stats_match_python(shared: Path):
 
 
 def test_flat_paths_concatenate_the_paths():
-    blocks = both(HOSTILE["class cues"] + HOSTILE["table"] + HOSTILE["blocks inside link"])[0]
-    real = walk(LexborHTMLParser(HOSTILE["class cues"] + HOSTILE["table"] + HOSTILE["blocks inside link"]).body)
-    flat, lens = (np.frombuffer(b, dtype=np.int64).tolist() for b in _walk.flat_paths(real))
-    assert flat == [v for f in blocks for v in f[7]] and lens == [len(f[7]) for f in blocks]
+    html = HOSTILE["class cues"] + HOSTILE["table"] + HOSTILE["blocks inside link"]
+    ref = both(html)[1]  # the reference walk's paths, made in Python
+    flat, lens = (np.frombuffer(b, dtype=np.int64).tolist() for b in _walk.flat_paths(parse(html)[0]))
+    assert flat == [v for f in ref for v in f[7]] and lens == [len(f[7]) for f in ref]
     assert _walk.flat_paths([]) == (b"", b"")

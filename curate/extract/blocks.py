@@ -29,7 +29,7 @@ import curate.extract._walk as _walk
 
 # Skipped with their content by the walk: never main text.
 DROP = frozenset(["script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed", "canvas",
-        "select", "textarea", "button", "head", "video", "audio", "map"])
+                  "select", "textarea", "button", "head", "video", "audio", "map"])
 # Elements that end the current block and start a new one.
 BLOCK = frozenset(
     ["address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir",

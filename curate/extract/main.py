@@ -49,8 +49,8 @@ def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Bl
     tree = LexborHTMLParser(html)
     tree.strip_tags(["script"])  # the walk skips the other elements of blocks.DROP itself
     node = tree.css_first("title") if title else None
-    body = tree.body
-    return (walk(body, max_depth) if body is not None else []), (" ".join(node.text().split()) if node is not None else "")
+    page_title = " ".join(node.text().split()) if node is not None else ""
+    return (walk(tree.body, max_depth) if tree.body is not None else []), page_title
 
 
 def scores(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:

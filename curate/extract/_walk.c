@@ -895,26 +895,20 @@ static void count_text(PyObject *s, double *row) {
     row[3] = (double)spaces;
 }
 
-/* Words (\w+ runs) of `s` lower-cased and how many are in `stop` (may be NULL), into row[0..1]. */
-static int count_words(PyObject *s, Words *stop, Buf *u, double *row) {
-    if (lower_copy(s, u) < 0) return -1;
-    Py_ssize_t len = u->len, start = -1;
-    long words = 0, stops = 0;
-    for (Py_ssize_t i = 0; i <= len; i++) {
-        int w = i < len && is_word(u->p[i]);
-        if (w && start < 0) start = i;
-        if (w || start < 0) continue;
-        words++;
-        if (stop && words_slot(stop, u->p + start, i - start, 0)) stops++;
-        start = -1;
-    }
-    row[0] = (double)words;
-    row[1] = (double)stops;
-    return 0;
-}
-
 enum { S_CHARS, S_LINK, S_NEG, S_POS, S_COM, S_KIND, S_WORDS, S_STOPS, S_PUNCT, S_CAPS, S_NUMS, S_SPACES, S_ENDS,
        S_COLS };
+
+typedef struct {
+    double *rows;
+    Words *stop;
+} CountArg;
+
+static int count_word(const Py_UCS4 *p, Py_ssize_t n, Py_ssize_t text, void *arg) {
+    CountArg *a = arg;
+    a->rows[text * S_COLS + S_WORDS]++;
+    if (a->stop && words_slot(a->stop, p, n, 0)) a->rows[text * S_COLS + S_STOPS]++;
+    return 0;
+}
 
 /* block_stats(blocks, stop, kinds, ends) -> bytes: a float64 row per block of what features.local computes
  * from: chars, link_chars, neg, pos, com, the index of its kind in `kinds` (-1: none), the words (\w+ runs) of
@@ -955,12 +949,14 @@ static PyObject *block_stats(PyObject *self, PyObject *args) {
             }
         }
         if (PyErr_Occurred() || PyUnicode_READY(text) < 0) goto fail;
-        if (count_words(text, table, &u, row + S_WORDS) < 0) goto fail;
+        row[S_WORDS] = row[S_STOPS] = 0;
         count_text(text, row + S_PUNCT);
         Py_ssize_t len = PyUnicode_GET_LENGTH(text);
         row[S_ENDS] = len && PyUnicode_FindChar(ends, PyUnicode_READ_CHAR(text, len - 1), 0,
                                                 PyUnicode_GET_LENGTH(ends), 1) >= 0;
     }
+    CountArg arg = {(double *)PyBytes_AS_STRING(out), table};
+    if (each_word(blocks, PY_SSIZE_T_MAX, &u, count_word, &arg) < 0) goto fail;
     PyMem_Free(u.p);
     return out;
 fail:

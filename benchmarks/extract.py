@@ -7,13 +7,14 @@ extract.Main) on every gold set of ../shared/data/extraction and on the hand-mad
 pages (tests/data/warc_gold.jsonl): mean per-page token F1, precision and recall over bags of
 lower-cased \\w+ tokens, for extract.Main's tuning split and held-out split separately (`_gold.is_tune`),
 and pages per CPU-second (one process, so per core; CPU time, not wall time, because the machine
-is shared; the median of as many passes over the set as fill --min-seconds), with the ratio to
-trafilatura measured in the same run, per set and pooled over the gold sets. Pages are decoded before
-timing.
+is shared; the median of `--rounds` passes, the extractors taking turns every 20 pages so that the
+machine's drift weighs on all alike), with the ratio to trafilatura measured in the same run, per set
+and pooled over the gold sets. Pages are decoded before timing.
 
 Part 2, throughput on the WARC set: docs/s per core for read-only (each reader over the WARC set,
-`--repeat` times) and for read+extract, the speed ratio against the baseline measured in the same
-run (warcio, trafilatura), how far the two extractors agree, and peak RSS.
+`--repeat` times) and for read+extract with each extractor, the speed ratio against the baseline
+measured in the same run (warcio, trafilatura), how far the extractors agree with trafilatura, and
+peak RSS.
 """
 
 from __future__ import annotations
@@ -58,20 +59,29 @@ def time_extract(ex: extract.Extractor, docs: list[Document]) -> tuple[float, di
     return time.perf_counter() - t0, out
 
 
-def run_gold(ex: extract.Extractor, items: list[tuple[str, str, str | None, str]], min_seconds: float
-             ) -> tuple[float, list]:
-    """CPU seconds of one pass of `ex` over the pages (the median of as many passes as fill `min_seconds`: a
-    pass of a fast extractor over a small set is a fraction of a second, which the machine's jitter swamps),
-    and (id, precision, recall, F1) per page."""
-    passes: list[float] = []
-    while not passes or sum(passes) < min_seconds:
-        docs = [Document(id=i, text="", source="gold", url=u, html=h) for i, h, u, _ in items]
-        t0 = time.process_time()
-        outs = [ex.apply(d) for d in docs]
-        passes.append(time.process_time() - t0)
-    scores = [(i, *prf(bag(o.text) if isinstance(o, Document) else bag(""), bag(g)))
-              for (i, _, _, g), o in zip(items, outs, strict=True)]
-    return statistics.median(passes), scores
+def run_set(extractors: list[tuple[str, extract.Extractor]], items: list[tuple[str, str, str | None, str]],
+            rounds: int, chunk: int = 20) -> dict[str, tuple[float, list]]:
+    """Per extractor: CPU seconds of one pass over the pages (the median of `rounds` passes) and (id,
+    precision, recall, F1) per page. The extractors take turns chunk by chunk (`chunk` pages each, the order
+    rotated from chunk to chunk), so a slow drift of the shared machine's speed, which moved one
+    extractor's rate by 40% between runs when each set was timed in one piece, weighs on all of them alike
+    and cancels out of the ratios."""
+    seconds = {label: [0.0] * rounds for label, _ in extractors}
+    outs: dict[str, list] = {label: [] for label, _ in extractors}
+    for r in range(rounds):
+        for c, start in enumerate(range(0, len(items), chunk)):
+            part = items[start:start + chunk]
+            for label, ex in extractors[c % len(extractors):] + extractors[:c % len(extractors)]:
+                docs = [Document(id=i, text="", source="gold", url=u, html=h) for i, h, u, _ in part]
+                t0 = time.process_time()
+                done = [ex.apply(d) for d in docs]
+                seconds[label][r] += time.process_time() - t0
+                if r == rounds - 1:
+                    outs[label] += done
+    return {label: (statistics.median(seconds[label]),
+                    [(i, *prf(bag(o.text) if isinstance(o, Document) else bag(""), bag(g)))
+                     for (i, _, _, g), o in zip(items, outs[label], strict=True)])
+            for label, _ in extractors}
 
 
 def mean(rows: list, k: int) -> float:
@@ -94,19 +104,19 @@ def warc_gold(data: Path) -> list[tuple[str, str, str | None, str]]:
     return items
 
 
-def quality(data: Path, sets: list[str], min_seconds: float) -> None:
+def quality(data: Path, sets: list[str], rounds: int) -> None:
     print("| set | extractor | F1 | F1 tune / held-out | precision | recall | pages/s per core | x trafilatura |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
+    extractors = [(label, cls()) for label, cls in EXTRACTORS]
+    for _, ex in extractors:
+        ex.setup()
     pooled: dict[str, list[float]] = {label: [0, 0.0] for label, _ in EXTRACTORS}  # gold-set pages, seconds
     for name in [*sets, "warc-gold"]:
         items = warc_gold(data) if name == "warc-gold" else list(pages(name, data))
-        base = None
-        for label, cls in EXTRACTORS:
-            ex = cls()
-            ex.setup()
-            sec, rows = run_gold(ex, items, min_seconds)
+        results = run_set(extractors, items, rounds)
+        base = len(items) / results["trafilatura"][0]
+        for label, (sec, rows) in results.items():
             rate = len(items) / sec
-            base = base or rate
             if name != "warc-gold":
                 pooled[label][0] += len(items)
                 pooled[label][1] += sec
@@ -131,10 +141,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5, help="passes over the WARC set for the read-only figure")
     ap.add_argument("--sets", default=",".join(SETS), help="gold sets to score (comma-separated)")
     ap.add_argument("--no-throughput", action="store_true", help="skip part 2 (reading + extraction of the WARCs)")
-    ap.add_argument("--min-seconds", type=float, default=3.0,
-                    help="repeat each extractor's pass over a set until this much CPU time, report the median pass")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="passes of every extractor over each gold set, taking turns chunk by chunk; the median is reported")
     args = ap.parse_args()
-    quality(Path(args.data), [s for s in args.sets.split(",") if s], args.min_seconds)
+    quality(Path(args.data), [s for s in args.sets.split(",") if s], args.rounds)
     if args.no_throughput:
         return 0
     files = sorted((Path(args.data) / "warc").rglob("*.warc*.gz"))
@@ -152,22 +162,23 @@ def main() -> int:
 
     docs = [d for d in read_all(readers.Warc(), files) if d.html is not None]
     results = {}
-    for name, ex in (("trafilatura", extract.Trafilatura()), ("resiliparse", extract.Resiliparse())):
+    for name, ex in (("trafilatura", extract.Trafilatura()), ("resiliparse", extract.Resiliparse()),
+                     ("main", extract.Main())):
         sec, texts = time_extract(ex, docs)
         results[name] = (sec, texts)
         kept = sum(bool(t) for t in texts.values())
-        per_doc_read = fast_read / len(docs) if name == "resiliparse" else base_read / len(docs)
+        per_doc_read = (base_read if name == "trafilatura" else fast_read) / len(docs)
         rate = len(docs) / (sec + per_doc_read * len(docs))
         print(f"  read+extract {name:<13} {rate:>9,.1f} docs/s  (extract {len(docs) / sec:,.1f} docs/s, "
               f"{kept}/{len(docs)} pages with text)")
     t_sec, t_texts = results["trafilatura"]
-    r_sec, r_texts = results["resiliparse"]
-    print(f"  ratio Resiliparse / trafilatura (extract only): {t_sec / r_sec:.1f}x")
-    both = [i for i in t_texts if t_texts[i] and r_texts[i]]
-    agree = sum(jaccard(t_texts[i], r_texts[i]) for i in both) / max(len(both), 1)
-    ratio = sum(len(r_texts[i]) for i in both) / max(sum(len(t_texts[i]) for i in both), 1)
-    print(f"  agreement: mean token-set Jaccard {agree:.3f} over {len(both)} pages with text from both; "
-          f"Resiliparse/trafilatura chars {ratio:.2f}")
+    for name in ("resiliparse", "main"):
+        sec, texts = results[name]
+        both = [i for i in t_texts if t_texts[i] and texts[i]]
+        agree = sum(jaccard(t_texts[i], texts[i]) for i in both) / max(len(both), 1)
+        ratio = sum(len(texts[i]) for i in both) / max(sum(len(t_texts[i]) for i in both), 1)
+        print(f"  {name} / trafilatura: extract-only speed {t_sec / sec:.1f}x; mean token-set Jaccard {agree:.3f} "
+              f"over {len(both)} pages with text from both; chars {ratio:.2f}")
     print(f"  peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
     return 0
 

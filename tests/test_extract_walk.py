@@ -108,18 +108,6 @@ def test_hand_made_expectations():
     assert [f[0] for f in both(HOSTILE["script with a script in a string"])[0]] == ["after"]
 
 
-def test_nesting_deeper_than_max_depth_is_too_deep():
-    html = "<div>" * 40 + "deep" + "</div>" * 40
-    assert both(html, max_depth=40)[0][0][0] == "deep"
-    for walker in (walk, tree_walk):
-        tree = LexborHTMLParser(html)
-        with pytest.raises(TooDeep):
-            walker(tree.body, 39)
-    # inside a link nothing is visited, so its depth does not count (as in the reference)
-    link = "<p><a href=x>" + "<span>" * 50 + "t" + "</span>" * 50 + "</a></p>"
-    assert both(link, max_depth=5)[0][0][0] == "t"
-
-
 def test_the_depth_limit_is_exact_and_deep_links_do_not_recurse():
     for depth in (1, 2, 7):
         html = "<div>" * depth + "x" + "</div>" * depth
@@ -149,6 +137,18 @@ def test_binding_to_a_module_that_is_not_loaded_fails_clearly():
     with pytest.raises(ImportError, match="not loaded"):
         _walk.lexbor("/nonexistent/lexbor.so")
     assert both(HOSTILE["table"])[0]  # the walk keeps the binding it had
+
+
+def test_nesting_deeper_than_max_depth_is_too_deep():
+    html = "<div>" * 40 + "deep" + "</div>" * 40
+    assert both(html, max_depth=40)[0][0][0] == "deep"
+    for walker in (walk, tree_walk):
+        tree = LexborHTMLParser(html)
+        with pytest.raises(TooDeep):
+            walker(tree.body, 39)
+    # inside a link nothing is visited, so its depth does not count (as in the reference)
+    link = "<p><a href=x>" + "<span>" * 50 + "t" + "</span>" * 50 + "</a></p>"
+    assert both(link, max_depth=5)[0][0][0] == "t"
 
 
 # The regexes that _walk.block_stats and _walk.nesting_depth replace: the references they must agree with.

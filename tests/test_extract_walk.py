@@ -134,8 +134,10 @@ def test_bytes_that_are_not_utf8_read_as_selectolax_reads_them():
 
 
 def test_binding_to_a_module_that_is_not_loaded_fails_clearly():
+    from curate.extract import _walk as module
+
     with pytest.raises(ImportError, match="not loaded"):
-        _walk.lexbor("/nonexistent/lexbor.so")
+        module.lexbor("/nonexistent/lexbor.so")
     assert both(HOSTILE["table"])[0]  # the walk keeps the binding it had
 
 

@@ -1,8 +1,9 @@
 """A reference for `curate.extract.blocks.walk`: the same rules over selectolax's tree of Lexbor nodes in Python.
 
-The project's walk (C, `curate/extract/_walk.c`) reads Lexbor's serialisation of the body instead; this
-one reads the tree the parser built, node by node, so tests/test_extract_walk.py can check that the two
-readings of one page agree block for block (about 10x slower, which is why it lives here).
+The project's walk (C, `curate/extract/_walk.c`) reads the same tree through Lexbor's C functions; this
+one is an independent reading through selectolax's Python objects, written straight from the rules of
+blocks.py (recursive, and it expects the DROP elements already removed), so tests/test_extract_walk.py
+can check that the two agree block for block (about 10x slower, which is why it lives here).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The C block walk of extract.Main (curate/extract/_walk.c) against an independent reading of the same page.
 
-The C walk reads Lexbor's serialisation of the body; the reference (tests/_tree_walk.py) walks the tree
-that Lexbor built, node by node, through selectolax's Python API. Every block of every gold page, and of
-hand-made hostile snippets, must agree field for field. A few expectations are also written out by hand.
+Both read the tree that Lexbor built: the C walk through Lexbor's C functions (bound from selectolax's
+module), the reference (tests/_tree_walk.py) node by node through selectolax's Python API, with the DROP
+elements removed by selectolax first rather than skipped. Every block of every gold page, and of hand-made
+hostile snippets, must agree field for field. A few expectations are also written out by hand.
 The module's other functions are checked against the Python they replace: features' per-block quantities
 (`block_stats`), the page's most frequent words (`top_words`) and the guards' nesting-depth pre-scan
 (`nesting_depth`).
@@ -77,6 +78,14 @@ HOSTILE = {
     "noscript and template": "<noscript><p>enable js</p></noscript><template><p>t</p></template><p>ok</p>",
     "frameset": "<frameset><frame src=a></frameset>",
     "empty": "",
+    "text directly in body": "loose text <b>bold</b>\n<!-- c --> more<p>para</p>tail &amp; end",
+    "link holding blocks, br and DROP": ("<p>a <a href=x>one<br>two<div>three<p>four</p></div><template><p>t</p>"
+                                         "</template><style>s</style><!-- c -->five</a> b</p>"),
+    "pre holding a link with blocks": "<pre>x <a href=y>l1<div>l2</div></a>\n z</pre>",
+    "custom elements": "<x-card class=post><x-title>T</x-title><p>body text</p></x-card><foo-bar>q</foo-bar>",
+    "duplicate class and id": "<div class=comment class=content id=main id=nav><p>d</p></div>",
+    "empty and blank links": "<p>x <a href=1></a> <a href=2>  </a> y</p>",
+    "astral and odd code points": "<p>a\ud800b \U0001F600 \ufeff c</p>",
 }
 
 
@@ -97,6 +106,39 @@ def test_hand_made_expectations():
     cues = {t: (neg, pos, com) for t, _, _, _, neg, pos, com, *_ in both(HOSTILE["class cues"])[0]}
     assert cues == {"c": (1, 0, 1), "e": (0, 1, 0), "n": (1, 1, 0), "a": (1, 0, 0)}
     assert [f[0] for f in both(HOSTILE["script with a script in a string"])[0]] == ["after"]
+
+
+def test_the_depth_limit_is_exact_and_deep_links_do_not_recurse():
+    for depth in (1, 2, 7):
+        html = "<div>" * depth + "x" + "</div>" * depth
+        assert both(html, max_depth=depth)[0] == both(html, max_depth=depth)[1]
+        for walker in (walk, tree_walk):
+            with pytest.raises(TooDeep):
+                walker(LexborHTMLParser(html).body, depth - 1)
+    # the C walk keeps its own stacks: 5,000 nested elements inside a link (the reference would recurse)
+    deep = "<p>a <a href=x>" + "<span><i>" * 2500 + "t" + "</i></span>" * 2500 + "</a></p>"
+    assert fields(walk(LexborHTMLParser(deep).body, 3)) == [("a t", 3, 1, "p", 0, 0, 0, (0, 1), 0)]
+    nested = fields(walk(LexborHTMLParser("<div>" * 3000 + "x").body, 3000))
+    assert [(t, len(path)) for t, *_, path, _ in nested] == [("x", 3001)]
+
+
+def test_bytes_that_are_not_utf8_read_as_selectolax_reads_them():
+    """Lexbor keeps bytes it cannot decode (a page given as bytes); both walks read them as U+FFFD."""
+    html = (b'<p class="x\xffcomment">a\xff\xfeb \xe2\x82 c\xed\xa0\x80d\xf4\x90\x80\x80e\xc0\xafz \xf0\x9f\x98\x80'
+            b'</p><div id="\xe9">t\xe9t</div>')
+    ref = LexborHTMLParser(html)
+    ref.strip_tags(list(DROP))
+    got = fields(walk(LexborHTMLParser(html).body))
+    assert got == fields(tree_walk(ref.body))
+    assert got[1][0] == "t\ufffdt" and got[0][6] == 1  # the class's "comment" word still counts
+
+
+def test_binding_to_a_module_that_is_not_loaded_fails_clearly():
+    from curate.extract import _walk as module
+
+    with pytest.raises(ImportError, match="not loaded"):
+        module.lexbor("/nonexistent/lexbor.so")
+    assert both(HOSTILE["table"])[0]  # the walk keeps the binding it had
 
 
 def test_nesting_deeper_than_max_depth_is_too_deep():

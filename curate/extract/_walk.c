@@ -1,26 +1,28 @@
-/* The block walk of extract.Main in C: one pass over Lexbor's serialisation of the cleaned <body>.
+/* The block walk of extract.Main in C: one depth-first pass over Lexbor's tree of the <body>.
  *
- * Why the serialisation and not the tree: selectolax exposes Lexbor's tree only through Python
- * objects (about 1 us per node), while its serialiser writes the whole tree in C in a fraction of
- * that. The serialisation is regular HTML5 output, so a small scanner reads it exactly:
- *   - every element is closed in order, except the void elements, which have no end tag;
- *   - text escapes only &amp; &lt; &gt; &nbsp;, attribute values also &quot; and are always
- *     double-quoted, so the first '>' after '<' ends a tag;
- *   - comments are <!--...--> and never contain "-->"; the raw-text elements (xmp, iframe, noembed,
- *     noframes, noscript, plaintext, style) hold their text unescaped up to their end tag. Scripts
- *     are removed by Lexbor before (a script's text may hold "</script>" that does not end it).
+ * Why C on Lexbor's own tree: selectolax exposes the tree to Python only as objects (about 1 us per
+ * node), and serialising the body for a C scanner cost as much as the scan. But selectolax's
+ * extension module exports Lexbor's C API as dynamic symbols, and a node's mem_id is its
+ * lxb_dom_node_t *. lexbor() binds the few functions the walk needs by name (dlsym on the loaded
+ * module) and the walk reads the tree only through them: child and sibling links, node type, tag id
+ * and local name, class and id, a text node's data. Nothing depends on Lexbor's struct layouts; tag
+ * ids, which differ between Lexbor versions, are mapped to blocks.py's table by name at run time
+ * (custom tags' ids are pointers, looked up by name each time). blocks.py walks a known page once
+ * at import and fails with an ImportError if the bound functions do not give its blocks, and
+ * pyproject.toml pins the selectolax versions checked.
  * The rules of the walk (which elements start a block, how links, <br>, <pre> and whitespace are
  * handled, the cues of ancestors, the container path) are those documented in blocks.py; this file
- * only makes them fast. tests/test_extract_walk.py checks it block for block against a walk of
- * Lexbor's tree on every gold page.
+ * only makes them fast. tests/test_extract_walk.py checks it block for block against a Python walk of
+ * the same tree through selectolax's API on every gold page.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
 /* Tag flags, set by configure() from blocks.py's tables. */
-enum { T_BLOCK = 1, T_NEG = 2, T_POS = 4, T_VOID = 8, T_RAW = 16, T_A = 32, T_BR = 64, T_PRE = 128, T_DROP = 256 };
+enum { T_BLOCK = 1, T_NEG = 2, T_POS = 4, T_A = 8, T_BR = 16, T_PRE = 32, T_DROP = 64 };
 
 #define NTAGS 512
 #define MAXNAME 16
@@ -173,32 +175,52 @@ static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
     return e;
 }
 
+/* Lexbor's C API as selectolax's extension module exports it, bound once by lexbor() (blocks.py). Lexbor's
+ * structs are read only through these functions, so the walk depends on their names and signatures alone. */
+enum { LXB_ELEMENT = 1, LXB_TEXT = 3 }; /* lxb_dom_node_type_t: the DOM's nodeType numbers */
+static struct {
+    void *(*first_child)(void *node);
+    void *(*next)(void *node);
+    int (*type)(void *node);
+    uintptr_t (*tag_id)(void *node);
+    const unsigned char *(*local_name)(void *element, size_t *len);
+    const unsigned char *(*class_)(void *element, size_t *len);
+    const unsigned char *(*id)(void *element, size_t *len);
+    unsigned char *(*text)(void *node, size_t *len); /* a copy in the document's arena */
+} lx;
+static int lx_bound;
+
 /* The context that an element gives its children (blocks.py: visit's arguments). */
 typedef struct {
     PyObject *kind;
     int neg, pos, com, in_link, pre;
     Py_ssize_t path_len;
-    int flags; /* the element's own tag flags */
+    int flags;  /* the element's own tag flags */
+    void *node; /* the element (lxb_dom_node_t *) */
 } Frame;
 
+/* Tag ids below this are Lexbor's own tags, numbered differently by each Lexbor version (a custom tag's id is
+ * a pointer); each walk maps the ones it meets to blocks.py's table by name, once. */
+#define TAG_CACHE 512
+
 typedef struct {
-    Py_UCS4 *u; /* the serialised body as code points (one copy: direct reads in every loop below) */
-    Py_ssize_t n;
     Buf raw;     /* the current block's text, as the walk collects it */
-    Buf tmp;     /* one text node or one link's text, decoded */
+    Buf tmp;     /* one text node or one attribute value, decoded */
     Buf clean;   /* the block's text after whitespace folding */
+    Buf ltext;   /* one link's text */
     Py_ssize_t link;
     Frame *stack;
     Py_ssize_t depth, stack_cap;
+    void **nodes; /* the open elements inside a link (link_text) */
+    Py_ssize_t nodes_cap;
     long *path;
     Py_ssize_t path_cap;
     PyObject **ints; /* ints[v]: the int v of a container path, made once per page */
     Py_ssize_t ints_cap;
     long counter;
     PyObject *blocks;
+    Tag *tag_cache[TAG_CACHE];
 } Walk;
-
-#define CH(w, i) ((w)->u[(i)])
 
 /* \w of Python's re: alphanumeric or '_' (ASCII without a call into the Unicode database). */
 static inline int is_word(Py_UCS4 c) {
@@ -208,30 +230,58 @@ static inline int is_word(Py_UCS4 c) {
 
 static inline int is_decimal(Py_UCS4 c) { return c < 128 ? (c >= '0' && c <= '9') : Py_UNICODE_ISDECIMAL(c); }
 
-/* Decode the text of [start, end) into w->tmp: the four escapes of serialised text (and &quot;). */
-static int decode(Walk *w, Py_ssize_t start, Py_ssize_t end, int escaped) {
-    w->tmp.len = 0;
-    if (buf_grow(&w->tmp, end - start) < 0) return -1;
-    for (Py_ssize_t i = start; i < end; i++) {
-        Py_UCS4 c = CH(w, i);
-        if (c == '&' && escaped) {
-            static const struct { const char *s; int n; Py_UCS4 c; } ents[] = {
-                {"amp;", 4, '&'}, {"lt;", 3, '<'}, {"gt;", 3, '>'}, {"nbsp;", 5, 0xA0}, {"quot;", 5, '"'}};
-            int hit = 0;
-            for (size_t k = 0; k < sizeof ents / sizeof ents[0] && !hit; k++) {
-                if (i + ents[k].n >= end) continue;
-                int ok = 1;
-                for (int j = 0; j < ents[k].n && ok; j++) ok = CH(w, i + 1 + j) == (Py_UCS4)ents[k].s[j];
-                if (ok) {
-                    c = ents[k].c;
-                    i += ents[k].n;
-                    hit = 1;
-                }
-            }
+/* Lexbor's UTF-8 as code points into b. Lexbor passes bytes that are not UTF-8 through, and selectolax reads
+ * them as U+FFFD (PyUnicode_DecodeUTF8, "replace"): a text with such bytes is decoded that way instead. */
+static int utf8(Buf *b, const unsigned char *s, size_t n) {
+    b->len = 0;
+    if (buf_grow(b, (Py_ssize_t)n) < 0) return -1;
+    for (size_t i = 0; i < n;) {
+        Py_UCS4 c = s[i];
+        int more = c < 0x80 ? 0 : c < 0xC2 ? -1 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : c < 0xF5 ? 3 : -1; /* bytes to follow */
+        int ok = more >= 0 && i + (size_t)more < n;
+        if (more > 0) c &= 0x3F >> more;
+        for (int k = 1; ok && k <= more; k++) {
+            ok = (s[i + k] & 0xC0) == 0x80;
+            c = (c << 6) | (s[i + k] & 0x3F);
         }
-        w->tmp.p[w->tmp.len++] = c;
+        /* no overlong forms, surrogates or code points past U+10FFFF */
+        ok = ok && !(more == 2 && (c < 0x800 || (c >= 0xD800 && c < 0xE000)));
+        ok = ok && !(more == 3 && (c < 0x10000 || c > 0x10FFFF));
+        if (!ok) {
+            PyObject *u = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "replace");
+            if (!u || buf_grow(b, PyUnicode_GET_LENGTH(u)) < 0 || !PyUnicode_AsUCS4(u, b->p, b->cap, 0)) {
+                Py_XDECREF(u);
+                return -1;
+            }
+            b->len = PyUnicode_GET_LENGTH(u);
+            Py_DECREF(u);
+            return 0;
+        }
+        b->p[b->len++] = c;
+        i += (size_t)more + 1;
     }
     return 0;
+}
+
+/* A text node's data, decoded into w->tmp. Lexbor's getter copies it into the document's arena, freed with the
+ * document; handing each copy back at once (lxb_dom_document_destroy_text) cost 13% of the walk, for nothing. */
+static int node_text(Walk *w, void *node) {
+    size_t n = 0;
+    unsigned char *s = lx.text(node, &n);
+    return utf8(&w->tmp, s, s ? n : 0);
+}
+
+/* The tag table's entry of an element (no_tag when blocks.py does not name it). */
+static Tag no_tag;
+static Tag *tag_of(Walk *w, void *el) {
+    uintptr_t id = lx.tag_id(el);
+    if (id < TAG_CACHE && w->tag_cache[id]) return w->tag_cache[id];
+    size_t n = 0;
+    const unsigned char *name = lx.local_name(el, &n);
+    Tag *t = name ? find_tag((const char *)name, n, 0) : NULL;
+    if (!t) t = &no_tag;
+    if (id < TAG_CACHE) w->tag_cache[id] = t;
+    return t;
 }
 
 static int all_space(const Buf *b) {
@@ -411,39 +461,14 @@ static int word_cues(Walk *w, int *lo, int *hi) {
 }
 
 /* The cue of a block element from its class and id attributes (blocks.cue): a comment cue in any word wins,
- * then a boilerplate cue, then a content cue. [start, end) is the tag's text after its name. */
-static int cue_of(Walk *w, Py_ssize_t start, Py_ssize_t end, int *cue) {
-    Py_ssize_t cls[2] = {-1, -1}, id[2] = {-1, -1};
-    Py_ssize_t i = start;
-    while (i < end) {
-        while (i < end && Py_UNICODE_ISSPACE(CH(w, i))) i++;
-        Py_ssize_t ns = i;
-        if (i < end && CH(w, i) == '=') i++; /* a name may begin with '=' */
-        while (i < end && CH(w, i) != '=' && !Py_UNICODE_ISSPACE(CH(w, i)) && CH(w, i) != '/') i++;
-        Py_ssize_t ne = i, vs = -1, ve = -1;
-        if (i + 1 < end && CH(w, i) == '=' && CH(w, i + 1) == '"') {
-            vs = i + 2;
-            ve = vs;
-            while (ve < end && CH(w, ve) != '"') ve++;
-            i = ve + 1;
-        } else if (i < end && !Py_UNICODE_ISSPACE(CH(w, i))) {
-            i++;
-        }
-        if (vs < 0) continue;
-        if (ne - ns == 5 && CH(w, ns) == 'c' && CH(w, ns + 1) == 'l' && CH(w, ns + 2) == 'a' &&
-            CH(w, ns + 3) == 's' && CH(w, ns + 4) == 's' && cls[0] < 0) {
-            cls[0] = vs;
-            cls[1] = ve;
-        } else if (ne - ns == 2 && CH(w, ns) == 'i' && CH(w, ns + 1) == 'd' && id[0] < 0) {
-            id[0] = vs;
-            id[1] = ve;
-        }
-    }
+ * then a boilerplate cue, then a content cue. */
+static int cue_of(Walk *w, void *el, int *cue) {
     int lo = 0, hi = 0;
     for (int a = 0; a < 2; a++) {
-        Py_ssize_t *v = a ? id : cls;
-        if (v[0] < 0) continue;
-        if (decode(w, v[0], v[1], 1) < 0 || buf_grow(&w->tmp, w->tmp.len) < 0 || word_cues(w, &lo, &hi) < 0) return -1;
+        size_t n = 0;
+        const unsigned char *v = a ? lx.id(el, &n) : lx.class_(el, &n);
+        if (!v || !n) continue;
+        if (utf8(&w->tmp, v, n) < 0 || buf_grow(&w->tmp, w->tmp.len) < 0 || word_cues(w, &lo, &hi) < 0) return -1;
     }
     *cue = lo < 0 ? lo : hi;
     return 0;
@@ -457,167 +482,71 @@ static int push(Walk *w, Frame f) {
     return 0;
 }
 
-/* Index of the first end tag of `name` at or after i (or n): "</name" in any case, then a space, '/' or '>',
- * as the HTML tokenizer ends raw text. */
-static Py_ssize_t find_end_tag(Walk *w, Py_ssize_t i, const char *name, size_t len) {
-    for (; i + 1 < w->n; i++) {
-        if (CH(w, i) != '<' || CH(w, i + 1) != '/') continue;
-        Py_ssize_t j = i + 2;
-        size_t k = 0;
-        while (k < len && j < w->n && Py_UNICODE_TOLOWER(CH(w, j)) == (Py_UCS4)name[k]) k++, j++;
-        if (k == len && (j == w->n || CH(w, j) == '>' || CH(w, j) == '/' || Py_UNICODE_ISSPACE(CH(w, j)))) return i;
-    }
-    return w->n;
-}
-
-/* Index just past the end of the tag or comment that starts at i (a '<'). */
-static Py_ssize_t skip_markup(Walk *w, Py_ssize_t i) {
-    if (i + 3 < w->n && CH(w, i + 1) == '!' && CH(w, i + 2) == '-' && CH(w, i + 3) == '-') {
-        for (Py_ssize_t j = i + 4; j + 2 < w->n; j++)
-            if (CH(w, j) == '-' && CH(w, j + 1) == '-' && CH(w, j + 2) == '>') return j + 3;
-        return w->n;
-    }
-    while (i < w->n && CH(w, i) != '>') i++;
-    return i < w->n ? i + 1 : w->n;
-}
-
-/* A tag's name at i (just past '<' or '</'), copied as ASCII into `name`; its length, or 0 if not ASCII/too long. */
-static size_t read_name(Walk *w, Py_ssize_t *i, char *name) {
-    size_t len = 0;
-    int ascii = 1;
-    while (*i < w->n) {
-        Py_UCS4 c = CH(w, *i);
-        if (c == '>' || c == '/' || Py_UNICODE_ISSPACE(c)) break;
-        if (c > 127) ascii = 0;
-        if (len < MAXNAME - 1) name[len] = (char)c;
-        len++;
-        (*i)++;
-    }
-    return (ascii && len < MAXNAME) ? len : 0;
-}
-
-/* Index just past the end tag of the element whose start tag ends at i, skipping all it holds. */
-static Py_ssize_t skip_element(Walk *w, Py_ssize_t i, const char *name, size_t len, int flags) {
-    if (flags & T_VOID) return i;
-    if (flags & T_RAW) return skip_markup(w, find_end_tag(w, i, name, len));
-    Py_ssize_t open = 1;
-    while (i < w->n && open > 0) {
-        if (CH(w, i) != '<') {
-            i++;
-            continue;
-        }
-        Py_ssize_t j = i + 1;
-        int end = j < w->n && CH(w, j) == '/', other = j < w->n && (CH(w, j) == '!' || CH(w, j) == '?');
-        char inner[MAXNAME];
-        size_t n = (end || other) ? 0 : read_name(w, &j, inner);
-        Tag *t = n ? find_tag(inner, n, 0) : NULL;
-        int f = t ? t->flags : 0;
-        i = skip_markup(w, i);
-        if (end) {
-            open--;
-        } else if (!other && !(f & T_VOID)) {
-            if (f & T_RAW) i = find_end_tag(w, i, inner, n); /* its end tag closes it on the next turn */
-            open++;
-        }
-    }
-    return i;
-}
-
 /* A space in a link's text where a block or <br> inside it begins or ends, unless one is there already. */
 static int link_gap(Buf *out) {
     return (out->len && out->p[out->len - 1] != ' ') ? buf_put(out, ' ') : 0;
 }
 
-/* The text of a link and everything in it, from just past its start tag; blocks inside it (teaser cards)
- * are separated by a space. */
-static Py_ssize_t link_text(Walk *w, Py_ssize_t i, Buf *out) {
-    Py_ssize_t open = 1;
+/* The text of link `a` and everything in it but DROP elements into out; blocks and <br> inside it (teaser
+ * cards) are separated by a space. An explicit stack: nothing inside a link counts towards max_depth. */
+static int link_text(Walk *w, void *a, Buf *out) {
+    Py_ssize_t depth = 0;
     out->len = 0;
-    while (i < w->n && open > 0) {
-        if (CH(w, i) != '<') {
-            Py_ssize_t e = i;
-            while (e < w->n && CH(w, e) != '<') e++;
-            if (decode(w, i, e, 1) < 0) return -1;
-            if (buf_grow(out, w->tmp.len) < 0) return -1;
+    void *node = lx.first_child(a);
+    for (;;) {
+        if (!node) {
+            if (!depth) return 0;
+            void *up = w->nodes[--depth];
+            if ((tag_of(w, up)->flags & (T_BLOCK | T_BR)) && link_gap(out) < 0) return -1;
+            node = lx.next(up);
+            continue;
+        }
+        int type = lx.type(node);
+        if (type == LXB_TEXT) {
+            if (node_text(w, node) < 0 || buf_grow(out, w->tmp.len) < 0) return -1;
             memcpy(out->p + out->len, w->tmp.p, (size_t)w->tmp.len * sizeof(Py_UCS4));
             out->len += w->tmp.len;
-            i = e;
-            continue;
+        } else if (type == LXB_ELEMENT) {
+            int flags = tag_of(w, node)->flags;
+            if (!(flags & T_DROP)) {
+                if ((flags & (T_BLOCK | T_BR)) && link_gap(out) < 0) return -1;
+                if (grow((void **)&w->nodes, &w->nodes_cap, depth + 1, sizeof(void *)) < 0) return -1;
+                w->nodes[depth++] = node;
+                node = lx.first_child(node);
+                continue;
+            }
         }
-        Py_ssize_t j = i + 1;
-        if (j < w->n && (CH(w, j) == '!' || CH(w, j) == '?')) {
-            i = skip_markup(w, i);
-            continue;
-        }
-        int end = j < w->n && CH(w, j) == '/';
-        j += end;
-        char name[MAXNAME];
-        size_t len = read_name(w, &j, name);
-        Tag *t = len ? find_tag(name, len, 0) : NULL;
-        int flags = t ? t->flags : 0;
-        i = skip_markup(w, i);
-        if ((flags & (T_BLOCK | T_BR)) && link_gap(out) < 0) return -1;
-        if (end) {
-            open--;
-            continue;
-        }
-        if (flags & T_DROP) {
-            i = skip_element(w, i, name, len, flags);
-            continue;
-        }
-        if (flags & T_VOID) continue;
-        if (flags & T_RAW) { /* raw text up to its end tag, which the loop then reads */
-            Py_ssize_t e = find_end_tag(w, i, name, len);
-            if (decode(w, i, e, 0) < 0 || buf_grow(out, w->tmp.len) < 0) return -1;
-            memcpy(out->p + out->len, w->tmp.p, (size_t)w->tmp.len * sizeof(Py_UCS4));
-            out->len += w->tmp.len;
-            i = e;
-        }
-        open++;
+        node = lx.next(node);
     }
-    return i;
+}
+
+/* A link outside <pre>: its whole text one inline piece, wherever its blocks are. */
+static int read_link(Walk *w, void *a) {
+    if (link_text(w, a, &w->ltext) < 0) return -1;
+    if (w->ltext.len && !all_space(&w->ltext)) {
+        w->link += stripped_len(&w->ltext);
+        return append(w, &w->ltext, 0);
+    }
+    return w->raw.len ? buf_put(&w->raw, ' ') : 0;
 }
 
 /* One text node of the walk (blocks.py: the "-text" case). */
-static int text_node(Walk *w, const Frame *f) {
-    if (!f->pre) {
-        if (all_space(&w->tmp)) {
-            if (w->raw.len) return buf_put(&w->raw, ' ');
-            return 0;
-        }
-    }
+static int text_node(Walk *w, const Frame *f, void *node) {
+    if (node_text(w, node) < 0) return -1;
+    if (!w->tmp.len) return 0;
+    if (!f->pre && all_space(&w->tmp)) return w->raw.len ? buf_put(&w->raw, ' ') : 0;
     if (f->in_link) w->link += stripped_len(&w->tmp);
     return append(w, &w->tmp, f->pre);
 }
 
-static int start_tag(Walk *w, Py_ssize_t lt, Py_ssize_t *pos, long max_depth, Buf *link) {
-    Py_ssize_t j = lt + 1;
-    char name[MAXNAME];
-    size_t len = read_name(w, &j, name);
-    Tag *t = len ? find_tag(name, len, 0) : NULL;
-    int flags = t ? t->flags : 0;
-    Py_ssize_t end = skip_markup(w, lt);
-    *pos = end;
-    if (w->depth == 0) { /* the <body> itself: the root context, not a block */
-        Frame root = {kind_div, 0, 0, 0, 0, 0, 1, 0};
-        w->path[0] = 0;
-        return push(w, root);
-    }
-    if (flags & T_DROP) { /* never main text: skipped with all it holds */
-        *pos = skip_element(w, end, name, len, flags);
-        return 0;
-    }
+/* An element met by the walk: skipped (DROP), read whole (a link, <br>), or entered: its frame pushed, *enter set. */
+static int element(Walk *w, void *el, long max_depth, int *enter) {
+    Tag *t = tag_of(w, el);
+    int flags = t->flags;
     Frame *top = &w->stack[w->depth - 1];
-    if ((flags & T_A) && !top->pre) { /* a link's whole text in one piece: it is inline wherever its blocks are */
-        Py_ssize_t after = link_text(w, end, link);
-        if (after < 0) return -1;
-        *pos = after;
-        if (link->len && !all_space(link)) {
-            w->link += stripped_len(link);
-            return append(w, link, 0);
-        }
-        return w->raw.len ? buf_put(&w->raw, ' ') : 0;
-    }
+    *enter = 0;
+    if (flags & T_DROP) return 0; /* never main text: skipped with all it holds */
+    if ((flags & T_A) && !top->pre) return read_link(w, el);
     if (flags & T_BR) return buf_put(&w->raw, '\n');
     if (w->depth > max_depth) { /* this element would be nested max_depth + 1 deep below <body> */
         PyErr_SetNone(too_deep);
@@ -625,11 +554,11 @@ static int start_tag(Walk *w, Py_ssize_t lt, Py_ssize_t *pos, long max_depth, Bu
     }
     Frame f = *top;
     f.flags = flags;
+    f.node = el;
     if (flags & T_BLOCK) {
-        if (w->raw.len && flush(w, top) < 0) return -1;
         int c = 0;
-        if (cue_of(w, j, end - 1, &c) < 0) return -1;
-        f.kind = (t && t->kind) ? t->kind : kind_div;
+        if ((w->raw.len && flush(w, top) < 0) || cue_of(w, el, &c) < 0) return -1;
+        f.kind = t->kind ? t->kind : kind_div;
         f.neg += (c < 0) + ((flags & T_NEG) != 0);
         f.pos += (c > 0) + ((flags & T_POS) != 0);
         f.com += (c == -2);
@@ -639,78 +568,92 @@ static int start_tag(Walk *w, Py_ssize_t lt, Py_ssize_t *pos, long max_depth, Bu
     } else {
         f.in_link = f.in_link || (flags & T_A);
     }
-    if (flags & T_VOID) return 0; /* visited (its depth counts) but has no children and no end tag */
     if (push(w, f) < 0) return -1;
     if (flags & T_BLOCK) w->path[f.path_len - 1] = w->counter;
-    if (flags & T_RAW) { /* its unescaped text, one text node */
-        Py_ssize_t e = find_end_tag(w, end, name, len);
-        if (e > end) {
-            if (decode(w, end, e, 0) < 0 || text_node(w, &w->stack[w->depth - 1]) < 0) return -1;
+    *enter = 1;
+    return 0;
+}
+
+/* The blocks under `body` into w->blocks, in document order: a depth-first walk with an explicit stack (a tree
+ * may nest thousands deep before the depth limit is checked, and links are read whole at any depth). */
+static int walk_body(Walk *w, void *body, long max_depth) {
+    Frame root = {kind_div, 0, 0, 0, 0, 0, 1, 0, body};
+    if (push(w, root) < 0) return -1;
+    w->path[0] = 0;
+    void *node = lx.first_child(body);
+    while (w->depth > 0) {
+        if (!node) { /* the end of an element: a block ends there */
+            Frame f = w->stack[--w->depth];
+            if ((f.flags & T_BLOCK) && w->raw.len && flush(w, &f) < 0) return -1;
+            node = w->depth ? lx.next(f.node) : NULL;
+            continue;
         }
-        *pos = e;
+        int type = lx.type(node), enter = 0;
+        if (type == LXB_TEXT && text_node(w, &w->stack[w->depth - 1], node) < 0) return -1;
+        if (type == LXB_ELEMENT && element(w, node, max_depth, &enter) < 0) return -1;
+        node = enter ? lx.first_child(node) : lx.next(node);
     }
-    return 0;
+    return w->raw.len ? flush(w, &root) : 0;
 }
 
-static int end_tag(Walk *w) {
-    if (w->depth == 0) return 0;
-    Frame f = w->stack[--w->depth];
-    if ((f.flags & T_BLOCK) && w->raw.len) return flush(w, &f);
-    return 0;
-}
-
+/* walk(body, max_depth) -> list of Block: body is the lxb_dom_node_t * of a <body> (selectolax's mem_id); the
+ * caller keeps its tree alive. */
 static PyObject *walk(PyObject *self, PyObject *args) {
-    PyObject *html;
+    PyObject *id;
     long max_depth;
-    if (!PyArg_ParseTuple(args, "Ul", &html, &max_depth) || PyUnicode_READY(html) < 0) return NULL;
-    if (!too_deep) {
-        PyErr_SetString(PyExc_RuntimeError, "_walk.configure() was not called");
+    if (!PyArg_ParseTuple(args, "O!l", &PyLong_Type, &id, &max_depth)) return NULL;
+    void *body = PyLong_AsVoidPtr(id);
+    if (!body) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "walk(): no node");
         return NULL;
     }
-    Walk w = {0};
-    w.u = PyUnicode_AsUCS4Copy(html);
-    if (!w.u) return NULL;
-    w.n = PyUnicode_GET_LENGTH(html);
-    w.blocks = PyList_New(0);
-    Buf link = {0};
-    int failed = !w.blocks || buf_grow(&w.raw, 1024) < 0;
-    if (grow((void **)&w.path, &w.path_cap, 1, sizeof(long)) < 0) failed = 1; /* the root's path */
-    Py_ssize_t i = 0;
-    while (!failed && i < w.n) {
-        if (CH(&w, i) != '<') {
-            Py_ssize_t e = i;
-            while (e < w.n && CH(&w, e) != '<') e++;
-            if (w.depth > 0 && (decode(&w, i, e, 1) < 0 || text_node(&w, &w.stack[w.depth - 1]) < 0)) failed = 1;
-            i = e;
-        } else if (i + 1 < w.n && CH(&w, i + 1) == '/') {
-            if (end_tag(&w) < 0) failed = 1;
-            i = skip_markup(&w, i);
-        } else if (i + 1 < w.n && (CH(&w, i + 1) == '!' || CH(&w, i + 1) == '?')) {
-            i = skip_markup(&w, i);
-        } else if (start_tag(&w, i, &i, max_depth, &link) < 0) {
-            failed = 1;
-        }
+    if (!too_deep || !lx_bound) {
+        PyErr_SetString(PyExc_RuntimeError, "_walk.configure() and _walk.lexbor() were not called");
+        return NULL;
     }
-    if (!failed && w.raw.len) {
-        Frame root = {kind_div, 0, 0, 0, 0, 0, 1, 0};
-        w.path[0] = 0;
-        if (flush(&w, &root) < 0) failed = 1;
-    }
-    PyMem_Free(w.u);
-    PyMem_Free(w.raw.p);
-    PyMem_Free(w.tmp.p);
-    PyMem_Free(w.clean.p);
-    PyMem_Free(link.p);
-    PyMem_Free(w.stack);
-    PyMem_Free(w.path);
-    for (Py_ssize_t i = 0; i < w.ints_cap; i++) Py_XDECREF(w.ints[i]);
-    PyMem_Free(w.ints);
+    Walk *w = PyMem_Calloc(1, sizeof(Walk));
+    if (!w) return PyErr_NoMemory();
+    w->blocks = PyList_New(0);
+    int failed = !w->blocks || buf_grow(&w->raw, 1024) < 0 || walk_body(w, body, max_depth) < 0;
+    PyObject *blocks = w->blocks;
+    Buf *bufs[] = {&w->raw, &w->tmp, &w->clean, &w->ltext};
+    for (int k = 0; k < 4; k++) PyMem_Free(bufs[k]->p);
+    PyMem_Free(w->stack);
+    PyMem_Free(w->nodes);
+    PyMem_Free(w->path);
+    for (Py_ssize_t i = 0; i < w->ints_cap; i++) Py_XDECREF(w->ints[i]);
+    PyMem_Free(w->ints);
+    PyMem_Free(w);
     if (failed) {
-        Py_XDECREF(w.blocks);
+        Py_XDECREF(blocks);
         return NULL;
     }
-    return w.blocks;
+    return blocks;
 }
+
+/* lexbor(path): bind the Lexbor functions the walk calls from selectolax's extension module at `path` (already
+ * loaded by the import of selectolax.lexbor). An ImportError names what is missing. */
+static PyObject *lexbor(PyObject *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    void *lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib) return PyErr_Format(PyExc_ImportError, "_walk.lexbor(): %s is not loaded (%s)", path, dlerror());
+    static const char *names[] = {
+        "lxb_dom_node_first_child_noi", "lxb_dom_node_next_noi", "lxb_dom_node_type_noi",
+        "lxb_dom_node_tag_id_noi", "lxb_dom_element_local_name", "lxb_dom_element_class_noi",
+        "lxb_dom_element_id_noi", "lxb_dom_node_text_content"};
+    void *found[sizeof names / sizeof names[0]];
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        if (!(found[k] = dlsym(lib, names[k])))
+            return PyErr_Format(PyExc_ImportError, "selectolax's Lexbor module %s does not export %s: extract.Main's "
+                                "walk needs selectolax>=1.0.2,<1.1", path, names[k]);
+    }
+    _Static_assert(sizeof lx == sizeof found, "one symbol per function of lx");
+    memcpy(&lx, found, sizeof lx); /* dlsym's object pointers as the function pointers they are (POSIX) */
+    lx_bound = 1;
+    Py_RETURN_NONE;
+}
+
 
 /* features.py's character classes. */
 static int is_cap(Py_UCS4 c) { /* [A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] */
@@ -1124,7 +1067,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"walk", walk, METH_VARARGS, "walk(body_html, max_depth) -> list of Block: the blocks of a serialised <body>."},
+    {"walk", walk, METH_VARARGS, "walk(body, max_depth) -> list of Block: the blocks under a <body> (its mem_id)."},
+    {"lexbor", lexbor, METH_VARARGS, "lexbor(path): bind Lexbor's functions from selectolax's module at path."},
     {"block_stats", block_stats, METH_VARARGS, "block_stats(blocks, stop, kinds, ends) -> bytes (features.py)."},
     {"flat_paths", flat_paths, METH_O, "flat_paths(blocks) -> (int64 bytes of all paths, int64 bytes of lengths)."},
     {"top_words", top_words, METH_VARARGS, "top_words(texts, limit, n) -> list of the n most frequent words."},

@@ -46,8 +46,7 @@ def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Bl
     """The page's blocks and, when asked, its <title> text; TooDeep past `max_depth` nested elements."""
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(html)
-    tree.strip_tags(["script"])  # the walk skips the other elements of blocks.DROP itself
+    tree = LexborHTMLParser(html)  # the walk skips blocks.DROP (scripts, styles, ...) itself
     node = tree.css_first("title") if title else None
     page_title = " ".join(node.text().split()) if node is not None else ""
     return (walk(tree.body, max_depth) if tree.body is not None else []), page_title

@@ -129,8 +129,9 @@ static void words_free(Words *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* The slot of word p[0:n]: found, or a new one with count 0 (insert=1), or NULL (not found / no memory). */
-static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
+/* The slot of word p[0:n] whose hash_ucs4 is `hash`: found, or a new one with count 0 (insert=1), or NULL
+ * (not found / no memory). */
+static Slot *words_slot_hashed(Words *t, const Py_UCS4 *p, Py_ssize_t n, size_t hash, int insert) {
     if (insert && (t->used + 1) * 2 > t->cap) { /* keep it at most half full */
         Py_ssize_t cap = t->cap ? t->cap * 2 : 2048; /* a page's first 1,500 words fit without growing */
         Slot *slots = PyMem_Calloc((size_t)cap, sizeof(Slot));
@@ -153,7 +154,7 @@ static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
         PyErr_SetString(PyExc_OverflowError, "word table too large");
         return NULL;
     }
-    size_t hash = hash_ucs4(p, n), h = hash & (size_t)(t->cap - 1);
+    size_t h = hash & (size_t)(t->cap - 1);
     for (;; h = (h + 1) & (size_t)(t->cap - 1)) {
         Slot *e = &t->slots[h];
         if (!e->len) break;
@@ -171,6 +172,10 @@ static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
     memcpy(t->arena.p + t->arena.len, p, (size_t)n * sizeof(Py_UCS4));
     t->arena.len += n;
     return e;
+}
+
+static Slot *words_slot(Words *t, const Py_UCS4 *p, Py_ssize_t n, int insert) {
+    return words_slot_hashed(t, p, n, hash_ucs4(p, n), insert);
 }
 
 /* The context that an element gives its children (blocks.py: visit's arguments). */
@@ -840,15 +845,6 @@ typedef struct {
     Buf low; /* one text, lower-cased */
 } Scan;
 
-/* The state of one pass over one text: count_text's counters and the word being read. */
-typedef struct {
-    Scan *sc;
-    Stats *st;
-    long punct, caps, nums, spaces;
-    int after_space, in_word, all_digits;
-    Py_ssize_t start; /* of the lower-cased word being read, -1: none */
-} Pass;
-
 /* Character classes: \w, decimal digit, [.,;:!?。、，], [A-ZÀ-ÖØ-ÞА-ЯΑ-Ω], whitespace; by table for ASCII. */
 enum { K_WORD = 1, K_DIGIT = 2, K_PUNCT = 4, K_CAP = 8, K_SPACE = 16 };
 static uint8_t ascii_class[128];
@@ -865,66 +861,74 @@ static int class_of(Py_UCS4 c) {
            (Py_UNICODE_ISSPACE(c) ? K_SPACE : 0);
 }
 
-/* The word low[start:end] of the text: hashed into sc->seen, counted, its number appended to sc->tok. */
-static int add_word(Pass *ps, Py_ssize_t end) {
-    Scan *sc = ps->sc;
-    Slot *e = words_slot(&sc->seen, sc->low.p + ps->start, end - ps->start, 1);
+/* The word low[start:end] of the text, whose hash_ucs4 is `hash`: found or added in sc->seen, counted, its
+ * number appended to sc->tok. */
+static int add_word(Scan *sc, Py_ssize_t start, Py_ssize_t end, size_t hash, Stats *st) {
+    Slot *e = words_slot_hashed(&sc->seen, sc->low.p + start, end - start, hash, 1);
     if (!e || grow((void **)&sc->tok, &sc->tok_cap, sc->ntok + 1, sizeof(int32_t)) < 0) return -1;
     if (sc->ntok < cfg.top_limit) e->count++;
     sc->tok[sc->ntok++] = e->first;
-    ps->st->words++;
-    ps->start = -1;
+    st->words++;
     return 0;
 }
 
-/* One code point of the text at i: count_text's counts over the text as it is, the word scan over it
- * lower-cased (\w of the lower-cased code point). */
-static inline int pass_char(Pass *ps, Py_UCS4 c, Py_ssize_t i) {
-    int k = class_of(c), word = k & K_WORD;
-    if (word) {
-        if (!ps->in_word) ps->all_digits = 1;
-        ps->all_digits = ps->all_digits && (k & K_DIGIT);
-    } else if (ps->in_word && ps->all_digits) {
-        ps->nums++; /* a run of word characters that are all decimal digits: \b\d+\b */
-    }
-    ps->in_word = word;
-    ps->punct += (k & K_PUNCT) != 0;
-    ps->caps += ps->after_space && (k & K_CAP);
-    ps->spaces += c == ' ';
-    ps->after_space = (k & K_SPACE) != 0;
-    Py_UCS4 low = c < 128 ? (c >= 'A' && c <= 'Z' ? c + 32 : c) : Py_UNICODE_TOLOWER(c);
-    ps->sc->low.p[i] = low;
-    if (c < 128 ? word : is_word(low)) {
-        if (ps->start < 0) ps->start = i;
-        return 0;
-    }
-    return ps->start >= 0 ? add_word(ps, i) : 0;
-}
-
-/* Over `text`, one pass: the matches of [.,;:!?。、，], of (?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] and of \b\d+\b,
- * str.count(" "), whether it ends with one of cfg.ends, and its words (Scan). */
+/* Over `text`, one pass: the matches of [.,;:!?。、，], of (?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω] and of \b\d+\b and
+ * str.count(" ") over the text as it is; its words (\w+ runs of it lower-cased, each hashed as it is read)
+ * into Scan; whether it ends with one of cfg.ends. The state is in locals, one loop per code-point width
+ * (a read through PyUnicode_READ is a switch per code point). */
 static int scan_text(Scan *sc, PyObject *text, Stats *st) {
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    Py_ssize_t len = PyUnicode_GET_LENGTH(text);
-    Pass ps = {sc, st, 0, 0, 0, 0, 1, 0, 0, -1};
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), start = -1;
+    long punct = 0, caps = 0, nums = 0, spaces = 0;
+    int after_space = 1, in_word = 0, all_digits = 0;
+    size_t hash = 0;
     if (buf_grow(&sc->low, len + 1) < 0) return -1;
+    Py_UCS4 *low = sc->low.p;
     st->words = 0;
 #define PASS(type)                                                                                                  \
-    for (Py_ssize_t i = 0; i < len; i++)                                                                            \
-        if (pass_char(&ps, ((const type *)data)[i], i) < 0) return -1;
-    switch (kind) { /* a loop per width, so the read is not a switch per code point */
+    for (Py_ssize_t i = 0; i < len; i++) {                                                                          \
+        Py_UCS4 c = ((const type *)data)[i], lc;                                                                    \
+        int k = class_of(c), word = k & K_WORD, low_word;                                                           \
+        if (word) {                                                                                                 \
+            if (!in_word) all_digits = 1;                                                                           \
+            all_digits = all_digits && (k & K_DIGIT);                                                               \
+        } else if (in_word && all_digits) {                                                                         \
+            nums++; /* a run of word characters that are all decimal digits: \b\d+\b */                             \
+        }                                                                                                           \
+        in_word = word;                                                                                             \
+        punct += (k & K_PUNCT) != 0;                                                                                \
+        caps += after_space && (k & K_CAP);                                                                         \
+        spaces += c == ' ';                                                                                         \
+        after_space = (k & K_SPACE) != 0;                                                                           \
+        if (c < 128) {                                                                                              \
+            lc = c >= 'A' && c <= 'Z' ? c + 32 : c;                                                                 \
+            low_word = word;                                                                                        \
+        } else {                                                                                                    \
+            lc = Py_UNICODE_TOLOWER(c);                                                                             \
+            low_word = is_word(lc);                                                                                 \
+        }                                                                                                           \
+        low[i] = lc;                                                                                                \
+        if (low_word) {                                                                                             \
+            if (start < 0) start = i, hash = 1469598103934665603ull; /* hash_ucs4, a code point at a time */       \
+            hash = (hash ^ lc) * 1099511628211ull;                                                                  \
+        } else if (start >= 0) {                                                                                    \
+            if (add_word(sc, start, i, hash, st) < 0) return -1;                                                    \
+            start = -1;                                                                                             \
+        }                                                                                                           \
+    }
+    switch (kind) {
     case PyUnicode_1BYTE_KIND: PASS(Py_UCS1) break;
     case PyUnicode_2BYTE_KIND: PASS(Py_UCS2) break;
     default: PASS(Py_UCS4) break;
     }
 #undef PASS
-    if (ps.in_word && ps.all_digits) ps.nums++;
-    if (ps.start >= 0 && add_word(&ps, len) < 0) return -1;
-    st->punct = (double)ps.punct;
-    st->caps = (double)ps.caps;
-    st->nums = (double)ps.nums;
-    st->spaces = (double)ps.spaces;
+    if (in_word && all_digits) nums++;
+    if (start >= 0 && add_word(sc, start, len, hash, st) < 0) return -1;
+    st->punct = (double)punct;
+    st->caps = (double)caps;
+    st->nums = (double)nums;
+    st->spaces = (double)spaces;
     st->ends = len && PyUnicode_FindChar(cfg.ends, PyUnicode_READ(kind, data, len - 1), 0,
                                          PyUnicode_GET_LENGTH(cfg.ends), 1) >= 0;
     return 0;
@@ -990,9 +994,9 @@ static int page_stats(PyObject *blocks, PyObject *stoplist, Stats *st, int *has_
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t k = 0; table && k < sc.seen.cap; k++) { /* each distinct word looked up once */
+    for (Py_ssize_t k = 0; table && k < sc.seen.cap; k++) { /* each distinct word looked up once, by its hash */
         const Slot *e = &sc.seen.slots[k];
-        if (e->len) is_stop[e->first] = words_slot(table, sc.seen.arena.p + e->start, e->len, 0) != NULL;
+        if (e->len) is_stop[e->first] = words_slot_hashed(table, sc.seen.arena.p + e->start, e->len, e->hash, 0) != NULL;
     }
     for (Py_ssize_t i = 0, t = 0; i < n; i++) {
         st[i].stops = 0;

@@ -776,11 +776,11 @@ static Words *stop_table(PyObject *set) {
  * probabilities, in one call per page.
  *
  * Why C: a page has ~170 blocks, and the ~40 numpy operations that computed the features on columns of that
- * size cost more in per-call overhead than in arithmetic (~450 us a page for stage 1 and 2 together, ~60
- * here). Every feature is computed with the floating-point operations of the numpy code it replaced, in the
- * same order, so the values are the same bit for bit, except where libm's log1p and exp differ from numpy's
- * AVX-512 ones (by one ulp, on ~1% of arguments); the products of the logistic models sum in another order
- * than numpy's einsum. tests/test_extract_features.py checks all of it against that numpy code
+ * size cost more in per-call overhead than in arithmetic (with the two products ~500 us of a Dragnet page;
+ * this call takes ~190, most of it the one pass over the text). Every feature is computed with the
+ * floating-point operations of the numpy code it replaced, in the same order, so the values are the same bit
+ * for bit, except where libm's log1p and exp differ from numpy's AVX-512 ones (by one ulp, on ~1% and ~5% of
+ * arguments); the products of the logistic models sum in another order than numpy's einsum. tests/test_extract_features.py checks all of it against that numpy code
  * (tests/_features_ref.py) on every block of every gold page. */
 
 /* The quantities of stage 1 (features.LOCAL) and stage 2 (features.CONTEXT); configure_scores maps the
@@ -1281,28 +1281,24 @@ done:
     return out;
 }
 
-/* logistic(x, w) -> bytearray: a logistic model's probability (float64) for each row of x (float64, rows of
- * len(w) values). */
+/* logistic(x, w) -> bytearray: a logistic model's probability (float64) for each row of x (a C-contiguous
+ * float64 matrix of len(w) columns, as numpy gives). */
 static PyObject *logistic(PyObject *self, PyObject *args) {
     PyObject *x, *w, *out = NULL;
-    Py_buffer xv, wv;
-    if (!PyArg_ParseTuple(args, "OO", &x, &w)) return NULL;
-    if (PyObject_GetBuffer(w, &wv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    Py_ssize_t m = wv.len / (Py_ssize_t)sizeof(double);
-    PyBuffer_Release(&wv);
-    if (m < 1 || m > INT_MAX || doubles_of(w, &wv, m, "w") < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "w must hold at least one float64 value");
+    Py_buffer xv = {0}, wv = {0};
+    if (!PyArg_ParseTuple(args, "OO", &x, &w) || PyObject_GetBuffer(w, &wv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
+    if (PyObject_GetBuffer(x, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    Py_ssize_t m = wv.len / (Py_ssize_t)sizeof(double);
+    if (wv.ndim != 1 || strcmp(wv.format, "d") != 0 || xv.ndim != 2 || strcmp(xv.format, "d") != 0 ||
+        xv.shape[1] != m || m > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "logistic(): x must be a float64 matrix of len(w) columns, w float64");
+        goto done;
     }
-    if (PyObject_GetBuffer(x, &xv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
-        Py_ssize_t n = xv.len / (Py_ssize_t)sizeof(double) / m;
-        PyBuffer_Release(&xv);
-        if (doubles_of(x, &xv, n * m, "x (rows of len(w) values)") == 0) {
-            if ((out = bytes_of(NULL, n * (Py_ssize_t)sizeof(double))))
-                logistic_rows(xv.buf, n, (int)m, wv.buf, NULL, (double *)PyByteArray_AS_STRING(out));
-            PyBuffer_Release(&xv);
-        }
-    }
+    if ((out = bytes_of(NULL, xv.shape[0] * (Py_ssize_t)sizeof(double))))
+        logistic_rows(xv.buf, xv.shape[0], (int)m, wv.buf, NULL, (double *)PyByteArray_AS_STRING(out));
+done:
+    if (xv.obj) PyBuffer_Release(&xv);
     PyBuffer_Release(&wv);
     return out;
 }

@@ -9,7 +9,8 @@ frequent words point to; a page whose language has no list gets a neutral stop-w
 
 The features and both models' products are computed in C (`_walk.c`: `local`, `context`, `scores`), one call
 per page: a page has ~170 blocks, and numpy operations on columns that short cost more in per-call overhead
-than in arithmetic (~40 of them took ~450 us a page, the C code ~60). This module holds what C reads: the
+than in arithmetic (the ~40 of them and the two products took ~500 us of a Dragnet page; the one C call takes
+~190, most of it the pass over the text that was C before too). This module holds what C reads: the
 column names (LOCAL, CONTEXT), in the order of the matrices, which C maps to what it computes at import
 (an unknown or missing name is an error there), and the stop-word lists, whose language vote stays Python.
 tests/_features_ref.py keeps the numpy implementation as the reference the C code is checked against.

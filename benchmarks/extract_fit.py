@@ -94,7 +94,7 @@ def in_gold(tokens: list[list[str]], gold: list[str]) -> np.ndarray:
 def logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = 1.0, steps: int = 25) -> np.ndarray:
     beta = np.zeros(x.shape[1])
     for _ in range(steps):
-        p = M._sigmoid(x @ beta)
+        p = M.probability(x, beta)
         grad = x.T @ (w * (p - y)) + l2 * beta
         hess = (x * (w * p * (1 - p))[:, None]).T @ x + l2 * np.eye(x.shape[1])
         beta -= np.linalg.solve(hess, grad)

@@ -1,18 +1,31 @@
-"""extract.Main's block features and selection rules on tiny hand-made pages, against values computed by hand.
+"""extract.Main's block features, logistic models and selection rules.
 
-The pages are walked by the real walk (curate/extract/blocks.py), so a block here is what Main sees; the
-stage-1 scores fed to `features.context` are set by hand, so the region is known in advance.
+The features and models are C (`_walk.c`); they are checked against the numpy implementation they replaced
+(tests/_features_ref.py) on every block of every gold page, and on tiny hand-made pages against values
+computed by hand. The pages are walked by the real walk (curate/extract/blocks.py), so a block here is what
+Main sees; the stage-1 scores fed to `features.context` are set by hand, so the region is known in advance.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
+import re
+from collections import Counter
+from pathlib import Path
 
+import _features_ref as R
+import curate.extract._walk as _walk
 import numpy as np
 import pytest
 
 from curate.extract import features as F
 from curate.extract import main as M
+from curate.io.readers import decode_html
+
+SETS = ("dragnet", "readability", "CleanPortalEval", "cleaneval-dev")
+TOL = 1e-12  # libm's log1p and exp differ from numpy's AVX-512 ones by an ulp; products sum in another order
 
 
 def blocks_of(body: str):
@@ -46,8 +59,9 @@ P1 = np.array([0.1, 0.3, 0.1, 0.9, 0.9, 0.1, 0.1, 0.1])  # the two article parag
 def test_region_is_the_container_of_the_article_paragraphs():
     blocks = blocks_of(PAGE)
     assert [b.kind for b in blocks] == ["h", "h", "li", "p", "p", "p", "p", "p"]
-    _, inside = F.region(blocks, P1)
-    assert inside.tolist() == [False, False, False, True, True, False, False, False]
+    inside = F.context(blocks, P1)[:, F.CONTEXT.index("region")]
+    assert inside.tolist() == [0, 0, 0, 1, 1, 0, 0, 0]
+    assert R.region(blocks, P1)[1].tolist() == inside.astype(bool).tolist()
 
 
 def test_region_distance_counts_blocks_to_the_nearest_region_block():
@@ -85,3 +99,103 @@ def test_a_heading_over_half_the_threshold_is_kept_above_kept_text():
 def test_a_heading_is_not_kept_when_kept_text_is_more_than_three_blocks_on():
     blocks = blocks_of(f"<h2>Heading</h2><p>One</p><p>Two</p><p>Three</p><p>{ARTICLE}</p>")
     assert select(blocks, [0.6, 0.1, 0.1, 0.1, 0.9]) == [False, False, False, False, True]
+
+
+def c_local(blocks, stoplist):
+    """features.local with another stop-word vote (`stoplist`)."""
+    x, words = _walk.local(blocks, stoplist)
+    return np.frombuffer(x).reshape(len(blocks), len(F.LOCAL)), np.frombuffer(words, dtype=np.int64)
+
+
+@pytest.fixture(scope="module")
+def gold_blocks(shared: Path) -> list[tuple[str, list]]:
+    """(set/id, extract.Main's blocks) of every gold page, parsed once for the module."""
+    out = []
+    for name in SETS:
+        root = shared / "extraction" / name
+        for line in (root / "gold.jsonl").read_text(encoding="utf-8").splitlines():
+            page_id = json.loads(line)["id"]
+            with gzip.open(root / "html" / f"{page_id}.html.gz") as f:
+                out.append((f"{name}/{page_id}", M.parse(decode_html(f.read(), None)[0])[0]))
+    return out
+
+
+def test_features_and_scores_match_the_numpy_reference_on_every_gold_page(gold_blocks):
+    """Both stages' features, both models' probabilities and the words of every block of every gold page, C
+    against tests/_features_ref.py; the stop-word list each page votes for is the same too."""
+    pages, differ, votes = 0, [], []
+
+    def vote(top):  # the stop-word list of the page's top words, which are kept
+        votes.append(top)
+        return F.stoplist(top)
+
+    for page, blocks in gold_blocks:
+        if not blocks:
+            continue
+        pages += 1
+        votes.clear()
+        x, words = c_local(blocks, vote)
+        rx, rwords = R.local(blocks)
+        rp1 = R.probability(rx, M.W1)
+        ctx, rctx = F.context(blocks, rp1), R.context(blocks, rp1)
+        p, cwords = F.scores(blocks, M.W1, M.W2)
+        rp = R.probability(np.hstack([rx, rctx]), M.W2)
+        rtop = R.top_words([R._WORD.findall(R.simple_lower(b.text)) for b in blocks])
+        errors = {"local": np.abs(x - rx).max(), "p1": np.abs(M.probability(rx, M.W1) - rp1).max(),
+                  "context": np.abs(ctx - rctx).max(), "p2": np.abs(p - rp).max()}
+        same_words = words.tolist() == rwords.tolist() == cwords.tolist()
+        if max(errors.values()) > TOL or votes != [rtop] or not same_words:
+            differ.append((page, errors, votes == [rtop]))
+    assert pages > 1600
+    assert not differ, differ[:3]
+
+
+ODD_TEXTS = ["x²1 ١٢ 12.5 a1 1a _1 Émile Ωmega  \u2003Zed ab,c.d;e:f!g?h。、，", "", " ", "1", "İstanbul ÀÖØÞ× ×Z",
+             "Mr. Smith: 3 apples, 4 pears; ok?", "\tTab\nNew\u00a0Nbsp Я Ж б", "9_9 __ 0x1F 1e5 ½ ⅷ", "ΟΔΟΣ İS ß ſ"]
+
+
+def odd_blocks(texts=ODD_TEXTS):
+    kinds = ["p", "h", "div", "td", "li", "cap", "pre", "x", "p"]
+    return [_walk.Block((t, len(t), min(3, len(t)), k, i % 4, i % 3, i % 2, (0, i), i))
+            for i, (t, k) in enumerate(zip(texts, kinds, strict=True))]
+
+
+def test_counts_on_odd_texts_match_the_regexes():
+    """Digits of other scripts, superscripts, fractions, "İ" and "ß", non-breaking and other spaces: the C
+    counts agree with the reference's regexes; by hand on "Mr. Smith: 3 apples, 4 pears; ok?"."""
+    stop = frozenset(["the", "of", "a", "1", "istanbul", "οδοσ"])
+    blocks = odd_blocks()
+    x, words = c_local(blocks, lambda top: stop)
+    with np.errstate(invalid="ignore"):  # the empty text: link / chars is 0 / 0 on both sides
+        rx, rwords = R.local(blocks, lambda top: stop)
+    assert np.allclose(x, rx, rtol=0, atol=TOL, equal_nan=True) and words.tolist() == rwords.tolist()
+    stats = R.block_stats(blocks, stop)
+    assert stats[5, 8:12].tolist() == [5, 2, 2, 6]  # . : , ; ? / M S / 3 4 / six spaces
+    assert words[5] == 7 and stats[:, 7].sum() == 3  # "1", "istanbul" (from "İstanbul"), "οδοσ"
+
+
+def test_top_words_are_counter_most_common_on_lower_cased_words():
+    votes = []
+    _walk.local(odd_blocks(["B a b c A b", "z y", "a", "İS ΟΔΟΣ ß", "", "", "", "", ""]), lambda t: votes.append(t))
+    assert votes == [["b", "a", "c", "z", "y", "is", "οδοσ", "ß"]]  # b x3, a x3 (b seen first); one code point for one
+    texts = [" ".join(f"w{i % 7}" for i in range(j, j + 400)) for j in range(9)]  # 3,600 words, over the 1,500 read
+    votes.clear()
+    _walk.local(odd_blocks(texts), lambda t: votes.append(t))
+    tokens = [re.findall(r"\w+", t) for t in texts]
+    assert votes == [R.top_words(tokens)] == [[w for w, _ in Counter(sum(tokens, [])[:1500]).most_common(40)]]
+
+
+def test_configure_refuses_columns_c_does_not_compute():
+    args = (F.KINDS, F._END, F.NEUTRAL_STOP, *F._TOP)
+    for local, context in (((*F.LOCAL, "extra"), F.CONTEXT), (F.LOCAL[:-1], F.CONTEXT),
+                           (F.LOCAL, (*F.CONTEXT[:-1], "p1_prev"))):
+        with pytest.raises(ValueError):
+            _walk.configure_scores(local, context, *args)
+    _walk.configure_scores(F.LOCAL, F.CONTEXT, *args)  # back as features.py set it
+    reordered = (F.LOCAL[1], F.LOCAL[0], *F.LOCAL[2:])
+    _walk.configure_scores(reordered, F.CONTEXT, *args)
+    try:
+        x, _ = c_local(odd_blocks(), F.stoplist)
+        assert (x[:, 1] == 1).all()  # bias, now the second column
+    finally:
+        _walk.configure_scores(F.LOCAL, F.CONTEXT, *args)

@@ -4,9 +4,8 @@ Both read the tree that Lexbor built: the C walk through Lexbor's C functions (b
 module), the reference (tests/_tree_walk.py) node by node through selectolax's Python API, with the DROP
 elements removed by selectolax first rather than skipped. Every block of every gold page, and of hand-made
 hostile snippets, must agree field for field. A few expectations are also written out by hand.
-The module's other functions are checked against the Python they replace: features' per-block quantities
-(`block_stats`), the page's most frequent words (`top_words`) and the guards' nesting-depth pre-scan
-(`nesting_depth`).
+The guards' nesting-depth pre-scan (`nesting_depth`) is checked against the regex it replaces; the module's
+features and scores, against their numpy reference in tests/test_extract_features.py.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import json
 import re
 from pathlib import Path
 
-import curate.extract._walk as _walk
-import numpy as np
 import pytest
 from _tree_walk import tree_walk
 from selectolax.lexbor import LexborHTMLParser
@@ -153,19 +150,8 @@ def test_nesting_deeper_than_max_depth_is_too_deep():
     assert both(link, max_depth=5)[0][0][0] == "t"
 
 
-# The regexes that _walk.block_stats and _walk.nesting_depth replace: the references they must agree with.
-_PUNCT = re.compile(r"[.,;:!?。、，]")
-_CAP = re.compile(r"(?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω]")
-_NUM = re.compile(r"\b\d+\b")
+# The regex that _walk.nesting_depth replaces: the reference it must agree with.
 _TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
-
-ODD_TEXTS = ["x²1 ١٢ 12.5 a1 1a _1 Émile Ωmega  \u2003Zed ab,c.d;e:f!g?h。、，", "", " ", "1", "İstanbul ÀÖØÞ× ×Z",
-             "Mr. Smith: 3 apples, 4 pears; ok?", "\tTab\nNew\u00a0Nbsp Я Ж б", "9_9 __ 0x1F 1e5 ½ ⅷ"]
-
-
-def regex_counts(texts: list[str]) -> list[list[int]]:
-    return [[len(_PUNCT.findall(t)), len(_CAP.findall(t)), len(_NUM.findall(t)), t.count(" ")] for t in texts]
-
 
 def regex_depth(html: str, stop: int) -> int:
     depth = deepest = 0
@@ -198,53 +184,3 @@ def test_nesting_depth_matches_the_regex_on_real_pages(shared: Path):
             with gzip.open(path) as f:
                 html = decode_html(f.read(), None)[0]
             assert nesting_depth(html, 512) == regex_depth(html, 512), path.name
-
-
-def simple_lower(text: str) -> str:
-    """Lower case a code point at a time (Unicode's simple mapping), as the C functions do: str.lower() writes
-    "i̇" for "İ" and applies the final-sigma rule."""
-    return "".join(c.lower()[0] for c in text)
-
-
-def test_top_words_is_counter_most_common(shared: Path):
-    from collections import Counter
-
-    pages = [["b a b c a b", "z y", "a"], ["x"] * 3 + ["the cat the of"], [], [""], ["ß ſ 1 _ __ İS ΟΔΟΣ"]]
-    for page_id in ("R227", "R48", "R992"):
-        with gzip.open(shared / "extraction" / "dragnet" / "html" / f"{page_id}.html.gz") as f:
-            pages.append([b.text for b in walk(LexborHTMLParser(decode_html(f.read(), None)[0]).body)])
-    for texts in pages:
-        tokens = re.findall(r"\w+", simple_lower("\n".join(texts)))
-        for limit, n in ((1500, 40), (5, 2), (3, 10)):
-            want = [w for w, _ in Counter(tokens[:limit]).most_common(n)]
-            assert _walk.top_words(texts, limit, n) == want
-    assert _walk.top_words(["B a b c A b"], 1500, 2) == ["b", "a"]  # by hand: b x3, a x2
-    assert _walk.top_words(["İS ΟΔΟΣ"], 10, 5) == ["is", "οδοσ"]  # one code point for one
-
-
-def test_block_stats_match_python(shared: Path):
-    """Each column of _walk.block_stats against the Python it replaces, on real blocks and odd texts."""
-    kinds, ends = ("p", "h", "li", "td", "pre", "cap"), ".!?\"”’:;。)…"
-    blocks = [_walk.Block((t, len(t), min(3, len(t)), k, 2, 1, 0, (0,), i))
-              for i, (t, k) in enumerate(zip(ODD_TEXTS, ["p", "h", "div", "td", "li", "cap", "pre", "x"], strict=True))]
-    with gzip.open(shared / "extraction" / "dragnet" / "html" / "R48.html.gz") as f:
-        blocks += walk(LexborHTMLParser(decode_html(f.read(), None)[0]).body)
-    stop = frozenset(["the", "of", "a", "to", "and", "in", "istanbul"])
-    got = np.frombuffer(_walk.block_stats(blocks, stop, kinds, ends), dtype=np.float64).reshape(-1, 13)
-    tokens = [re.findall(r"\w+", simple_lower(b.text)) for b in blocks]
-    want = [[b.chars, b.link_chars, b.neg, b.pos, b.com, kinds.index(b.kind) if b.kind in kinds else -1, len(ws),
-             sum(w in stop for w in ws), *counts, b.text.endswith(tuple(ends))]
-            for b, ws, counts in zip(blocks, tokens, regex_counts([b.text for b in blocks]), strict=True)]
-    assert got.tolist() == want
-    assert got[5, 8:12].tolist() == [5, 2, 2, 6]  # by hand, "Mr. Smith: 3 apples, 4 pears; ok?": . : , ; ? / M S / 3 4
-    assert got[:, 7].sum() > 50  # the page's English prose has stop words
-    none = np.frombuffer(_walk.block_stats(blocks, None, kinds, ends), dtype=np.float64).reshape(-1, 13)
-    assert not none[:, 7].any() and (none[:, 6] == got[:, 6]).all()
-
-
-def test_flat_paths_concatenate_the_paths():
-    html = HOSTILE["class cues"] + HOSTILE["table"] + HOSTILE["blocks inside link"]
-    ref = both(html)[1]  # the reference walk's paths, made in Python
-    flat, lens = (np.frombuffer(b, dtype=np.int64).tolist() for b in _walk.flat_paths(parse(html)[0]))
-    assert flat == [v for f in ref for v in f[7]] and lens == [len(f[7]) for f in ref]
-    assert _walk.flat_paths([]) == (b"", b"")

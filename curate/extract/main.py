@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import curate.extract._walk as _walk
 from curate.core.document import Document
 from curate.core.validate import check
 from curate.extract import features as F
@@ -28,14 +29,11 @@ from curate.extract.blocks import Block, walk
 from curate.extract.weights import STAGE1, STAGE2, THRESHOLD
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
-
-
 def probability(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """A logistic model's probability for each row of `x`. einsum, not `x @ w`: on a page of many blocks the
-    product goes to BLAS, whose threads then spin on other cores for more time than the product takes."""
-    return _sigmoid(np.einsum("ij,j->i", x, w))
+    """A logistic model's probability for each row of `x`, sigmoid(x . w) with z clipped to [-30, 30] (C,
+    `_walk.logistic`: `scores` computes the same inside its one call; the fit, benchmarks/extract_fit.py,
+    calls this)."""
+    return np.frombuffer(_walk.logistic(np.ascontiguousarray(x, dtype=np.float64), w))
 
 
 W1 = np.array([STAGE1[k] for k in F.LOCAL])
@@ -53,10 +51,9 @@ def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Bl
 
 
 def scores(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:
-    """Stage-2 probability that each block is main content, and each block's number of words."""
-    x, words = F.local(blocks)
-    p1 = probability(x, W1)
-    return probability(np.hstack([x, F.context(blocks, p1)]), W2), words
+    """Stage-2 probability that each block is main content, and each block's number of words (features.py:
+    both stages in one C call)."""
+    return F.scores(blocks, W1, W2)
 
 
 def _data_rows(blocks: list[Block], max_cell: int = 80) -> list[list[int]]:

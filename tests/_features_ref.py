@@ -1,0 +1,122 @@
+"""The numpy implementation of extract.Main's block features and logistic models that _walk.c replaced, kept as
+the independent reference tests/test_extract_features.py compares the C code with (as tests/_tree_walk.py is
+for the walk). The per-block counts are regexes and collections.Counter here, the page-level quantities numpy
+operations on columns, as features.py computed them before they moved to C; the stop-word vote is
+features.stoplist itself (Python in both)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from itertools import chain, islice
+
+import numpy as np
+
+from curate.extract import features as F
+
+_WORD = re.compile(r"\w+")
+_PUNCT = re.compile(r"[.,;:!?。、，]")
+_CAP = re.compile(r"(?<!\S)[A-ZÀ-ÖØ-ÞА-ЯΑ-Ω]")
+_NUM = re.compile(r"\b\d+\b")
+
+
+def simple_lower(text: str) -> str:
+    """Lower case a code point at a time (Unicode's simple mapping), as the C code does: str.lower() writes
+    "i̇" for "İ" and applies the final-sigma rule."""
+    return "".join(c.lower()[0] for c in text)
+
+
+def top_words(tokens: list[list[str]], limit: int = F._TOP[0], n: int = F._TOP[1]) -> list[str]:
+    return [w for w, _ in Counter(islice(chain.from_iterable(tokens), limit)).most_common(n)]
+
+
+def block_stats(blocks, stop) -> np.ndarray:
+    """Per block: chars, link_chars, neg, pos, com, kind index, words, stop words, punctuation, capitals, numbers,
+    spaces, ends like a sentence."""
+    rows = []
+    for b in blocks:
+        ws = _WORD.findall(simple_lower(b.text))
+        rows.append([b.chars, b.link_chars, b.neg, b.pos, b.com, F.KINDS.index(b.kind) if b.kind in F.KINDS else -1,
+                     len(ws), sum(w in stop for w in ws) if stop is not None else 0, len(_PUNCT.findall(b.text)),
+                     len(_CAP.findall(b.text)), len(_NUM.findall(b.text)), b.text.count(" "), b.text.endswith(tuple(F._END))])
+    return np.array(rows, dtype=np.float64).reshape(-1, 13)
+
+
+def local(blocks, stoplist=F.stoplist) -> tuple[np.ndarray, np.ndarray]:
+    stop = stoplist(top_words([_WORD.findall(simple_lower(b.text)) for b in blocks]))
+    (chars, link, neg, pos, com, kind, words, stops, punct, caps, nums, spaces, ends) = block_stats(blocks, stop).T
+    nw = np.maximum(words, 1.0)
+    lc = np.log1p(chars)
+    ld = link / chars
+    sd = stops / nw if stop is not None else np.full(len(blocks), F.NEUTRAL_STOP)
+    com = (com > 0).astype(np.float64)
+    n = len(blocks)
+    cols = [np.ones(n), lc, sd, ld, np.minimum(punct / nw, 1.0), ends, caps / (spaces + 1), nums / nw,
+            np.minimum(neg, 3), np.minimum(pos, 2), *(kind == np.arange(len(F.KINDS))[:, None]).astype(np.float64),
+            np.arange(n) / max(n - 1, 1), chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld,
+            sd * lc, sd / _prose_stop(sd, nw), com, com * float(chars @ com) / (chars.sum() or 1.0)]
+    return np.column_stack(cols).reshape(n, len(F.LOCAL)), words.astype(np.int64)
+
+
+def _prose_stop(sd: np.ndarray, nw: np.ndarray) -> float:
+    prose = sd[nw >= 10]
+    return max(float(np.median(prose)), 0.05) if len(prose) else F.NEUTRAL_STOP
+
+
+def region(blocks, p1: np.ndarray) -> tuple[int, np.ndarray]:
+    chars = np.array([b.chars for b in blocks], dtype=np.float64)
+    flat = np.array([v for b in blocks for v in b.path], dtype=np.int64)
+    owner = np.repeat(np.arange(len(blocks)), [len(b.path) for b in blocks])
+    sums = np.bincount(flat, weights=((p1 - 0.5) * chars)[owner])
+    sums[np.bincount(flat) == 0] = -np.inf
+    best = int(np.flatnonzero(sums == sums.max())[-1])
+    inside = np.zeros(len(blocks), dtype=bool)
+    inside[owner[flat == best]] = True
+    return best, inside
+
+
+def _window(x: np.ndarray, k: int) -> np.ndarray:
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    i = np.arange(len(x))
+    return c[np.minimum(i + k + 1, len(x))] - c[np.maximum(i - k, 0)]
+
+
+def context(blocks, p1: np.ndarray) -> np.ndarray:
+    n = len(blocks)
+    chars = np.array([b.chars for b in blocks], dtype=np.float64)
+    _, inside = region(blocks, p1)
+    prev = np.concatenate(([0.0], p1[:-1]))
+    nxt = np.concatenate((p1[1:], [0.0]))
+    wp, wc = _window(p1 * chars, 3), _window(chars, 3)
+    window = (wp - p1 * chars) / np.maximum(wc - chars, 1.0)
+    share = chars[inside].sum() / (chars.sum() or 1.0)
+    neg = np.array([b.neg for b in blocks], dtype=np.float64)
+    base = neg[inside].min() if inside.any() else 0.0
+    rel = np.minimum(np.where(inside, neg - base, neg), 3)
+    return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel,
+                            _distance(inside), _headline(blocks, inside)])
+
+
+def _distance(inside: np.ndarray) -> np.ndarray:
+    idx = np.flatnonzero(inside)
+    i = np.arange(len(inside))
+    if not len(idx):
+        return np.zeros(len(inside))
+    at = np.searchsorted(idx, i)
+    d = np.minimum(np.abs(i - idx[np.maximum(at - 1, 0)]), np.abs(idx[np.minimum(at, len(idx) - 1)] - i))
+    return np.log1p(d) / 3
+
+
+def _headline(blocks, inside: np.ndarray, reach: int = 30) -> np.ndarray:
+    out = np.zeros(len(blocks))
+    idx = np.flatnonzero(inside)
+    start = int(idx[0]) if len(idx) else 0
+    for i in range(start - 1, max(start - reach, 0) - 1, -1):
+        if blocks[i].kind == "h":
+            out[i] = 1.0
+            break
+    return out
+
+
+def probability(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(np.einsum("ij,j->i", x, w), -30.0, 30.0)))

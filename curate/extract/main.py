@@ -152,8 +152,6 @@ class Main(Extractor):
         self.title = check(self, "title", title, bool)
 
     def setup(self) -> None:
-        import selectolax.lexbor  # noqa: F401  (fail at setup, not on the first page, when it is missing)
-
         F.stoplist([])  # load the stop-word lists once per worker
 
     def extract(self, doc: Document) -> str | None:

@@ -1,4 +1,4 @@
-"""The numpy implementation of extract.Main's block features and logistic models that _walk.c replaced, kept as
+"""The numpy implementation of extract.Main's block features and logistic models that _score.c replaced, kept as
 the independent reference tests/test_extract_features.py compares the C code with (as tests/_tree_walk.py is
 for the walk). The per-block counts are regexes and collections.Counter here, the page-level quantities numpy
 operations on columns, as features.py computed them before they moved to C; the stop-word vote is

@@ -1,6 +1,6 @@
 """extract.Main's block features, logistic models and selection rules.
 
-The features and models are C (`_walk.c`); they are checked against the numpy implementation they replaced
+The features and models are C (`_score.c`); they are checked against the numpy implementation they replaced
 (tests/_features_ref.py) on every block of every gold page, and on tiny hand-made pages against values
 computed by hand. The pages are walked by the real walk (curate/extract/blocks.py), so a block here is what
 Main sees; the stage-1 scores fed to `features.context` are set by hand, so the region is known in advance.

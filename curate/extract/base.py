@@ -44,7 +44,7 @@ FLAT = ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 def nesting_depth(html: str, stop: int) -> int:
     """Estimate the element nesting depth of `html` from its tags alone (before any parser sees it), stopping
     early once it exceeds `stop`: start tags add one, end tags remove one, FLAT and self-closed tags nothing.
-    One pass in C (`_walk.c`): on a large page the regex that does the same costs more than the extraction."""
+    One pass in C (`_depth.c`): on a large page the regex that does the same costs more than the extraction."""
     return _walk.nesting_depth(html, stop, FLAT)
 
 

@@ -7,8 +7,8 @@ main-content region, the container element whose blocks carry the most stage-1 e
 Stop words come from jusText's lists (a trafilatura dependency) in the language the page's own
 frequent words point to; a page whose language has no list gets a neutral stop-word density.
 
-The features and both models' products are computed in C (`_walk.c`: `local`, `context`, `scores`), one call
-per page: a page has ~170 blocks, and numpy operations on columns that short cost more in per-call overhead
+The features and both models' products are computed in C (`_score.c`: `_walk.local`, `context`, `scores`),
+one call per page: a page has ~170 blocks, and numpy operations on columns that short cost more in per-call overhead
 than in arithmetic (the ~40 of them and the two products took ~500 us of a Dragnet page; the one C call takes
 ~190, most of it the pass over the text that was C before too). This module holds what C reads: the
 column names (LOCAL, CONTEXT), in the order of the matrices, which C maps to what it computes at import

@@ -267,9 +267,10 @@ print(json.dumps(rss))
 @pytest.mark.parametrize("phase", ["tokenize", "measure"])
 def test_a_worker_does_not_grow_with_the_files_it_tokenizes(built, shared, tmp_path, phase):
     """Twelve file tasks (`tokenize`'s, or mix `measure`'s with a tokenizer) in one process, a pool worker's
-    life: its resident memory after the 12th is within allocator noise of that after the 3rd. A tokenizer built
-    per task and never given back (tokenizers 0.23) cost 4-5 MiB per task and encoding thread on this file,
-    about 40 MiB over these nine."""
+    life: its resident memory does not trend up after the 3rd. A tokenizer built per task and never given back
+    (tokenizers 0.23) cost 4-5 MiB per task and encoding thread on this file. The allocator moves RSS up and
+    down by steps of ~9 MiB from task to task, so one reading against another (task 12 against task 3) failed
+    one run in four with no leak; the least-squares slope over tasks 3-12 is well under 1 MiB a task then."""
     import subprocess
     import sys
 
@@ -282,5 +283,6 @@ def test_a_worker_does_not_grow_with_the_files_it_tokenizes(built, shared, tmp_p
     (tmp_path / "out" / "_done").mkdir(parents=True)
     got = subprocess.run([sys.executable, "-c", _RSS_AFTER_TASKS, phase, str(tok_path), str(path), str(tmp_path / "out")],
                          check=True, capture_output=True, text=True, env={**os.environ, "RAYON_NUM_THREADS": "1"})
-    rss = json.loads(got.stdout)
-    assert rss[-1] - rss[2] < 12, rss
+    rss = json.loads(got.stdout)[2:]
+    slope = np.polyfit(np.arange(len(rss)), rss, 1)[0]
+    assert slope < 2.5, (slope, rss)

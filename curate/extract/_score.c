@@ -36,7 +36,8 @@ static Words *stop_table(PyObject *set) {
     for (; k < MAXLISTS && stop_tables[k].set; k++)
         if (stop_tables[k].set == set) return &stop_tables[k].words;
     if (k == MAXLISTS) {
-        PyErr_SetString(PyExc_RuntimeError, "block_stats(): more than 256 distinct stop-word sets");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "more than 256 distinct stop-word sets (features.stoplist returns one of jusText's lists)");
         return NULL;
     }
     Words t = {0};

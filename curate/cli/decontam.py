@@ -10,10 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from curate.cli.common import add_overwrite
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.fs import expand_inputs, is_url
 from curate.io.models import local_copy
+from curate.io.outputs import claim
+
+INDEX_LAYOUT = ("index.json", "hashes.npy", "items.npy", "items.json")  # what build_index writes
 
 
 def add_parser(sub):
@@ -33,6 +37,7 @@ def add_parser(sub):
     ix.add_argument("--max-doc-freq", type=int, default=None,
                     help="drop index n-grams found in more than this many sample documents")
     ix.add_argument("--text-key", default="text", help="text field of the corpus sample (default text)")
+    add_overwrite(ix)
 
     rp = dsub.add_parser("report", help="per benchmark: items hit / total, documents, examples")
     rp.add_argument("output", help="a run's output directory")
@@ -87,6 +92,8 @@ def _index(args) -> int:
 
     if (args.corpus_sample is None) != (args.max_doc_freq is None):
         raise UsageError("the frequency cap needs both --corpus-sample and --max-doc-freq")
+    claim(args.out, what="`curate decontam index`", option="--out", layout=INDEX_LAYOUT, overwrite=args.overwrite,
+          own=lambda: set(fs.listdir(args.out)) <= set(INDEX_LAYOUT))  # an earlier index is rebuilt in place
     benchmarks = {}
     for name, spec in _parse_benchmarks(args.benchmark).items():
         try:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import time
 
+from curate.cli.common import add_overwrite
 from curate.core.errors import UsageError
+
+DEMO_LAYOUT = ("truth.json", "demo-*.warc.gz", "benchmark.jsonl", "quality")  # what generate writes
 
 
 def add_parser(sub):
@@ -17,6 +20,7 @@ def add_parser(sub):
     g.add_argument("--pages", type=int, default=600, help="number of HTTP responses (default 600)")
     g.add_argument("--files", type=int, default=4, help="number of WARC files (default 4)")
     g.add_argument("--seed", type=int, default=0, help="same seed, same bytes (default 0)")
+    add_overwrite(g)
     return p
 
 
@@ -27,6 +31,11 @@ def main(args) -> int:
         raise UsageError(f"--pages must be >= 20 to hold every kind of page, got {args.pages}")
     if args.files < 1 or args.files > args.pages:
         raise UsageError(f"--files must be between 1 and --pages, got {args.files}")
+    from curate.io import fs
+    from curate.io.outputs import claim
+
+    claim(args.out, what="`curate demo generate`", option="--out", layout=DEMO_LAYOUT, overwrite=args.overwrite,
+          own=lambda: "truth.json" in fs.listdir(args.out))  # the same seed writes the same bytes again
     t0 = time.perf_counter()
     truth = generate(args.out, pages=args.pages, seed=args.seed, files=args.files)
     positive, negative = write_quality_samples(args.out, seed=args.seed)

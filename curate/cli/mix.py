@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from curate.cli.common import add_overwrite, add_progress
 from curate.core.errors import UsageError
 from curate.io import fs
 
@@ -39,7 +40,8 @@ def add_parser(sub):
     )
     p.add_argument("--out", required=True, help="output directory (text shards in data/, manifest.json; or a URL)")
     p.add_argument("--workers", type=int, default=None, help="parallel tasks (default: all CPUs)")
-    p.add_argument("--no-progress", action="store_true")
+    add_progress(p)
+    add_overwrite(p)
     return p
 
 
@@ -64,7 +66,8 @@ def main(args) -> int:
         tokenizer=args.tokenizer,
         calibration_vocab=args.calibration_vocab,
         calibration_chars=int(args.calibration_chars),
-        executor=LocalExecutor(workers, progress=not args.no_progress),
+        executor=LocalExecutor(workers, progress=args.progress),
+        overwrite=args.overwrite,
     )
     print(format_plan(manifest))
     print(f"wrote {len(manifest['outputs'])} shard(s) to {fs.join(args.out, 'data')}")

@@ -6,6 +6,7 @@ import os
 import runpy
 import sys
 
+from curate.cli.common import add_overwrite, add_progress
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats, format_table
 from curate.run.pipeline import Pipeline
@@ -24,7 +25,8 @@ def add_parser(sub):
     p.add_argument("--task-memory-gb", type=float, default=None, help="memory reserved per Ray task (GB)")
     p.add_argument("--rejected", action="store_true", help="also write dropped documents with drop_reason")
     p.add_argument("--limit", type=int, default=None, help="stop after N documents per task")
-    p.add_argument("--no-progress", action="store_true")
+    add_progress(p)
+    add_overwrite(p)
     return p
 
 
@@ -52,12 +54,13 @@ def main(args) -> int:
     if args.executor == "ray":  # workers=0: the window follows the cluster, not this machine's CPUs
         memory = int(args.task_memory_gb * 2**30) if args.task_memory_gb else None
         kw = {"address": args.address, "num_cpus_per_task": args.task_cpus, "memory_per_task": memory}
-        executor = make_executor("ray", args.workers or 0, progress=not args.no_progress, **kw)
+        executor = make_executor("ray", args.workers or 0, progress=args.progress, **kw)
     else:
-        executor = make_executor("local", args.workers or os.cpu_count() or 1, progress=not args.no_progress)
+        executor = make_executor("local", args.workers or os.cpu_count() or 1, progress=args.progress)
     try:
         manifest = pipeline.run(
-            inputs=args.input, output=args.output, executor=executor, rejected=args.rejected, limit=args.limit
+            inputs=args.input, output=args.output, executor=executor, rejected=args.rejected, limit=args.limit,
+            overwrite=args.overwrite,
         )
     except (TaskFailures, StepFailed) as e:
         sys.stderr.write(f"curate run: {e}\nfinished tasks are kept; fix the cause and rerun to resume\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from curate.cli.common import add_overwrite, add_progress
 from curate.core.errors import UsageError
 
 
@@ -21,7 +22,8 @@ def add_parser(sub):
         help="token dtype (default: uint16 when the vocabulary fits)",
     )
     p.add_argument("--workers", type=int, default=None, help="parallel processes (default: all CPUs)")
-    p.add_argument("--no-progress", action="store_true")
+    add_progress(p)
+    add_overwrite(p)
     return p
 
 
@@ -38,7 +40,8 @@ def main(args) -> int:
         args.out,
         val_fraction=args.val_fraction,
         dtype=args.dtype,
-        executor=LocalExecutor(workers, progress=not args.no_progress),
+        executor=LocalExecutor(workers, progress=args.progress),
+        overwrite=args.overwrite,
     )
     for split in ("train", "val"):
         s = m["splits"][split]

@@ -41,6 +41,9 @@ class Step:
 
     name: ClassVar[str] = "step"
     columns: ClassVar[dict[str, pa.DataType]] = {}  # flat columns this step adds to the shards
+    # Parameters that name a file, model or index directory (a path or URL; in a dict, its values): resume
+    # compares their content, not their name (`curate.run.fingerprint`). No other string is taken for a path.
+    file_params: ClassVar[tuple[str, ...]] = ()
 
     def setup(self) -> None:
         """Load models or indexes. Runs once per worker process."""

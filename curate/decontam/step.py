@@ -36,6 +36,7 @@ class Decontaminate(Step):
     """
 
     name: ClassVar[str] = "decontam"
+    file_params: ClassVar[tuple[str, ...]] = ("index_path",)
 
     def __init__(
         self,

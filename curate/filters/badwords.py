@@ -78,6 +78,7 @@ class BadWords(Filter):
     """
 
     name = "bad_words"
+    file_params = ("lists",)
 
     def __init__(
         self,

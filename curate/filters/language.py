@@ -36,6 +36,7 @@ class Language(Step):
     """
 
     name = "language"
+    file_params = ("model_path",)
 
     def __init__(
         self,

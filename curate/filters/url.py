@@ -62,6 +62,7 @@ class Url(Filter):
     """
 
     name = "url"
+    file_params = ("blocked_domains", "blocked_urls", "banned_words", "soft_banned_words", "banned_subwords")
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ class Classifier(Step):
     """
 
     name = "quality"
+    file_params = ("model_path",)
 
     def __init__(self, model_path: str | os.PathLike, *, threshold: float | None = None, top_fraction: float | None = None):
         if top_fraction is not None:
@@ -95,6 +96,7 @@ class TopFraction(GlobalStep):
     """
 
     name = "quality"
+    file_params = ("model_path",)
 
     def __init__(self, model_path: str | os.PathLike, *, fraction: float):
         self.fraction = check("TopFraction", "fraction", fraction, float, lo=0, hi=1, lo_open=True)

@@ -28,15 +28,16 @@ from curate.core.document import Document, shard_schema
 from curate.core.errors import StepFailed, UsageError
 from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
-from curate.core.validate import file_digests, seed_file_digests
 from curate.io import fs
 from curate.io.fs import expand_inputs
+from curate.io.outputs import claim
 from curate.io.readers import Parquet as ParquetReader
 from curate.io.readers import Reader
 from curate.io.writers import Parquet as ParquetWriter
 from curate.io.writers import atomic_write_text
 from curate.run.executors import make_executor
 from curate.run.executors.base import Executor, ProgressFn
+from curate.run.fingerprint import RUN_LAYOUT, Fingerprinter, describe_change, pipeline_config
 
 BATCH_DOCS = 64
 FAIL_FAST_ERRORS = 10  # a step that raised on this many documents and succeeded on none stops the run
@@ -130,6 +131,7 @@ class Pipeline:
         rejected: bool = False,
         limit: int | None = None,
         progress: bool = True,
+        overwrite: bool = False,
     ) -> dict:
         inputs = inputs or self.inputs
         output = output or self.output
@@ -139,7 +141,7 @@ class Pipeline:
             raise UsageError(f"--limit must be >= 1, got {limit}")
         files = expand_inputs(inputs)
         ex = make_executor(executor, workers, progress) if isinstance(executor, str) else executor
-        return Run(self, files, output, ex, rejected, limit).execute()
+        return Run(self, files, output, ex, rejected, limit, overwrite).execute()
 
 
 class Run:
@@ -148,41 +150,41 @@ class Run:
     The output may be a local path or a URL (`curate.io.fs`): every file of the run goes through `fs`.
     """
 
-    def __init__(self, pipeline: Pipeline, files: list[str], output: str, executor: Executor, rejected: bool, limit):
+    def __init__(self, pipeline: Pipeline, files: list[str], output: str, executor: Executor, rejected: bool, limit,
+                 overwrite: bool = False):
         self.p, self.files, self.out, self.ex = pipeline, files, output, executor
+        self.overwrite = overwrite
         self.rejected_dir = fs.join(output, "rejected") if rejected else None
         self.limit = limit
         self.schema = shard_schema(pipeline.extra_columns)
 
     def _check_config(self) -> None:
-        """Refuse to resume into an output made by a different pipeline: that would mix two corpora.
-
-        Steps are compared by their config, function steps by their code and model or index files by
-        their content (`core.validate.describe`); the digests of files are stored with the config and
-        reused while a file's size and mtime are unchanged, so a rerun does not read a model again.
-        """
-        fs.makedirs(fs.join(self.out, "_work"))
+        """Refuse to resume into an output made by a different pipeline or from changed inputs: that would
+        mix two corpora. What is compared is `curate.run.fingerprint`'s; a folder that holds no run of a
+        pipeline is refused unless `--overwrite` (`curate.io.outputs.claim`)."""
         path = fs.join(self.out, "_work", "config.json")
+        resuming = claim(self.out, what="`curate run`", option="--output", own=lambda: fs.exists(path),
+                         layout=RUN_LAYOUT, overwrite=self.overwrite)
         old = None
-        if fs.exists(path):
+        if resuming:
             with fs.open(path, "r", encoding="utf-8") as f:
                 old = json.load(f)
-            seed_file_digests(old.pop("file_digests", []))
-        config = {"pipeline": self.p.describe(), "inputs": self.files, "limit": self.limit,
-                  "rejected": self.rejected_dir is not None}  # a resume without it would leave rejected/ partial
-        if old is None:
-            atomic_write_text(path, json.dumps({**config, "file_digests": file_digests()}, indent=1))
-        elif old != config:
-            changed = [k for k in config if old.get(k) != config[k]]
-            detail = ""
-            if "pipeline" in changed:
-                was, now = old["pipeline"].get("steps", []), config["pipeline"]["steps"]
-                diff = [f"{a} -> {b}" for a, b in zip(was, now, strict=False) if a != b]
-                detail = f" (changed: {diff[0]})" if diff else ""
-            raise UsageError(
-                f"{self.out} holds a run of a different pipeline or inputs ({', '.join(changed)} differ{detail}); "
-                "use a new --output or delete it"
-            )
+        fp = Fingerprinter(old.get("file_digests") if old else None)
+        config, unsound = pipeline_config(fp, self.p, self.files, self.limit, self.rejected_dir is not None)
+        if old is not None:
+            old.pop("file_digests", None)
+            old.pop("unresumable", None)
+            changed = describe_change(old, config)
+            if changed:
+                raise UsageError(f"{self.out} holds a run of a different pipeline or inputs ({changed}); "
+                                 "pass --overwrite to replace it, or choose a new --output")
+            if unsound:
+                raise UsageError(f"{self.out} holds an earlier run that cannot be resumed soundly ({unsound[0]}); "
+                                 "pass --overwrite to start it again, or choose a new --output")
+            return
+        fs.makedirs(fs.join(self.out, "_work"))
+        record = {**config, "unresumable": unsound, "file_digests": fp.rows()}
+        atomic_write_text(path, json.dumps(record, indent=1, default=str))
 
     def execute(self) -> dict:
         t0 = time.time()

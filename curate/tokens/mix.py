@@ -35,6 +35,7 @@ from curate.core.document import CORE_COLUMNS, TEXT_SCHEMA
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.corpus import estimated_chars, read_batches, resolve_inputs, sha256_file
+from curate.io.outputs import claim
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
@@ -284,13 +285,14 @@ def mix(
     executor: Executor | None = None,
     calibration_vocab: int = 32_000,
     calibration_chars: int = 20_000_000,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Mix sources to `tokens` tokens; writes OUT/data/*.parquet and OUT/manifest.json, returns the manifest.
 
     Tokens are counted with `tokenizer` when given, else by characters per token measured per source on a
     sample of about `calibration_chars` characters (shared by weight) with a reference BPE of
     `calibration_vocab` tokens (saved as OUT/reference-tokenizer.json), else, with `chars_per_token`, by that
-    fixed ratio. Every path may be an fsspec URL.
+    fixed ratio. Every path may be an fsspec URL. `overwrite` replaces a folder that holds something else.
     """
     t0 = time.time()
     sources = _check_args(sources, max_epochs, chars_per_token, calibration_vocab, calibration_chars)
@@ -298,7 +300,7 @@ def mix(
     files = {s.name: resolve_inputs(s.path) for s in sources}
     _check_disjoint(files)
     out = os.fspath(out)
-    _prepare_output(out)
+    _prepare_output(out, overwrite)
     executor = executor or LocalExecutor(workers)
     calibrating = tokenizer is None and chars_per_token is None
     total_w = sum(s.weight for s in sources)
@@ -410,22 +412,24 @@ def _check_disjoint(files: dict[str, list[str]]) -> None:
                 raise UsageError(f"{f} is in both sources {other!r} and {name!r}")
 
 
-def _prepare_output(out: str) -> None:
+def _prepare_output(out: str, overwrite: bool = False) -> None:
     """Make `out` ready for a mix: an empty directory, or an earlier mix (finished or interrupted) whose shards
-    are replaced; anything else is refused.
+    are replaced; anything else is refused unless `overwrite` (`curate.io.outputs.claim`).
 
     The old manifest is first replaced by an unfinished one, then the old shards are removed: a mix interrupted
     at any point is still recognised as one by its rerun, and no manifest ever lists shards that are gone.
     """
     mpath = fs.join(out, "manifest.json")
-    if fs.listdir(out):
+
+    def is_mix() -> bool:
         try:
             with fs.open(mpath, "r", encoding="utf-8") as f:
-                is_mix = json.load(f).get("kind") == "mix"
+                return json.load(f).get("kind") == "mix"
         except (OSError, ValueError):
-            is_mix = False
-        if not is_mix:
-            raise UsageError(f"{out} exists and is not an earlier `curate mix` output: choose an empty --out")
+            return False
+
+    claim(out, what="`curate mix`", option="--out", own=is_mix, overwrite=overwrite,
+          layout=("manifest.json", "data", WORK, "reference-tokenizer.json"))
     fs.makedirs(out)
     atomic_write_text(mpath, json.dumps({"kind": "mix", "complete": False}))
     for sub, prefixes in (("data", ("part-", ".part-")), (WORK, ("counts-", ".counts-"))):

@@ -29,6 +29,7 @@ import xxhash
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.corpus import estimated_chars, read_batches, resolve_inputs, sha256_file
+from curate.io.outputs import claim
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
@@ -364,6 +365,7 @@ def tokenize(
     workers: int = 1,
     executor: Executor | None = None,
     batch_docs: int = 1000,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Tokenize a corpus into token shards with an end-of-document token after every document.
 
@@ -371,7 +373,7 @@ def tokenize(
     document goes to the validation split when a hash of its id falls under `val_fraction`, so the
     split is by document, stable across reruns and independent of sharding. A rerun resumes: files
     with a `_done` record are skipped, and an output directory made with another tokenizer or split
-    is refused. Every path may be an fsspec URL. Returns the manifest (also written to OUT/manifest.json).
+    is refused (`overwrite` replaces it). Every path may be an fsspec URL. Returns the manifest (also written to OUT/manifest.json).
     """
     t0 = time.time()
     if not 0 <= val_fraction < 1:
@@ -390,7 +392,7 @@ def tokenize(
     tok_hash = sha256_file(tokenizer)
     config = {"format": FORMAT, "tokenizer_sha256": tok_hash, "dtype": dtype, "val_fraction": val_fraction,
               "inputs": files}
-    _check_config(out, config)
+    _check_config(out, config, overwrite)
     with fs.open(tokenizer, "rb") as src, fs.atomic_open(fs.join(out, "tokenizer.json"), "wb") as dst:
         shutil.copyfileobj(src, dst)
 
@@ -454,23 +456,24 @@ def _manifest(results: list, tok, tokenizer: str, tok_hash: str, dtype: str, val
     }
 
 
-def _check_config(out: str, config: dict) -> None:
-    """Refuse to mix shards of two tokenizers (or two splits) in one directory; otherwise allow resume."""
+def _check_config(out: str, config: dict, overwrite: bool = False) -> None:
+    """Refuse to mix shards of two tokenizers (or two splits) in one directory, or to write beside anything
+    else (`curate.io.outputs.claim`); otherwise allow resume."""
     path = fs.join(out, "_done", "config.json")
-    if fs.exists(path):
+    if claim(out, what="`curate tokenize`", option="--out", own=lambda: fs.exists(path), overwrite=overwrite,
+             layout=("_done", "train", "val", "tokenizer.json", "manifest.json")):
         with fs.open(path, "r", encoding="utf-8") as f:
             old = json.load(f)
         if old.get("tokenizer_sha256") != config["tokenizer_sha256"]:
             raise UsageError(
                 f"{out} holds token shards from another tokenizer (sha256 {old.get('tokenizer_sha256', '?')[:16]}…, "
-                f"this one {config['tokenizer_sha256'][:16]}…): use a new --out or delete it"
+                f"this one {config['tokenizer_sha256'][:16]}…): pass --overwrite to replace them, or use a new --out"
             )
         if old != config:
             changed = sorted(k for k in config if old.get(k) != config[k])
-            raise UsageError(f"{out} was tokenized with other settings ({', '.join(changed)}): use a new --out")
+            raise UsageError(f"{out} was tokenized with other settings ({', '.join(changed)}): pass --overwrite "
+                             "to replace it, or use a new --out")
         return
-    if fs.listdir(out):
-        raise UsageError(f"{out} exists and is not a `curate tokenize` output: choose an empty --out")
     fs.makedirs(fs.join(out, "_done"))
     atomic_write_text(path, json.dumps(config, indent=1))
 

@@ -1,0 +1,258 @@
+"""Issue 22 items 9, 10, 12: what a rerun resumes, what it refuses, and output folders that are not a run's.
+
+Each test drives `curate run` in this process on a small JSONL input; the reference is the run's own output
+(documents kept), which must match the setting the pipeline file had, never a mix of two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate.cli.main import main as cli
+
+
+def _input(tmp_path: Path, n: int = 40) -> Path:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": "word " * i}) + "\n" for i in range(n)))
+    return src
+
+
+def _run(pipe: Path, src: Path, out: Path, *extra: str) -> int:
+    return cli(["run", str(pipe), "--input", str(src), "--output", str(out), "--workers", "1", "--no-progress", *extra])
+
+
+def _kept(out: Path) -> int:
+    return sum(pq.read_metadata(f).num_rows for f in (out / "data").glob("*.parquet"))
+
+
+# ---------------------------------------------------------------- item 9: parameters are not guessed to be paths
+
+C4_PIPE = """
+from curate import Pipeline, filters, readers
+pipeline = Pipeline(name="c4", reader=readers.Jsonl(),
+                    steps=[filters.C4(min_sentences=1, min_words_per_line=1, bad_words_languages=())])
+"""
+
+
+def test_a_string_parameter_naming_the_cwd_is_not_a_path(tmp_path, monkeypatch, capsys):
+    """C4's end_marks holds "." (the current directory): a file created there changes nothing."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(C4_PIPE)
+    assert _run(pipe, src, out) == 0
+    (work / "x").write_text("new file in the current directory")
+    assert _run(pipe, src, out) == 0, capsys.readouterr().err
+
+
+def test_declared_model_file_is_fingerprinted_by_content(tmp_path):
+    from curate import Step
+    from curate.run.fingerprint import Fingerprinter
+
+    class Model(Step):
+        file_params = ("path",)
+
+        def __init__(self, path, other):
+            self.path, self.other = path, other
+
+    model = tmp_path / "m.bin"
+    model.write_bytes(b"v1")
+    before = Fingerprinter().component(Model(str(model), str(model)))[0]
+    os.utime(model, ns=(time.time_ns(), time.time_ns()))
+    assert Fingerprinter().component(Model(str(model), str(model)))[0] == before  # touched: same content
+    model.write_bytes(b"v2")
+    after = Fingerprinter().component(Model(str(model), str(model)))[0]
+    assert after != before
+    assert after.split("(", 1)[1].count("#") == 1  # only the declared parameter is read as a file
+
+
+# ---------------------------------------------------------------- item 10: values a function reads; inputs
+
+DICT_PIPE = """
+from curate import Pipeline, readers
+LIMITS = {{"min_chars": {n}}}
+
+def keep(doc):
+    return len(doc.text) > LIMITS["min_chars"]
+
+pipeline = Pipeline(name="t", reader=readers.Jsonl(), steps=[keep])
+"""
+
+MODULE_PIPE = """
+from curate import Pipeline, readers
+import peneira_test_thresholds as th
+
+def longer(doc):
+    return len(doc.text) > th.MIN_CHARS
+
+pipeline = Pipeline(name="t", reader=readers.Jsonl(), steps=[longer])
+"""
+
+
+def test_a_threshold_in_a_module_level_dict_edited_between_runs_is_refused(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(DICT_PIPE.format(n=50))
+    assert _run(pipe, src, out) == 0
+    kept = _kept(out)
+    assert kept == sum(1 for i in range(40) if 5 * i > 50)
+    assert _run(pipe, src, out) == 0  # unchanged: a resume
+    pipe.write_text(DICT_PIPE.format(n=100))
+    capsys.readouterr()
+    assert _run(pipe, src, out) == 2
+    err = capsys.readouterr().err
+    assert "different pipeline" in err and "'keep'" in err and "--overwrite" in err and len(err.splitlines()) == 1
+    assert _kept(out) == kept  # nothing of the new setting mixed in
+    assert _run(pipe, src, out, "--overwrite") == 0
+    assert _kept(out) == sum(1 for i in range(40) if 5 * i > 100)
+
+
+def test_a_threshold_in_an_imported_module_edited_between_runs_is_refused(tmp_path, monkeypatch, capsys):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    monkeypatch.syspath_prepend(str(lib))
+    mod = lib / "peneira_test_thresholds.py"
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(MODULE_PIPE)
+
+    def set_threshold(n: int) -> None:  # a new process would import the edited module
+        mod.write_text(f"MIN_CHARS = {n}\n")
+        sys.modules.pop("peneira_test_thresholds", None)
+
+    set_threshold(50)
+    assert _run(pipe, src, out) == 0
+    set_threshold(50)
+    assert _run(pipe, src, out) == 0
+    set_threshold(100)
+    capsys.readouterr()
+    assert _run(pipe, src, out) == 2
+    assert "'longer'" in capsys.readouterr().err
+    sys.modules.pop("peneira_test_thresholds", None)
+
+
+UNSOUND_PIPE = """
+import io
+from curate import Pipeline, readers
+BUFFER = io.BytesIO(b"state")
+
+def peek(doc):
+    return BUFFER.getvalue() == b"state"
+
+pipeline = Pipeline(name="t", reader=readers.Jsonl(), steps=[peek])
+"""
+
+
+def test_a_function_reading_a_value_that_cannot_be_fingerprinted_runs_but_is_not_resumed(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(UNSOUND_PIPE)
+    assert _run(pipe, src, out) == 0
+    capsys.readouterr()
+    assert _run(pipe, src, out) == 2
+    err = capsys.readouterr().err
+    assert "cannot be resumed soundly" in err and "BUFFER" in err and "_io.BytesIO" in err and "--overwrite" in err
+
+
+def test_an_input_rewritten_in_place_is_refused(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(DICT_PIPE.format(n=50))
+    assert _run(pipe, src, out) == 0
+    src.write_text("".join(json.dumps({"text": "other " * i}) + "\n" for i in range(40)))
+    capsys.readouterr()
+    assert _run(pipe, src, out) == 2
+    err = capsys.readouterr().err
+    assert f"input {src} was rewritten" in err and "--overwrite" in err
+
+
+def test_function_fingerprint_follows_closures_globals_and_helpers():
+    from curate.run.fingerprint import Fingerprinter
+
+    def fp(fn):
+        from curate.core.step import as_step
+
+        return Fingerprinter().component(as_step(fn))
+
+    def make(limit, words):
+        def helper(doc):
+            return len(doc.text) > limit
+
+        def step(doc):
+            return helper(doc) and words[0] in doc.text
+
+        return step
+
+    assert fp(make(3, ["a"])) == fp(make(3, ["a"]))
+    assert fp(make(3, ["a"]))[0] != fp(make(4, ["a"]))[0]  # a closure cell of a helper the step calls
+    assert fp(make(3, ["a"]))[0] != fp(make(3, ["b"]))[0]  # a list the closure holds
+    assert fp(make(3, ["a"]))[1] == []
+
+
+# ---------------------------------------------------------------- item 12: output folders
+
+def test_run_into_a_folder_of_something_else_is_refused_and_overwrite_replaces_it(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(DICT_PIPE.format(n=50))
+    (out / "data").mkdir(parents=True)  # a mix output: stale shards a run must not keep beside its own
+    for i in range(5):
+        (out / "data" / f"part-{i:05d}-000.parquet").write_bytes(b"stale")
+    (out / "manifest.json").write_text(json.dumps({"kind": "mix", "complete": True}))
+    assert _run(pipe, src, out) == 2
+    err = capsys.readouterr().err
+    assert "not empty" in err and "--overwrite" in err and len(err.splitlines()) == 1
+    assert len(list((out / "data").iterdir())) == 5  # nothing touched
+    assert _run(pipe, src, out, "--overwrite") == 0
+    assert len(list((out / "data").iterdir())) == 1  # the stale shards are gone
+    assert _kept(out) == sum(1 for i in range(40) if 5 * i > 50)
+
+
+def test_overwrite_never_removes_files_the_command_does_not_write(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(DICT_PIPE.format(n=50))
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "data").mkdir()
+    assert _run(pipe, src, out, "--overwrite") == 2
+    assert "notes.txt" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine" and (out / "data").is_dir()
+
+
+def test_overwrite_marker_goes_first(tmp_path):
+    """A kill in the middle of --overwrite must not leave a folder that a rerun takes for a run to resume."""
+    from curate.io.outputs import clear
+
+    out = tmp_path / "o"
+    for d in ("data", "_done", "_work", "stats"):
+        (out / d).mkdir(parents=True)
+    (out / "_work" / "config.json").write_text("{}")
+    removed = []
+    import curate.io.outputs as outputs
+
+    real = outputs.remove_tree
+    outputs.remove_tree = lambda p: (removed.append(os.path.basename(p)), real(p))
+    try:
+        clear(str(out), sorted(os.listdir(out)), what="`curate run`", option="--output",
+              layout=("_work", "_done", "stats", "data"))
+    finally:
+        outputs.remove_tree = real
+    assert removed[0] == "_work" and sorted(removed) == ["_done", "_work", "data", "stats"]
+    assert not os.listdir(out)
+
+
+@pytest.mark.parametrize("command", ["demo", "decontam"])
+def test_other_commands_refuse_a_folder_of_something_else(tmp_path, capsys, command):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"question": "what is the capital of france and why is it paris"}) + "\n")
+    argv = {"demo": ["demo", "generate", "--out", str(out), "--pages", "20", "--files", "1"],
+            "decontam": ["decontam", "index", "--benchmark", f"b={bench}:question", "--out", str(out)]}[command]
+    assert cli(argv) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert os.listdir(out) == ["notes.txt"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from curate.core.errors import UsageError
 from curate.io import models
 
@@ -25,9 +27,13 @@ def main(args) -> int:
             print(f"{name:<6} {state:<8} {path}\n       {spec.about}")
         return 0
     spec = models.MODELS[args.name]
+    print(f"{args.name}: fetching {args.source or spec.url} …", file=sys.stderr)  # announced: never a silent download
     try:
         dest = models.fetch(args.name, args.source)
     except (OSError, ValueError) as e:
-        raise UsageError(f"could not fetch {args.name} from {args.source or spec.url}: {e}") from e
+        offline = "" if args.source or not isinstance(e, OSError) else (
+            f"; offline, take the file {spec.filename} from a machine that has it: "
+            f"`curate models fetch {args.name} --from PATH` (a local file or URL)")
+        raise UsageError(f"could not fetch {args.name} from {args.source or spec.url}: {e}{offline}") from e
     print(f"{args.name}: {dest} (sha256 {spec.sha256[:12]}… verified)")
     return 0

@@ -66,11 +66,40 @@ def main(args) -> int:
         sys.stderr.write(f"curate run: {e}\nfinished tasks are kept; fix the cause and rerun to resume\n")
         return 1
     out = args.output or pipeline.output
-    print_summary(out, manifest)
+    stats = print_summary(out, manifest)
+    empty = nothing_read(stats[0], len(manifest["inputs"])) if stats else None
+    if empty:
+        sys.stderr.write(f"curate run: {empty}\n")
+        return 1
     return 0
 
 
-def print_summary(out: str, manifest: dict) -> None:
+# What a reader's skip reason most likely means when it is all a run read (the reader's options or the inputs).
+READ_HINTS = {
+    "read:no_text": "the records hold no string under the reader's text key: name the field, e.g. "
+                    "readers.Jsonl(text_key=\"content\")",
+    "read:not_warc": "the inputs are not WARC files: use the reader of their format (readers.Jsonl, readers.Parquet)",
+    "read:bad_json": "the inputs are not JSON Lines: use the reader of their format (readers.Warc, readers.Parquet)",
+    "read:not_parquet": "the inputs are not Parquet files: use the reader of their format",
+    "read:bad_schema": "the Parquet files have no such text column: set readers.Parquet(text_key=...)",
+    "read:not_html": "no record is an HTML page (only other content types): check the inputs",
+    "read:empty_file": "the input files are empty",
+}
+
+
+def nothing_read(read: StepStats, n_inputs: int) -> str | None:
+    """When the reader yielded no document: one line with its reasons and what they most likely mean."""
+    if read.docs_out:
+        return None
+    reasons = read.dropped.most_common()
+    shown = ", ".join(f"{r} {n:,}" for r, n in reasons[:3]) or "no records at all"
+    hint = next((READ_HINTS[r] for r, _ in reasons if r in READ_HINTS),
+                "check the reader in the pipeline file against the --input files")
+    sample = f"; first error: {read.error_sample}" if read.error_sample else ""
+    return f"the reader yielded no documents from {n_inputs} input file(s) ({shown}){sample}; hint: {hint}"
+
+
+def print_summary(out: str, manifest: dict) -> list[StepStats]:
     import json
 
     from curate.io import fs
@@ -82,3 +111,4 @@ def print_summary(out: str, manifest: dict) -> None:
         f"\n{manifest['docs_read']:,} records read, {stats[0].docs_out:,} documents, {manifest['docs_written']:,} kept "
         f"in {len(manifest['outputs'])} shard(s) under {out}/data ({manifest['seconds']:.1f}s)"
     )
+    return stats

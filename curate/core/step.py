@@ -48,6 +48,11 @@ class Step:
     def setup(self) -> None:
         """Load models or indexes. Runs once per worker process."""
 
+    def check_ready(self) -> None:
+        """Raise a `UsageError` saying what to do if something `setup` needs is missing (a model never
+        fetched). A run calls it once before any task, so a missing model fails the run once, early,
+        not every task. Cheap: a file check, never a load."""
+
     def apply(self, doc: Document) -> Result:
         raise NotImplementedError
 

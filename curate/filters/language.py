@@ -7,11 +7,12 @@ from collections import Counter
 from collections.abc import Iterable
 
 from curate.core.document import Document
+from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.core.step import Reject, Result, Step
 from curate.core.validate import check, check_strings, config_error
 from curate.filters._text import HAS_LETTER
-from curate.io import models
+from curate.io import fs, models
 
 # The labels of lid.176: a code outside them would never match, so every document would be `unlisted`.
 LID176_LANGUAGES = frozenset("""
@@ -56,6 +57,16 @@ class Language(Step):
         self.max_chars = check(self, "max_chars", max_chars, int, lo=1)
         self._model = None
         self._seen: Counter = Counter()
+
+    def check_ready(self) -> None:
+        if self.model_path is not None and fs.is_url(self.model_path):  # workers copy it; the driver need not
+            if not fs.exists(self.model_path):
+                raise UsageError(f"Language: model_path {self.model_path} does not exist")
+            return
+        try:
+            models.resolve("lid", self.model_path)
+        except models.ModelMissing as e:
+            raise UsageError(str(e)) from None
 
     def setup(self) -> None:
         import fasttext

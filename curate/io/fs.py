@@ -348,6 +348,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         f.write(text)
 
 
+def _glob_hint(pattern: str) -> str:
+    """Why a glob may have matched nothing: `*` stays in one folder, `**/` descends into subfolders."""
+    if "**" in pattern:
+        return ""
+    head, tail = posixpath.split(pattern)
+    deeper = posixpath.join(head, "**", tail)
+    if not is_url(pattern) and glob(deeper):
+        return f" (files in its subfolders do: `*` stays in one folder; use {deeper!r})"
+    return f" (`*` stays in one folder; to include subfolders use {deeper!r})"
+
+
 def expand_inputs(patterns: str | list[str]) -> list[str]:
     """Every file matching the glob patterns (local or URL), in order, without repeats; none is a `UsageError`."""
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
@@ -355,6 +366,6 @@ def expand_inputs(patterns: str | list[str]) -> list[str]:
     for pat in patterns:
         hits = glob(pat)  # a URL (file://, s3://, …) is listed through fsspec and its matches stay URLs
         if not hits:
-            raise UsageError(f"no input files match {pat!r}")
+            raise UsageError(f"no input files match {pat!r}{_glob_hint(pat)}")
         files.extend(hits)
     return list(dict.fromkeys(files))  # keep order, drop repeats

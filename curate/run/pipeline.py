@@ -188,6 +188,8 @@ class Run:
 
     def execute(self) -> dict:
         t0 = time.time()
+        for step in self.p.steps:  # a missing model fails the run here, once, not in every task
+            step.check_ready()
         self._check_config()
         for d in ("_done", "stats"):
             fs.makedirs(fs.join(self.out, d))

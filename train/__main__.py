@@ -13,21 +13,71 @@
 from __future__ import annotations
 
 import argparse
+import inspect
+import re
 import sys
 
-from train.config import load_config, parse_overrides
+from train.config import FIELDS, Config, _convert, load_config, parse_overrides, presets
+
+# Subcommands, as `python -m train --help` lists them (the default, `train`, first).
+COMMANDS = {
+    "train": "train a model (the default: `python -m train --data TOKENS ...`)",
+    "sample": "generate text from a checkpoint",
+    "surprise": "per-token surprise of a text under a checkpoint",
+    "plan": "model and data size for a compute budget",
+    "eval": "held-out bits per byte and in-context tasks of a run",
+    "ablate": "train and evaluate curation variants alike",
+    "sweep-lr": "short runs at several learning rates",
+}
+
+
+class _Bool(argparse.BooleanOptionalAction):
+    """`--key` / `--no-key`, as `curate` spells its switches; `--key true|false` still works like other keys."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.nargs = "?"
+        self.metavar = "true|false"
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string.startswith("--no-"):
+            if values is not None:
+                parser.error(f"{option_string} takes no value")
+            setattr(namespace, self.dest, False)
+            return
+        try:
+            setattr(namespace, self.dest, True if values is None else _convert(self.dest, values))
+        except ValueError as e:
+            parser.error(str(e))
+
+
+def _key_help() -> str:
+    """Every config key with its default and the comment beside it in `train.config.Config`."""
+    comments = dict(re.findall(r"^    (\w+): [^=\n]+=[^#\n]*#\s*(.+)$", inspect.getsource(Config), re.M))
+    defaults = Config()
+    lines = [f"  --{k:<20} {getattr(defaults, k)!r:<16} {comments.get(k, '')}".rstrip() for k in FIELDS]
+    return "config keys (--key value overrides the --config file; default, then what it is):\n" + "\n".join(lines)
 
 
 def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
     """--config, --resume (and --lrs for the sweep) are flags; every other `--key value` is a config override."""
-    parser = argparse.ArgumentParser(prog=prog, description="Any config key can be given as --key value.")
-    parser.add_argument("--config", help="TOML file (or the name of one in train/configs, e.g. tiny)")
+    commands = "\n".join(f"  {name:<10} {what}" for name, what in COMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_key_help(), allow_abbrev=False,
+        description=f"Train a GPT on token shards; any config key can be given as --key value.\n\n"
+                    f"subcommands (python -m train COMMAND --help):\n{commands}")
+    parser.add_argument("--config", help=f"TOML file, or a shipped config by name ({', '.join(presets())})")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    for key in FIELDS:
+        if type(getattr(Config(), key)) is bool:
+            spellings = dict.fromkeys([f"--{key}", f"--{key.replace('_', '-')}"])  # as parse_overrides takes them
+            parser.add_argument(*spellings, dest=key, action=_Bool, default=None, help=f"config key {key} (a switch)")
     if prog.endswith("sweep-lr"):
         parser.add_argument("--lrs", help="comma-separated learning rates (default: the config's lr x 1/100, 1, 10, 300)")
     args, rest = parser.parse_known_args(argv)
+    switches = {k: getattr(args, k) for k in FIELDS if getattr(args, k, None) is not None}
     try:
-        args.cfg = load_config(args.config, parse_overrides(rest))
+        args.cfg = load_config(args.config, {**parse_overrides(rest), **switches})
     except (ValueError, OSError) as e:
         parser.error(str(e))
     if not args.cfg.data:
@@ -119,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return ablate_main(rest)
 
-    print(f"unknown command {command!r}; use train (default), sample, surprise, sweep-lr, plan, eval or ablate",
+    print(f"unknown command {command!r}; use {', '.join(COMMANDS)} (python -m train --help lists them)",
           file=sys.stderr)
     return 2
 

@@ -179,6 +179,11 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
     return out
 
 
+def presets() -> list[str]:
+    """The shipped configs `--config NAME` finds (train/configs/NAME.toml)."""
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+
+
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
     """Defaults <- TOML file <- overrides, each value type-checked, then the whole validated."""
     values: dict[str, Any] = {}
@@ -186,6 +191,12 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         path = Path(path)
         if not path.exists() and (CONFIG_DIR / f"{path.name}.toml").exists():
             path = CONFIG_DIR / f"{path.name}.toml"  # `--config tiny` finds the shipped file
+        if not path.exists():
+            names = presets()
+            close = difflib.get_close_matches(path.name, names, n=1)
+            raise ValueError(f"--config {path}: no such file and no shipped config of that name"
+                             + (f"; did you mean {close[0]!r}?" if close else "")
+                             + f" (shipped: {', '.join(names)}, in {CONFIG_DIR})")
         with open(path, "rb") as f:
             values.update(tomllib.load(f))
     values.update(overrides or {})

@@ -170,6 +170,16 @@ def _read_index(mapped: _Mapped, file: str) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------------------------------- dataset
 
 
+def _not_tokens(location: str, manifest: dict) -> str:
+    """What a manifest that is not a token-shard directory's is, and the command that makes token shards of it."""
+    made_by = "a `curate mix` output" if manifest.get("kind") == "mix" else (
+        "a `curate run` output" if "pipeline" in manifest else None)
+    if made_by is None:
+        return f"{location}: format {manifest.get('format')!r}, expected {FORMAT!r}"
+    return (f"{location} is {made_by} (text shards), not token shards: run `curate tokenize {location} "
+            f"--tokenizer TOKENIZER.json --out TOKENS` and pass --data TOKENS")
+
+
 class TokenDataset:
     """One split ("train" or "val") of a token-shard directory (local path or URL), as mapped token arrays.
 
@@ -184,7 +194,7 @@ class TokenDataset:
         self.remote = local is None
         self.manifest, self.path = self._open_manifest(local)
         if self.manifest.get("format") not in (FORMAT, LEGACY_FORMAT):
-            raise TokenDataError(f"{self.location}: format {self.manifest.get('format')!r}, expected {FORMAT!r}")
+            raise TokenDataError(_not_tokens(self.location, self.manifest))
         tok = self.manifest["tokenizer"]
         if expect_tokenizer_hash is not None and tok["sha256"] != expect_tokenizer_hash:
             raise TokenDataError(

@@ -109,6 +109,7 @@ def test_a_threshold_in_a_module_level_dict_edited_between_runs_is_refused(tmp_p
     assert _run(pipe, src, out) == 2
     err = capsys.readouterr().err
     assert "different pipeline" in err and "'keep'" in err and "--overwrite" in err and len(err.splitlines()) == 1
+    assert "global LIMITS was {'min_chars': 50}, now {'min_chars': 100}" in err  # what changed, in words
     assert _kept(out) == kept  # nothing of the new setting mixed in
     assert _run(pipe, src, out, "--overwrite") == 0
     assert _kept(out) == sum(1 for i in range(40) if 5 * i > 100)
@@ -133,7 +134,8 @@ def test_a_threshold_in_an_imported_module_edited_between_runs_is_refused(tmp_pa
     set_threshold(100)
     capsys.readouterr()
     assert _run(pipe, src, out) == 2
-    assert "'longer'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'longer'" in err and "global th.MIN_CHARS was 50, now 100" in err
     sys.modules.pop("peneira_test_thresholds", None)
 
 
@@ -191,6 +193,40 @@ def test_function_fingerprint_follows_closures_globals_and_helpers():
     assert fp(make(3, ["a"]))[0] != fp(make(4, ["a"]))[0]  # a closure cell of a helper the step calls
     assert fp(make(3, ["a"]))[0] != fp(make(3, ["b"]))[0]  # a list the closure holds
     assert fp(make(3, ["a"]))[1] == []
+
+
+CLASS_PIPE = """
+from curate import Pipeline, Step, readers
+STOP = {stop!r}
+
+class Base(Step):
+    def __init__(self, n):
+        self.n = n
+
+class Words(Base):
+    name = "words"
+
+    def __init__(self, n):
+        super().__init__(n)  # a __class__ cell: the class reads itself
+
+    def apply(self, doc):
+        keep = isinstance(self, Words) and len(doc.text) > self.n
+        return doc if keep and not any(w in STOP for w in doc.text.split()) else None
+
+pipeline = Pipeline(name="t", reader=readers.Jsonl(), steps=[Words(50)])
+"""
+
+
+def test_a_step_class_reading_itself_and_a_long_word_list_resumes_and_detects_an_edit(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    words = {f"w{i}" for i in range(5000)}
+    pipe.write_text(CLASS_PIPE.format(stop=words))
+    assert _run(pipe, src, out) == 0
+    assert _run(pipe, src, out) == 0  # resumable: no recursion limit hit, the list hashed as one value
+    pipe.write_text(CLASS_PIPE.format(stop=words | {"word"}))
+    capsys.readouterr()
+    assert _run(pipe, src, out) == 2
+    assert "STOP was set[5000]#" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- item 12: output folders

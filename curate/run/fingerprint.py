@@ -78,13 +78,14 @@ class Fingerprinter:
 
     # ------------------------------------------------------------ pipeline parts
 
-    def component(self, obj: Any) -> tuple[str, list[str]]:
-        """`Class#code(param=value, …)` of a step or reader, and the reasons it cannot be resumed (if any)."""
+    def component(self, obj: Any) -> tuple[str, list[str], dict[str, str]]:
+        """`Class#code(param=value, …)` of a step or reader, the reasons it cannot be resumed (if any), and the
+        values its code reads (`where` -> value, each shortened), which say what changed when one did."""
         walk = _Walk(self)
         try:
-            return walk.component(obj), []
+            return walk.component(obj), [], walk.reads
         except Unfingerprintable as e:
-            return f"{describe(obj)} <unfingerprintable>", [f"{getattr(obj, 'name', type(obj).__name__)}: {e}"]
+            return f"{describe(obj)} <unfingerprintable>", [f"{getattr(obj, 'name', type(obj).__name__)}: {e}"], {}
 
     def inputs(self, files: list[str]) -> list[list]:
         """[path, size, mtime, version] of each input: one stat per local file, one listing per remote folder."""
@@ -167,7 +168,8 @@ class _Walk:
     def __init__(self, owner: Fingerprinter):
         self.owner = owner
         self.items = 0
-        self.seen: set[int] = set()  # code objects on the current path (recursion)
+        self.active: set[int] = set()  # code objects, classes and modules on the current path (recursion)
+        self.reads: dict[str, str] = {}  # the globals and closure values functions read, for messages
 
     def component(self, obj: Any) -> str:
         declared = set(getattr(obj, "file_params", ()))
@@ -192,12 +194,18 @@ class _Walk:
         own = [c for c in cls.__mro__ if not is_library(c.__module__)]
         if not own:
             return ""
-        parts = []
-        for c in own:
-            for name, attr in sorted(vars(c).items()):
-                if name.startswith("__") and not inspect.isfunction(attr):
-                    continue
-                parts.append(f"{name}={self.value(attr, depth + 1, f'{c.__qualname__}.{name}')}")
+        if id(cls) in self.active:  # a method naming its own class (`super()`, isinstance): the name is enough
+            return "#recursive"
+        self.active.add(id(cls))
+        try:
+            parts = []
+            for c in own:
+                for name, attr in sorted(vars(c).items()):
+                    if name.startswith("__") and not inspect.isfunction(attr):
+                        continue
+                    parts.append(f"{name}={self.value(attr, depth + 1, f'{c.__qualname__}.{name}')}")
+        finally:
+            self.active.discard(id(cls))
         return "#" + hashlib.blake2b("\0".join(parts).encode(), digest_size=8).hexdigest()
 
     def value(self, v: Any, depth: int, where: str) -> str:
@@ -208,6 +216,8 @@ class _Walk:
             raise Unfingerprintable(f"reads values nested deeper than {MAX_DEPTH} levels (at {where})")
         if isinstance(v, _SIMPLE) or v is Ellipsis:
             return repr(v)
+        if isinstance(v, (set, frozenset, list, tuple, dict)) and len(v) > 64 and _plain(v):
+            return _digest_plain(v)  # a word list or table: one value, whatever its length
         if isinstance(v, (set, frozenset)):
             return "{" + ", ".join(sorted(self.value(x, depth + 1, where) for x in v)) + "}"
         if isinstance(v, (list, tuple)):
@@ -227,7 +237,7 @@ class _Walk:
         if isinstance(v, functools.partial):
             return f"partial({self.value([v.func, v.args, v.keywords], depth + 1, where)})"
         if isinstance(v, types.ModuleType):
-            return f"<module {v.__name__}>"  # its attributes count where code reads them (`_global`)
+            return f"<module {v.__name__}>"  # its attributes count where code reads them (`_read`)
         if isinstance(v, (classmethod, staticmethod)):
             return f"{type(v).__name__}({self.value(v.__func__, depth + 1, where)})"
         if isinstance(v, property):
@@ -238,10 +248,18 @@ class _Walk:
             return f"<class {v.__qualname__}{self._class_code(v, depth)}>"
         if isinstance(v, _VALUE_TYPES):
             return repr(v)
+        if type(v).__module__ == "numpy" and hasattr(v, "tobytes"):  # an array or a numpy scalar
+            return f"numpy({v.dtype}, {getattr(v, 'shape', ())}, {hashlib.blake2b(v.tobytes(), digest_size=16).hexdigest()})"
         if _is_component(v):
             return f"<{self.component(v)}>"
-        if hasattr(v, "__dict__") and not is_library(type(v).__module__):
-            return f"<{self._object(v, depth, where)}>"
+        if hasattr(v, "__dict__") and (not is_library(type(v).__module__) or type(v).__module__.startswith("curate.")):
+            if id(v) in self.active:
+                return f"<recursive {type(v).__qualname__}>"
+            self.active.add(id(v))
+            try:
+                return f"<{self._object(v, depth, where)}>"
+            finally:
+                self.active.discard(id(v))
         raise Unfingerprintable(f"{where} is a {type(v).__module__}.{type(v).__qualname__} object, whose value resume "
                                 "cannot check")
 
@@ -251,9 +269,9 @@ class _Walk:
     def function(self, fn: types.FunctionType, depth: int) -> str:
         if is_library(fn.__module__):
             return f"<{fn.__module__}.{fn.__qualname__}>"
-        if id(fn.__code__) in self.seen:  # recursion: the name is enough
+        if id(fn.__code__) in self.active:  # recursion: the name is enough
             return f"<recursive {fn.__qualname__}>"
-        self.seen.add(id(fn.__code__))
+        self.active.add(id(fn.__code__))
         try:
             h = hashlib.blake2b(digest_size=8)
             names = _feed_code(fn.__code__, h)
@@ -265,22 +283,48 @@ class _Walk:
                 except ValueError:  # an empty cell (a name bound later)
                     h.update(b"<empty>")
                     continue
-                h.update(self.value(contents, depth + 1, f"{where}: {fn.__code__.co_freevars[i]}").encode())
+                h.update(self._read(contents, names, depth + 1, f"{where}: {fn.__code__.co_freevars[i]}").encode())
             g = fn.__globals__
             for name in sorted(names):
                 if name in g:
-                    h.update(f"{name}={self._global(g[name], names, depth + 1, f'{where}: global {name}')}".encode())
+                    h.update(f"{name}={self._read(g[name], names, depth + 1, f'{where}: global {name}')}".encode())
             return f"<{fn.__module__}.{fn.__qualname__}#{h.hexdigest()}>"
         finally:
-            self.seen.discard(id(fn.__code__))
+            self.active.discard(id(fn.__code__))
 
-    def _global(self, v: Any, names: set[str], depth: int, where: str) -> str:
-        """A global a function reads; for a user module, the attributes of it that the function's code names."""
+    def _read(self, v: Any, names: set[str], depth: int, where: str) -> str:
+        """A value a function reads (a global, a closure cell); for a user module, the attributes of it that the
+        function's code names. Recorded in `reads`, so a refusal can say which value changed."""
         if isinstance(v, types.ModuleType) and not is_library(v.__name__):
-            attrs = [f"{a}={self._global(getattr(v, a), names, depth + 1, f'{where}.{a}')}"
-                     for a in sorted(names) if hasattr(v, a) and not a.startswith("__")]
+            if id(v) in self.active:
+                return f"<recursive module {v.__name__}>"
+            self.active.add(id(v))
+            try:
+                attrs = [f"{a}={self._read(getattr(v, a), names, depth + 1, f'{where}.{a}')}"
+                         for a in sorted(names) if hasattr(v, a) and not a.startswith("__")]
+            finally:
+                self.active.discard(id(v))
             return f"<module {v.__name__}: {', '.join(attrs)}>"
-        return self.value(v, depth, where)
+        text = self.value(v, depth, where)
+        if not isinstance(v, types.ModuleType):
+            self.reads[where] = _short(text)
+        return text
+
+
+def _plain(v: Any) -> bool:
+    """A container of plain values only (strings, numbers), one level deep."""
+    items = itertools.chain.from_iterable(v.items()) if isinstance(v, dict) else v
+    return all(isinstance(x, _SIMPLE) for x in items)
+
+
+def _digest_plain(v: Any) -> str:
+    if isinstance(v, (set, frozenset)):
+        text = "\0".join(sorted(map(repr, v)))
+    elif isinstance(v, dict):
+        text = "\0".join(sorted(f"{k!r}:{x!r}" for k, x in v.items()))
+    else:
+        text = "\0".join(map(repr, v))
+    return f"{type(v).__name__}[{len(v)}]#{hashlib.blake2b(text.encode(), digest_size=16).hexdigest()}"
 
 
 def _is_component(v: Any) -> bool:
@@ -306,19 +350,20 @@ def _feed_code(code: types.CodeType, h: Any) -> set[str]:
 
 # ---------------------------------------------------------------- a run's config
 
+FORMAT = "peneira.run-config/2"  # 1 (unnamed): steps by `describe` text, inputs by name only
 RUN_LAYOUT = ("_work", "_done", "stats", "data", "rejected", "stats.json", "manifest.json")  # marker (_work) first
 
 
 def pipeline_config(fp: Fingerprinter, pipeline: Any, files: list[str], limit: int | None,
                     rejected: bool) -> tuple[dict, list[str]]:
     """What a rerun must match to resume a run, and the reasons it cannot be matched soundly (if any)."""
-    reader, unsound = fp.component(pipeline.reader)
+    reader, unsound, _ = fp.component(pipeline.reader)
     steps = []
     for s in pipeline.steps:
-        text, why = fp.component(s)
-        steps.append([s.name, text])
+        text, why, reads = fp.component(s)
+        steps.append([s.name, text, reads])
         unsound += why
-    config = {"pipeline": {"name": pipeline.name, "reader": reader, "steps": steps}, "inputs": fp.inputs(files),
+    config = {"format": FORMAT, "pipeline": {"name": pipeline.name, "reader": reader, "steps": steps}, "inputs": fp.inputs(files),
               "limit": limit, "rejected": rejected}  # a resume without --rejected would leave rejected/ partial
     return config, unsound
 
@@ -329,6 +374,8 @@ def describe_change(old: dict, new: dict) -> str:
     new = _jsonable(new)
     if old == new:
         return ""
+    if old.get("format") != new["format"]:
+        return "it was made by an earlier version of curate, whose fingerprints cannot be compared"
     was, now = old.get("pipeline") or {}, new["pipeline"]
     if was.get("name") != now["name"]:
         return f"pipeline name was {was.get('name')!r}, now {now['name']!r}"
@@ -337,9 +384,15 @@ def describe_change(old: dict, new: dict) -> str:
     old_steps, new_steps = was.get("steps") or [], now["steps"]
     if [s[0] for s in old_steps] != [s[0] for s in new_steps]:
         return f"the steps differ: {', '.join(s[0] for s in old_steps)} then, {', '.join(s[0] for s in new_steps)} now"
-    for (name, a), (_, b) in zip(old_steps, new_steps, strict=True):
-        if a != b:
-            return f"step {name!r} changed: its parameters, its code or a value its code reads ({_short(a)} -> {_short(b)})"
+    for (name, a, *a_reads), (_, b, b_reads) in zip(old_steps, new_steps, strict=True):
+        if a == b:
+            continue
+        was_reads = a_reads[0] if a_reads else {}
+        differ = [w for w in set(was_reads) | set(b_reads) if was_reads.get(w) != b_reads.get(w)]
+        if differ:  # a value rather than a function that reads it (whose digest changes with it)
+            where = min(differ, key=lambda w: (str(b_reads.get(w, "")).startswith("<"), w))
+            return f"step {name!r}: {where} was {was_reads.get(where, '(not read)')}, now {b_reads.get(where, '(not read)')}"
+        return f"step {name!r} changed, its parameters or its code: {_window(a, b)}"
     old_in, new_in = old.get("inputs") or [], new["inputs"]
     if old_in != new_in:
         old_paths = [r[0] if isinstance(r, list) else r for r in old_in]
@@ -363,4 +416,18 @@ def _jsonable(config: dict) -> Any:
 
 
 def _short(text: str, n: int = 100) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
+    """A value as a message shows it: long ones by their start and a digest (still different when they differ)."""
+    if len(text) <= n:
+        return text
+    return f"{text[:n - 20]}…#{hashlib.blake2b(text.encode(), digest_size=6).hexdigest()}"
+
+
+def _window(a: str, b: str, width: int = 90) -> str:
+    """`…old… -> …new…` around the first character where two descriptions differ."""
+    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, i - 30)
+
+    def cut(t: str) -> str:
+        return ("…" if start else "") + t[start:start + width] + ("…" if len(t) > start + width else "")
+
+    return f"{cut(a)} -> {cut(b)}"

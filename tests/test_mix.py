@@ -128,7 +128,7 @@ def test_cli_prints_plan_and_rejects_bad_input(shared, tmp_path, capsys):
     with pytest.raises(UsageError, match=r"\['none'\] have no text"):
         _mix({"pt": (str(shared / PT), 0.5), "none": (str(empty), 0.5)}, tmp_path / "e", tokens=1000)
     assert not list((tmp_path / "e").glob("data/*.parquet"))
-    with pytest.raises(UsageError, match="not an earlier `curate mix` output"):
+    with pytest.raises(UsageError, match="holds no earlier `curate mix` output"):
         _mix({"pt": (str(shared / PT), 1.0)}, shared.parent / "data" / "text", tokens=1000)
 
 

@@ -292,3 +292,28 @@ def test_other_commands_refuse_a_folder_of_something_else(tmp_path, capsys, comm
     assert cli(argv) == 2
     assert "not empty" in capsys.readouterr().err
     assert os.listdir(out) == ["notes.txt"]
+
+
+def test_overwrite_on_an_object_store_removes_only_the_layout():
+    """The same rule through fsspec (memory://, as s3:// goes): prefixes removed recursively, others refused."""
+    import fsspec
+
+    from curate.core.errors import UsageError
+    from curate.io.outputs import claim
+
+    store = fsspec.filesystem("memory")
+    root = "memory://peneira-test-overwrite"
+    for name in ("data/part-00000.parquet", "_work/config.json", "stats.json"):
+        store.pipe(f"/peneira-test-overwrite/{name}", b"x")
+    try:
+        with pytest.raises(UsageError, match="holds no earlier"):
+            claim(root, what="`x`", option="--out", own=lambda: False, layout=("_work", "data", "stats.json"))
+        assert claim(root, what="`x`", option="--out", own=lambda: False, layout=("_work", "data", "stats.json"),
+                     overwrite=True) is False
+        assert store.find("/peneira-test-overwrite") == []
+        store.pipe("/peneira-test-overwrite/keep.txt", b"mine")
+        with pytest.raises(UsageError, match="keep.txt"):
+            claim(root, what="`x`", option="--out", own=lambda: False, layout=("data",), overwrite=True)
+        assert store.cat("/peneira-test-overwrite/keep.txt") == b"mine"
+    finally:
+        store.rm("/peneira-test-overwrite", recursive=True)

@@ -28,6 +28,7 @@ import functools
 import hashlib
 import inspect
 import itertools
+import logging
 import os
 import posixpath
 import re
@@ -248,6 +249,8 @@ class _Walk:
             return f"<class {v.__qualname__}{self._class_code(v, depth)}>"
         if isinstance(v, _VALUE_TYPES):
             return repr(v)
+        if isinstance(v, logging.Logger):  # logs, never results
+            return f"<logger {v.name}>"
         if type(v).__module__ == "numpy" and hasattr(v, "tobytes"):  # an array or a numpy scalar
             return f"numpy({v.dtype}, {getattr(v, 'shape', ())}, {hashlib.blake2b(v.tobytes(), digest_size=16).hexdigest()})"
         if _is_component(v):

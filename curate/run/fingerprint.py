@@ -354,7 +354,9 @@ def _feed_code(code: types.CodeType, h: Any) -> set[str]:
 # ---------------------------------------------------------------- a run's config
 
 FORMAT = "peneira.run-config/2"  # 1 (unnamed): steps by `describe` text, inputs by name only
-RUN_LAYOUT = ("_work", "_done", "stats", "data", "rejected", "stats.json", "manifest.json")  # marker (_work) first
+# What a run writes (its marker, _work, first), and `curate report`'s files beside it
+RUN_LAYOUT = ("_work", "_done", "stats", "data", "rejected", "stats.json", "manifest.json", "report", "report.md",
+              "report.html")
 
 
 def pipeline_config(fp: Fingerprinter, pipeline: Any, files: list[str], limit: int | None,

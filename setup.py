@@ -3,10 +3,11 @@ curate.extract._walk, built by pip with the system's C compiler (plain C on the 
 files, in curate/extract/: _walk.c (the parse and the block walk over Lexbor's tree, the module's init), _score.c
 (the block classifier: features and logistic models), _depth.c (the guards' nesting-depth pre-scan), _text.c
 (text utilities they share), and the headers _walk.h and _text.h; plus the Lexbor modules the parse needs (core,
-dom, html, ns, tag and the platform's port), vendored in third_party/lexbor at the release its `version` file
-names, under its LICENSE and NOTICE (Apache-2.0), compiled into the module as a static library is. Everything
-is compiled with hidden visibility, so the module exports PyInit__walk alone (`nm -D`): neither Lexbor's
-functions nor the ones the files share are visible to, or clash with, another module that links a Lexbor."""
+dom, html, ns, tag and the platform's memory port), vendored in third_party/lexbor at the release its `version`
+file names, under its LICENSE and NOTICE (Apache-2.0; VENDORED.md says what was taken), compiled into the module
+as a static library is. Everything is compiled with hidden visibility, so the module exports PyInit__walk alone
+(`nm -D`): neither Lexbor's functions nor the ones the files share are visible to, or clash with, another module
+that links a Lexbor."""
 
 import os
 from pathlib import Path

@@ -7,15 +7,28 @@ DEMO := demo
 # The language-ID model: from the shared test data when it sits beside the clone, else its official address.
 LID_FROM := $(if $(wildcard ../shared/data/models/lid.176.ftz),--from ../shared/data/models/lid.176.ftz,)
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint clean wheelhouse
 
 .venv/.installed: pyproject.toml setup.py $(wildcard curate/extract/*.c curate/extract/*.h)  # the C extension is rebuilt when it changes
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, so that pip takes the local CPU wheel instead of a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,fast,ray,s3]'
+	$(PY) -m pip install -q -e '.[train,dev,fast,ray,s3]'
 	touch $@
+
+# The wheel as users get it (`pip wheel .`, then `auditwheel repair` to a manylinux tag) and every wheel it
+# depends on, for tests/test_packaging.py, which installs it into a fresh venv with --no-index (tests use no
+# network). Rebuilt when anything packaged changes.
+WHEELHOUSE := build/wheelhouse
+$(WHEELHOUSE)/.done: .venv/.installed MANIFEST.in $(shell find curate train third_party -type f ! -name '*.so' ! -path '*/__pycache__/*')
+	rm -rf build/wheel $(WHEELHOUSE)
+	$(PY) -m pip wheel -q --no-deps -w build/wheel .
+	PATH="$(CURDIR)/.venv/bin:$$PATH" $(PY) -m auditwheel repair -w $(WHEELHOUSE) build/wheel/peneira-*.whl
+	$(PY) -m pip download -q -d $(WHEELHOUSE) $(WHEELHOUSE)/peneira-*.whl
+	touch $@
+
+wheelhouse: $(WHEELHOUSE)/.done
 
 demo: .venv/.installed
 	$(CURATE) demo generate --out $(DEMO)/warc
@@ -36,11 +49,11 @@ demo: .venv/.installed
 	$(PY) -m train eval $(DEMO)/run --heldout web=$(DEMO)/heldout --task $(DEMO)/warc/benchmark.jsonl --out $(DEMO)/eval
 	@echo "demo done: report in $(DEMO)/curated/report.html, training curves in $(DEMO)/run/, evaluation in $(DEMO)/eval/"
 
-test: .venv/.installed
+test: .venv/.installed $(WHEELHOUSE)/.done
 	.venv/bin/pytest -q
 
 lint: .venv/.installed
 	.venv/bin/ruff check .
 
 clean:
-	rm -rf $(DEMO) .pytest_cache
+	rm -rf $(DEMO) .pytest_cache build

@@ -1,6 +1,6 @@
-"""A reference for `curate.extract.blocks.walk`: the same rules over selectolax's tree of Lexbor nodes in Python.
+"""A reference for the C walk of `curate.extract.main.parse`: the same rules over selectolax's tree of Lexbor nodes in Python.
 
-The project's walk (C, `curate/extract/_walk.c`) reads the same tree through Lexbor's C functions; this
+The project's walk (C, `curate/extract/_walk.c`) reads its own Lexbor's tree of the page (the same Lexbor release); this
 one is an independent reading through selectolax's Python objects, written straight from the rules of
 blocks.py (recursive, and it expects the DROP elements already removed), so tests/test_extract_walk.py
 can check that the two agree block for block (about 10x slower, which is why it lives here).

@@ -105,14 +105,11 @@ def test_russian_company_page_drops_the_catalogue_menu(main, warc_pages):
 def test_table_rows_are_lines_with_cells_joined():
     """A kept table: one line per row, cells joined by ' | ' (docs/extract.md); a cell holding a paragraph
     break stays on lines of its own."""
-    from selectolax.lexbor import LexborHTMLParser
-
-    from curate.extract.blocks import walk
-    from curate.extract.main import render
+    from curate.extract.main import parse, render
 
     html = ("<table><tr><th>Domain</th><th>Language</th></tr><tr><td>測試</td><td>Chinese</td></tr>"
             "<tr><td>one<br>two</td><td>x</td></tr></table><p>After the table.</p>")
-    blocks = walk(LexborHTMLParser(html).body)
+    blocks = parse(html)[0]
     assert render(blocks, [True] * len(blocks)).split("\n") == [
         "Domain | Language", "測試 | Chinese", "one", "two", "x", "After the table."]
     keep = [b.text != "Language" for b in blocks]  # a dropped cell leaves the rest of its row

@@ -1,8 +1,8 @@
 """The C block walk of extract.Main (curate/extract/_walk.c) against an independent reading of the same page.
 
-Both read the tree that Lexbor built: the C walk through Lexbor's C functions (bound from selectolax's
-module), the reference (tests/_tree_walk.py) node by node through selectolax's Python API, with the DROP
-elements removed by selectolax first rather than skipped. Every block of every gold page, and of hand-made
+Both read a tree that Lexbor 3.1.0 built: the C walk its own (Lexbor vendored and compiled into the extension),
+the reference (tests/_tree_walk.py) selectolax's, node by node through its Python API (selectolax 1.0.2 holds
+Lexbor 3.1.0; a test oracle of the extra `dev`, not a run-time dependency), with the DROP elements removed by selectolax first rather than skipped. Every block of every gold page, and of hand-made
 hostile snippets, must agree field for field. A few expectations are also written out by hand.
 The guards' nesting-depth pre-scan (`nesting_depth`) is checked against the regex it replaces; the module's
 features and scores, against their numpy reference in tests/test_extract_features.py.
@@ -20,7 +20,7 @@ from _tree_walk import tree_walk
 from selectolax.lexbor import LexborHTMLParser
 
 from curate.extract.base import FLAT, nesting_depth
-from curate.extract.blocks import DROP, TooDeep, walk
+from curate.extract.blocks import DROP, TooDeep
 from curate.extract.main import parse
 from curate.io.readers import decode_html
 
@@ -109,42 +109,64 @@ def test_the_depth_limit_is_exact_and_deep_links_do_not_recurse():
     for depth in (1, 2, 7):
         html = "<div>" * depth + "x" + "</div>" * depth
         assert both(html, max_depth=depth)[0] == both(html, max_depth=depth)[1]
-        for walker in (walk, tree_walk):
-            with pytest.raises(TooDeep):
-                walker(LexborHTMLParser(html).body, depth - 1)
+        with pytest.raises(TooDeep):
+            parse(html, depth - 1)
+        with pytest.raises(TooDeep):
+            tree_walk(LexborHTMLParser(html).body, depth - 1)
     # the C walk keeps its own stacks: 5,000 nested elements inside a link (the reference would recurse)
     deep = "<p>a <a href=x>" + "<span><i>" * 2500 + "t" + "</i></span>" * 2500 + "</a></p>"
-    assert fields(walk(LexborHTMLParser(deep).body, 3)) == [("a t", 3, 1, "p", 0, 0, 0, (0, 1), 0)]
-    nested = fields(walk(LexborHTMLParser("<div>" * 3000 + "x").body, 3000))
+    assert fields(parse(deep, 3)[0]) == [("a t", 3, 1, "p", 0, 0, 0, (0, 1), 0)]
+    nested = fields(parse("<div>" * 3000 + "x", 3000)[0])
     assert [(t, len(path)) for t, *_, path, _ in nested] == [("x", 3001)]
 
 
-def test_bytes_that_are_not_utf8_read_as_selectolax_reads_them():
-    """Lexbor keeps bytes it cannot decode (a page given as bytes); both walks read them as U+FFFD."""
-    html = (b'<p class="x\xffcomment">a\xff\xfeb \xe2\x82 c\xed\xa0\x80d\xf4\x90\x80\x80e\xc0\xafz \xf0\x9f\x98\x80'
-            b'</p><div id="\xe9">t\xe9t</div>')
-    ref = LexborHTMLParser(html)
-    ref.strip_tags(list(DROP))
-    got = fields(walk(LexborHTMLParser(html).body))
-    assert got == fields(tree_walk(ref.body))
-    assert got[1][0] == "t\ufffdt" and got[0][6] == 1  # the class's "comment" word still counts
+def test_text_that_is_not_utf8_encodable_reads_as_selectolax_reads_it():
+    """Lone surrogates (a str that no UTF-8 holds) are dropped before the parse, as selectolax drops them."""
+    html = '<p class="x\udcffcomment">a\udcff\ud800b \U0001f600 c</p><div id="\udce9">t\udce9t</div>'
+    c, ref = both(html)
+    assert c == ref
+    assert c[1][0] == "tt" and c[0][6] == 1  # the class's "comment" word still counts
 
 
-def test_binding_to_a_module_that_is_not_loaded_fails_clearly():
+@pytest.mark.parametrize("html", [
+    "<title> A &amp;\n B </title><p>x</p>", "<p>no title</p>", "<title>one</title><title>two</title>",
+    "<body><svg><title>in <b>svg</b></title></svg><p>x</p>", "<title></title>", "",
+    "<head><title>x\udcff y</title></head>",
+])
+def test_the_title_is_the_one_selectolax_finds(html):
+    node = LexborHTMLParser(html).css_first("title")
+    assert parse(html, title=True)[1] == (" ".join(node.text().split()) if node is not None else "")
+
+
+def test_the_extension_exports_only_its_init_and_binds_no_other_module():
+    """Lexbor is compiled in with hidden visibility: no lxb_* symbol is visible, and none is looked up elsewhere."""
+    import ctypes
+    import shutil
+    import subprocess
+
     from curate.extract import _walk as module
 
-    with pytest.raises(ImportError, match="not loaded"):
-        module.lexbor("/nonexistent/lexbor.so")
-    assert both(HOSTILE["table"])[0]  # the walk keeps the binding it had
+    lib = ctypes.CDLL(module.__file__)
+    assert hasattr(lib, "PyInit__walk")
+    for name in ("lxb_html_document_create", "lxb_dom_node_text_content", "lexbor_malloc", "scores", "words_free"):
+        assert not hasattr(lib, name), name
+    assert not hasattr(module, "lexbor") and not hasattr(module, "walk")
+    if shutil.which("nm"):
+        out = subprocess.run(["nm", "-D", "--defined-only", module.__file__], capture_output=True, text=True,
+                             check=True).stdout.split()
+        assert [s for s in out[2::3]] == ["PyInit__walk"]
+        undefined = subprocess.run(["nm", "-D", "--undefined-only", module.__file__], capture_output=True,
+                                   text=True, check=True).stdout
+        assert "lxb_" not in undefined and "dlsym" not in undefined
 
 
 def test_nesting_deeper_than_max_depth_is_too_deep():
     html = "<div>" * 40 + "deep" + "</div>" * 40
     assert both(html, max_depth=40)[0][0][0] == "deep"
-    for walker in (walk, tree_walk):
-        tree = LexborHTMLParser(html)
-        with pytest.raises(TooDeep):
-            walker(tree.body, 39)
+    with pytest.raises(TooDeep):
+        parse(html, 39)
+    with pytest.raises(TooDeep):
+        tree_walk(LexborHTMLParser(html).body, 39)
     # inside a link nothing is visited, so its depth does not count (as in the reference)
     link = "<p><a href=x>" + "<span>" * 50 + "t" + "</span>" * 50 + "</a></p>"
     assert both(link, max_depth=5)[0][0][0] == "t"

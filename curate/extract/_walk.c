@@ -1,24 +1,23 @@
-/* The block walk of extract.Main in C: one depth-first pass over Lexbor's tree of the <body>.
+/* The parse and the block walk of extract.Main in C: Lexbor (vendored in third_party/lexbor, compiled into this
+ * module) parses the page, and one depth-first pass over its tree of the <body> cuts it into blocks, all in one
+ * call (`parse`) from the page's text to its list of blocks.
  *
- * Why C on Lexbor's own tree: selectolax exposes the tree to Python only as objects (about 1 us per
- * node), and serialising the body for a C scanner cost as much as the scan. But selectolax's
- * extension module exports Lexbor's C API as dynamic symbols, and a node's mem_id is its
- * lxb_dom_node_t *. lexbor() binds the few functions the walk needs by name (dlsym on the loaded
- * module) and the walk reads the tree only through them: child and sibling links, node type, tag id
- * and local name, class and id, a text node's data. Nothing depends on Lexbor's struct layouts; tag
- * ids, which differ between Lexbor versions, are mapped to blocks.py's table by name at run time
- * (custom tags' ids are pointers, looked up by name each time). blocks.py walks a known page once
- * at import and fails with an ImportError if the bound functions do not give its blocks, and
- * pyproject.toml pins the selectolax versions checked.
+ * Why C on Lexbor's own tree: a Python binding exposes the tree only as objects (about 1 us per node), and
+ * serialising the body for a C scanner cost as much as the scan. Lexbor is compiled into this module with hidden
+ * visibility (setup.py), so the module exports only PyInit__walk and depends on no other package's build; the
+ * walk reads the tree through Lexbor's own API: child and sibling links, node type, tag id and local name, class
+ * and id, a text node's data. Tag ids, which differ between Lexbor versions, are still mapped to blocks.py's table
+ * by name at run time (custom tags' ids are pointers, looked up by name each time), so the table is one place.
  * The rules of the walk (which elements start a block, how links, <br>, <pre> and whitespace are
  * handled, the cues of ancestors, the container path) are those documented in blocks.py; this file
  * only makes them fast. tests/test_extract_walk.py checks it block for block against a Python walk of
- * the same tree through selectolax's API on every gold page.
+ * selectolax's tree of the same page (a test oracle only) on every gold page.
  * This file also makes the extension module curate.extract._walk: its init adds the functions of _score.c
  * (the block classifier) and _depth.c (the nesting-depth pre-scan); _walk.h lists what the files share.
  */
 #include "_walk.h"
-#include <dlfcn.h>
+#include "lexbor/dom/interfaces/character_data.h"
+#include "lexbor/html/html.h"
 
 /* Tag flags, set by configure() from blocks.py's tables. */
 enum { T_BLOCK = 1, T_NEG = 2, T_POS = 4, T_A = 8, T_BR = 16, T_PRE = 32, T_DROP = 64 };
@@ -71,20 +70,11 @@ static Tag *find_tag(const char *s, size_t n, int insert) {
     return NULL;
 }
 
-/* Lexbor's C API as selectolax's extension module exports it, bound once by lexbor() (blocks.py). Lexbor's
- * structs are read only through these functions, so the walk depends on their names and signatures alone. */
+/* The few reads of Lexbor's tree the walk makes. */
 enum { LXB_ELEMENT = 1, LXB_TEXT = 3 }; /* lxb_dom_node_type_t: the DOM's nodeType numbers */
-static struct {
-    void *(*first_child)(void *node);
-    void *(*next)(void *node);
-    int (*type)(void *node);
-    uintptr_t (*tag_id)(void *node);
-    const unsigned char *(*local_name)(void *element, size_t *len);
-    const unsigned char *(*class_)(void *element, size_t *len);
-    const unsigned char *(*id)(void *element, size_t *len);
-    unsigned char *(*text)(void *node, size_t *len); /* a copy in the document's arena */
-} lx;
-static int lx_bound;
+typedef lxb_dom_node_t Node;
+#define FIRST_CHILD(n) ((n)->first_child)
+#define NEXT(n) ((n)->next)
 
 /* The context that an element gives its children (blocks.py: visit's arguments). */
 typedef struct {
@@ -92,7 +82,7 @@ typedef struct {
     int neg, pos, com, in_link, pre;
     Py_ssize_t path_len;
     int flags;  /* the element's own tag flags */
-    void *node; /* the element (lxb_dom_node_t *) */
+    Node *node; /* the element */
 } Frame;
 
 /* Tag ids below this are Lexbor's own tags, numbered differently by each Lexbor version (a custom tag's id is
@@ -107,7 +97,7 @@ typedef struct {
     Py_ssize_t link;
     Frame *stack;
     Py_ssize_t depth, stack_cap;
-    void **nodes; /* the open elements inside a link (link_text) */
+    Node **nodes; /* the open elements inside a link (link_text) */
     Py_ssize_t nodes_cap;
     long *path;
     Py_ssize_t path_cap;
@@ -151,21 +141,19 @@ static int utf8(Buf *b, const unsigned char *s, size_t n) {
     return 0;
 }
 
-/* A text node's data, decoded into w->tmp. Lexbor's getter copies it into the document's arena, freed with the
- * document; handing each copy back at once (lxb_dom_document_destroy_text) cost 13% of the walk, for nothing. */
-static int node_text(Walk *w, void *node) {
-    size_t n = 0;
-    unsigned char *s = lx.text(node, &n);
-    return utf8(&w->tmp, s, s ? n : 0);
+/* A text node's data, decoded into w->tmp (read in place: Lexbor's text getter would copy it into the document). */
+static int node_text(Walk *w, Node *node) {
+    const lexbor_str_t *d = &lxb_dom_interface_character_data(node)->data;
+    return utf8(&w->tmp, d->data, d->data ? d->length : 0);
 }
 
 /* The tag table's entry of an element (no_tag when blocks.py does not name it). */
 static Tag no_tag;
-static Tag *tag_of(Walk *w, void *el) {
-    uintptr_t id = lx.tag_id(el);
+static Tag *tag_of(Walk *w, Node *el) {
+    uintptr_t id = el->local_name;
     if (id < TAG_CACHE && w->tag_cache[id]) return w->tag_cache[id];
     size_t n = 0;
-    const unsigned char *name = lx.local_name(el, &n);
+    const unsigned char *name = lxb_dom_element_local_name(lxb_dom_interface_element(el), &n);
     Tag *t = name ? find_tag((const char *)name, n, 0) : NULL;
     if (!t) t = &no_tag;
     if (id < TAG_CACHE) w->tag_cache[id] = t;
@@ -350,11 +338,12 @@ static int word_cues(Walk *w, int *lo, int *hi) {
 
 /* The cue of a block element from its class and id attributes (blocks.cue): a comment cue in any word wins,
  * then a boilerplate cue, then a content cue. */
-static int cue_of(Walk *w, void *el, int *cue) {
+static int cue_of(Walk *w, Node *el, int *cue) {
     int lo = 0, hi = 0;
     for (int a = 0; a < 2; a++) {
         size_t n = 0;
-        const unsigned char *v = a ? lx.id(el, &n) : lx.class_(el, &n);
+        lxb_dom_element_t *e = lxb_dom_interface_element(el);
+        const unsigned char *v = a ? lxb_dom_element_id(e, &n) : lxb_dom_element_class(e, &n);
         if (!v || !n) continue;
         if (utf8(&w->tmp, v, n) < 0 || buf_grow(&w->tmp, w->tmp.len) < 0 || word_cues(w, &lo, &hi) < 0) return -1;
     }
@@ -377,19 +366,19 @@ static int link_gap(Buf *out) {
 
 /* The text of link `a` and everything in it but DROP elements into out; blocks and <br> inside it (teaser
  * cards) are separated by a space. An explicit stack: nothing inside a link counts towards max_depth. */
-static int link_text(Walk *w, void *a, Buf *out) {
+static int link_text(Walk *w, Node *a, Buf *out) {
     Py_ssize_t depth = 0;
     out->len = 0;
-    void *node = lx.first_child(a);
+    Node *node = FIRST_CHILD(a);
     for (;;) {
         if (!node) {
             if (!depth) return 0;
-            void *up = w->nodes[--depth];
+            Node *up = w->nodes[--depth];
             if ((tag_of(w, up)->flags & (T_BLOCK | T_BR)) && link_gap(out) < 0) return -1;
-            node = lx.next(up);
+            node = NEXT(up);
             continue;
         }
-        int type = lx.type(node);
+        int type = node->type;
         if (type == LXB_TEXT) {
             if (node_text(w, node) < 0 || buf_grow(out, w->tmp.len) < 0) return -1;
             memcpy(out->p + out->len, w->tmp.p, (size_t)w->tmp.len * sizeof(Py_UCS4));
@@ -398,18 +387,18 @@ static int link_text(Walk *w, void *a, Buf *out) {
             int flags = tag_of(w, node)->flags;
             if (!(flags & T_DROP)) {
                 if ((flags & (T_BLOCK | T_BR)) && link_gap(out) < 0) return -1;
-                if (grow((void **)&w->nodes, &w->nodes_cap, depth + 1, sizeof(void *)) < 0) return -1;
+                if (grow((void **)&w->nodes, &w->nodes_cap, depth + 1, sizeof(Node *)) < 0) return -1;
                 w->nodes[depth++] = node;
-                node = lx.first_child(node);
+                node = FIRST_CHILD(node);
                 continue;
             }
         }
-        node = lx.next(node);
+        node = NEXT(node);
     }
 }
 
 /* A link outside <pre>: its whole text one inline piece, wherever its blocks are. */
-static int read_link(Walk *w, void *a) {
+static int read_link(Walk *w, Node *a) {
     if (link_text(w, a, &w->ltext) < 0) return -1;
     if (w->ltext.len && !all_space(&w->ltext)) {
         w->link += stripped_len(&w->ltext);
@@ -419,7 +408,7 @@ static int read_link(Walk *w, void *a) {
 }
 
 /* One text node of the walk (blocks.py: the "-text" case). */
-static int text_node(Walk *w, const Frame *f, void *node) {
+static int text_node(Walk *w, const Frame *f, Node *node) {
     if (node_text(w, node) < 0) return -1;
     if (!w->tmp.len) return 0;
     if (!f->pre && all_space(&w->tmp)) return w->raw.len ? buf_put(&w->raw, ' ') : 0;
@@ -428,7 +417,7 @@ static int text_node(Walk *w, const Frame *f, void *node) {
 }
 
 /* An element met by the walk: skipped (DROP), read whole (a link, <br>), or entered: its frame pushed, *enter set. */
-static int element(Walk *w, void *el, long max_depth, int *enter) {
+static int element(Walk *w, Node *el, long max_depth, int *enter) {
     Tag *t = tag_of(w, el);
     int flags = t->flags;
     Frame *top = &w->stack[w->depth - 1];
@@ -464,41 +453,28 @@ static int element(Walk *w, void *el, long max_depth, int *enter) {
 
 /* The blocks under `body` into w->blocks, in document order: a depth-first walk with an explicit stack (a tree
  * may nest thousands deep before the depth limit is checked, and links are read whole at any depth). */
-static int walk_body(Walk *w, void *body, long max_depth) {
+static int walk_body(Walk *w, Node *body, long max_depth) {
     Frame root = {kind_div, 0, 0, 0, 0, 0, 1, 0, body};
     if (push(w, root) < 0) return -1;
     w->path[0] = 0;
-    void *node = lx.first_child(body);
+    Node *node = FIRST_CHILD(body);
     while (w->depth > 0) {
         if (!node) { /* the end of an element: a block ends there */
             Frame f = w->stack[--w->depth];
             if ((f.flags & T_BLOCK) && w->raw.len && flush(w, &f) < 0) return -1;
-            node = w->depth ? lx.next(f.node) : NULL;
+            node = w->depth ? NEXT(f.node) : NULL;
             continue;
         }
-        int type = lx.type(node), enter = 0;
+        int type = node->type, enter = 0;
         if (type == LXB_TEXT && text_node(w, &w->stack[w->depth - 1], node) < 0) return -1;
         if (type == LXB_ELEMENT && element(w, node, max_depth, &enter) < 0) return -1;
-        node = enter ? lx.first_child(node) : lx.next(node);
+        node = enter ? FIRST_CHILD(node) : NEXT(node);
     }
     return w->raw.len ? flush(w, &root) : 0;
 }
 
-/* walk(body, max_depth) -> list of Block: body is the lxb_dom_node_t * of a <body> (selectolax's mem_id); the
- * caller keeps its tree alive. */
-static PyObject *walk(PyObject *self, PyObject *args) {
-    PyObject *id;
-    long max_depth;
-    if (!PyArg_ParseTuple(args, "O!l", &PyLong_Type, &id, &max_depth)) return NULL;
-    void *body = PyLong_AsVoidPtr(id);
-    if (!body) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "walk(): no node");
-        return NULL;
-    }
-    if (!too_deep || !lx_bound) {
-        PyErr_SetString(PyExc_RuntimeError, "_walk.configure() and _walk.lexbor() were not called");
-        return NULL;
-    }
+/* The blocks under `body`, or NULL with the exception set. */
+static PyObject *walk(Node *body, long max_depth) {
     Walk *w = PyMem_Calloc(1, sizeof(Walk));
     if (!w) return PyErr_NoMemory();
     w->blocks = PyList_New(0);
@@ -519,27 +495,66 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     return blocks;
 }
 
-/* lexbor(path): bind the Lexbor functions the walk calls from selectolax's extension module at `path` (already
- * loaded by the import of selectolax.lexbor). An ImportError names what is missing. */
-static PyObject *lexbor(PyObject *self, PyObject *args) {
-    const char *path;
-    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
-    void *lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-    if (!lib) return PyErr_Format(PyExc_ImportError, "_walk.lexbor(): %s is not loaded (%s)", path, dlerror());
-    static const char *names[] = {
-        "lxb_dom_node_first_child_noi", "lxb_dom_node_next_noi", "lxb_dom_node_type_noi",
-        "lxb_dom_node_tag_id_noi", "lxb_dom_element_local_name", "lxb_dom_element_class_noi",
-        "lxb_dom_element_id_noi", "lxb_dom_node_text_content"};
-    void *found[sizeof names / sizeof names[0]];
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        if (!(found[k] = dlsym(lib, names[k])))
-            return PyErr_Format(PyExc_ImportError, "selectolax's Lexbor module %s does not export %s: extract.Main's "
-                                "walk needs selectolax>=1.0.2,<1.1", path, names[k]);
+/* The text of the document's first <title> element in document order (any namespace, as the CSS selector
+ * "title" finds it), all its descendants' text joined, decoded as the walk decodes; None without one. */
+static PyObject *title_text(lxb_html_document_t *doc) {
+    Node *node = FIRST_CHILD(lxb_dom_interface_node(doc));
+    while (node) {
+        if ((int)node->type == LXB_ELEMENT && node->local_name == LXB_TAG_TITLE) {
+            size_t n = 0;
+            lxb_char_t *s = lxb_dom_node_text_content(node, &n); /* a copy in the document, freed with it */
+            return PyUnicode_DecodeUTF8(s ? (const char *)s : "", s ? (Py_ssize_t)n : 0, "replace");
+        }
+        if (FIRST_CHILD(node)) {
+            node = FIRST_CHILD(node);
+            continue;
+        }
+        while (node && !NEXT(node)) node = node->parent;
+        node = node ? NEXT(node) : NULL;
     }
-    _Static_assert(sizeof lx == sizeof found, "one symbol per function of lx");
-    memcpy(&lx, found, sizeof lx); /* dlsym's object pointers as the function pointers they are (POSIX) */
-    lx_bound = 1;
     Py_RETURN_NONE;
+}
+
+/* parse(html, max_depth, title) -> (blocks, title text or None): Lexbor parses the page (its text as UTF-8, any
+ * lone surrogate dropped), the walk cuts its <body> into blocks (none without a body), and the document is freed
+ * before the call returns. TooDeep (configure) past max_depth nested elements. */
+static PyObject *parse(PyObject *self, PyObject *args) {
+    PyObject *html;
+    long max_depth;
+    int want_title;
+    if (!PyArg_ParseTuple(args, "Ulp", &html, &max_depth, &want_title)) return NULL;
+    if (!too_deep) {
+        PyErr_SetString(PyExc_RuntimeError, "_walk.configure() was not called");
+        return NULL;
+    }
+    PyObject *bytes = PyUnicode_AsEncodedString(html, "utf-8", "ignore");
+    if (!bytes) return NULL;
+    lxb_html_document_t *doc = lxb_html_document_create();
+    if (!doc) {
+        Py_DECREF(bytes);
+        return PyErr_NoMemory();
+    }
+    lxb_status_t status;
+    Py_BEGIN_ALLOW_THREADS
+    status = lxb_html_document_parse(doc, (const lxb_char_t *)PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
+    Py_END_ALLOW_THREADS
+    Py_DECREF(bytes);
+    PyObject *blocks = NULL, *title = NULL, *out = NULL;
+    if (status != LXB_STATUS_OK) {
+        if (status == LXB_STATUS_ERROR_MEMORY_ALLOCATION) PyErr_NoMemory();
+        else PyErr_Format(PyExc_ValueError, "Lexbor could not parse the page (status %d)", (int)status);
+        goto done;
+    }
+    title = want_title ? title_text(doc) : Py_NewRef(Py_None);
+    if (!title) goto done;
+    lxb_html_body_element_t *body = lxb_html_document_body_element(doc);
+    blocks = body ? walk(lxb_dom_interface_node(body), max_depth) : PyList_New(0);
+    if (blocks) out = PyTuple_Pack(2, blocks, title);
+done:
+    lxb_html_document_destroy(doc);
+    Py_XDECREF(blocks);
+    Py_XDECREF(title);
+    return out;
 }
 
 /* configure(tags, cues, too_deep): tags maps a name to (flags, kind or None); cues holds the three lists of
@@ -608,8 +623,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"walk", walk, METH_VARARGS, "walk(body, max_depth) -> list of Block: the blocks under a <body> (its mem_id)."},
-    {"lexbor", lexbor, METH_VARARGS, "lexbor(path): bind Lexbor's functions from selectolax's module at path."},
+    {"parse", parse, METH_VARARGS, "parse(html, max_depth, title) -> (list of Block, <title> text or None)."},
     {"configure", configure, METH_VARARGS, "configure(tags, cues, too_deep)."},
     {NULL, NULL, 0, NULL}};
 

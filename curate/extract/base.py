@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import curate.extract._walk as _walk
 from curate.core.document import Document
 from curate.core.step import Reject, Result, Step
 from curate.core.validate import check
+
+try:
+    import curate.extract._walk as _walk
+except ImportError as e:  # not built: the library extractors still run, with the slower depth scan below
+    if e.name != "curate.extract._walk":
+        raise
+    _walk = None
 
 
 class ExtractTimeout(Exception):
@@ -44,8 +51,23 @@ FLAT = ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 def nesting_depth(html: str, stop: int) -> int:
     """Estimate the element nesting depth of `html` from its tags alone (before any parser sees it), stopping
     early once it exceeds `stop`: start tags add one, end tags remove one, FLAT and self-closed tags nothing.
-    One pass in C (`_depth.c`): on a large page the regex that does the same costs more than the extraction."""
-    return _walk.nesting_depth(html, stop, FLAT)
+    One pass in C (`_depth.c`): on a large page the regex that does the same costs more than the extraction, so
+    the regex runs only where the C extension is not built (Trafilatura and Resiliparse run without it)."""
+    if _walk is not None:
+        return _walk.nesting_depth(html, stop, FLAT)
+    depth = deepest = 0
+    for m in _TAG.finditer(html):
+        if m.group(2).lower() in FLAT or m.group(3):
+            continue
+        depth = max(depth - 1, 0) if m.group(1) else depth + 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop:
+                break
+    return deepest
+
+
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")  # a start or end tag: (end?, name, self-closed?)
 
 
 class Extractor(Step):

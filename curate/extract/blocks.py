@@ -17,18 +17,13 @@ the main-content region). The rules of the walk:
   boilerplate cue if any has one, else a content cue if any has one;
 - the walk stops with TooDeep past `max_depth` nested elements (links' insides excepted).
 
-The walk itself is C (`_walk.c`) over Lexbor's own tree: selectolax exposes the tree to Python only
-as objects, about a microsecond per node, but its extension module exports Lexbor's C functions, which
-the C walk binds by name and calls from the body node (`body.mem_id`) down. That ties it to the
-selectolax versions checked (pyproject.toml), so the import walks a known page once and fails with an
-ImportError naming the version needed if the bound functions do not read it right. DROP elements are
+The parse and the walk are one C call (`_walk.c`: `parse`) from the page's text to its blocks, on
+Lexbor's own tree: Lexbor is vendored (third_party/lexbor) and compiled into the module, because a
+Python binding exposes the tree only as objects, about a microsecond per node. DROP elements are
 skipped in the walk itself. This module holds the tables the walk reads.
 """
 
 from __future__ import annotations
-
-import selectolax
-import selectolax.lexbor
 
 import curate.extract._walk as _walk
 
@@ -84,27 +79,4 @@ def _tag_table() -> dict[str, tuple[int, str | None]]:
                 | (t == "pre") << 5 | (t in DROP) << 6, KINDS.get(t)) for t in names}
 
 
-def walk(body, max_depth: int = 512) -> list[Block]:
-    """The blocks of `body` (a selectolax LexborNode) in document order; TooDeep past `max_depth` nested elements.
-    The C walk reads the tree behind `body`, which holds it alive for the call."""
-    return _walk.walk(body.mem_id, max_depth)
-
-
-_KNOWN = ('<div class="comment-list" id="c7">caf\u00e9 &amp;&nbsp;<a href="/t">tea<br>time</a><script>x</script>'
-          '</div><my-tag>x<b>y</b></my-tag><pre> a\n  b</pre>')
-_KNOWN_BLOCKS = [("caf\u00e9 & tea time", 15, 8, "div", 1, 0, 1, (0, 1), 0), ("xy", 2, 0, "div", 0, 0, 0, (0,), 1),
-                 (" a\n  b", 6, 0, "pre", 0, 0, 0, (0, 2), 2)]
-
-
-def _check_lexbor() -> None:
-    """Bind Lexbor's functions from selectolax's module and check them on a known page: the walk relies on
-    functions that selectolax exports but does not document, so another version may lack or change them."""
-    _walk.lexbor(selectolax.lexbor.__file__)
-    got = [tuple(b) for b in walk(selectolax.lexbor.LexborHTMLParser(_KNOWN).body)]
-    if got != _KNOWN_BLOCKS:
-        raise ImportError(f"extract.Main's walk misreads Lexbor's tree with selectolax {selectolax.__version__} "
-                          f"(checked: 1.0.2; pyproject.toml pins >=1.0.2,<1.1): {got}")
-
-
 _walk.configure(_tag_table(), (COMMENT_CUES, BOILERPLATE_CUES, CONTENT_CUES), TooDeep)
-_check_lexbor()

@@ -4,7 +4,7 @@ Two stages. `local` describes a block on its own (length, stop-word and link den
 capitalisation, the cues of its tags and ancestors, its position); stage 1 scores those. `context`
 adds what the page around it says: the stage-1 scores of its neighbours and whether it lies in the
 main-content region, the container element whose blocks carry the most stage-1 evidence.
-Stop words come from jusText's lists (a trafilatura dependency) in the language the page's own
+Stop words come from jusText's lists (shipped in stoplists/ with their licence) in the language the page's own
 frequent words point to; a page whose language has no list gets a neutral stop-word density.
 
 The features and both models' products are computed in C (`_score.c`: `_walk.local`, `context`, `scores`),
@@ -17,6 +17,9 @@ tests/_features_ref.py keeps the numpy implementation as the reference the C cod
 """
 
 from __future__ import annotations
+
+import gzip
+from importlib import resources
 
 import numpy as np
 
@@ -32,16 +35,17 @@ CONTEXT = ("p1_prev", "p1_next", "p1_window", "region", "region_share", "region_
 NEUTRAL_STOP = 0.3  # a typical density of running text, for languages without a list
 _TOP = (1500, 40)  # the language vote reads the 40 most frequent of the page's first 1,500 words
 
-_stoplists: list[frozenset[str]] = []  # jusText's lists, in the order of their language names
+_stoplists: list[frozenset[str]] = []  # jusText's lists, in the order of their language names (file names)
 _word_langs: dict[str, np.ndarray] = {}  # word -> indices of the lists that hold it
 
 
 def _load_stoplists() -> None:
-    import justext
-
+    """jusText's lists, shipped in stoplists/ (one gzipped file a language), read as jusText's get_stoplist reads
+    them: the bytes' lines (\n, \r, \r\n), decoded and lower-cased."""
     langs: dict[str, list[int]] = {}
-    for i, name in enumerate(sorted(justext.get_stoplists())):
-        words = frozenset(justext.get_stoplist(name))
+    files = [f for f in resources.files("curate.extract").joinpath("stoplists").iterdir() if f.name.endswith(".txt.gz")]
+    for i, f in enumerate(sorted(files, key=lambda f: f.name.removesuffix(".txt.gz"))):  # by language name
+        words = frozenset(w.decode("utf8").lower() for w in gzip.decompress(f.read_bytes()).splitlines())
         _stoplists.append(words)
         for w in words:
             langs.setdefault(w, []).append(i)

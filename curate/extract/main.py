@@ -1,7 +1,8 @@
 """`extract.Main`: main-content extraction as a two-stage block classifier on the Lexbor parser.
 
-The page is parsed by Lexbor (selectolax; C, HTML5-conformant, the fastest parser measured here), and
-one walk in C cuts the body into blocks, skipping the elements that never hold main text
+The page is parsed by Lexbor (C, HTML5-conformant, the fastest parser measured here; vendored and
+compiled into the extension), and in the same C call one walk cuts the body into blocks, skipping the
+elements that never hold main text
 (`blocks.py`, `_walk.c`). A logistic model scores each block from its own features (stage 1); the
 main-content region is the container with the most stage-1 evidence; a second logistic model
 rescores each block with its neighbours' scores and its place relative to that region (stage 2,
@@ -25,7 +26,7 @@ from curate.core.document import Document
 from curate.core.validate import check
 from curate.extract import features as F
 from curate.extract.base import Extractor
-from curate.extract.blocks import Block, walk
+from curate.extract.blocks import Block
 from curate.extract.weights import STAGE1, STAGE2, THRESHOLD
 
 
@@ -41,13 +42,10 @@ W2 = np.array([STAGE2[k] for k in F.LOCAL + F.CONTEXT])
 
 
 def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Block], str]:
-    """The page's blocks and, when asked, its <title> text; TooDeep past `max_depth` nested elements."""
-    from selectolax.lexbor import LexborHTMLParser
-
-    tree = LexborHTMLParser(html)  # the walk skips blocks.DROP (scripts, styles, ...) itself
-    node = tree.css_first("title") if title else None
-    page_title = " ".join(node.text().split()) if node is not None else ""
-    return (walk(tree.body, max_depth) if tree.body is not None else []), page_title
+    """The page's blocks and, when asked, its <title> text; TooDeep past `max_depth` nested elements (one C call:
+    Lexbor's parse, then the walk, which skips blocks.DROP (scripts, styles, ...) itself)."""
+    blocks, page_title = _walk.parse(html, max_depth, title)
+    return blocks, " ".join(page_title.split()) if page_title else ""
 
 
 def scores(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,8 @@
     python -m train surprise --checkpoint runs/x/ckpt.pt --text "A capital do Brasil é Brasília."
     python -m train sweep-lr --data out/tokens --config train/configs/tiny.toml
     python -m train plan --compute 1e19
+    torchrun --nproc_per_node 8 -m train --config train/configs/1b.toml --parallel fsdp
+    python -m train export runs/x            # the sharded training state -> runs/x/ckpt.pt
     python -m train eval runs/x --heldout wiki=wiki.txt --icl-dir ICL --task copa --task arc_easy:0,10
     python -m train ablate --spec ablation.toml
 """
@@ -23,6 +25,7 @@ def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=prog, description="Any config key can be given as --key value.")
     parser.add_argument("--config", help="TOML file (or the name of one in train/configs, e.g. tiny)")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run already in --out (else refused)")
     if prog.endswith("sweep-lr"):
         parser.add_argument("--lrs", help="comma-separated learning rates (default: the config's lr x 1/100, 1, 10, 300)")
     args, rest = parser.parse_known_args(argv)
@@ -44,14 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         args = _train_args(rest, "python -m train")
         import torch.distributed as dist
 
-        from train.checkpoint import ResumeError
+        from train.checkpoint import CheckpointError, ResumeError
         from train.data import TokenDataError
         from train.devices import DeviceError
         from train.loop import train
 
         try:
-            result = train(args.cfg, resume=args.resume)
-        except (FileNotFoundError, TokenDataError, ResumeError, DeviceError) as e:  # the user's input: one line
+            result = train(args.cfg, resume=args.resume, overwrite=args.overwrite)
+        except (FileNotFoundError, TokenDataError, ResumeError, CheckpointError, DeviceError) as e:  # one line
             print(f"python -m train: error: {e}", file=sys.stderr)
             return 2
         finally:
@@ -80,9 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parser.add_argument("--text", required=True)
         args = parser.parse_args(rest)
+        from train.checkpoint import CheckpointError
         from train.generate import format_surprise, load_checkpoint, next_token_candidates, sample, surprise
 
-        run = load_checkpoint(args.checkpoint, args.device)
+        try:
+            run = load_checkpoint(args.checkpoint, args.device)
+        except (FileNotFoundError, CheckpointError) as e:
+            print(f"python -m train {command}: error: {e}", file=sys.stderr)
+            return 2
         if command == "surprise":
             print(format_surprise(surprise(run, args.text)))
             return 0
@@ -110,6 +118,19 @@ def main(argv: list[str] | None = None) -> int:
         print(format_plan(p, args.tokens_per_param, args.epochs))
         return 0
 
+    if command == "export":  # the sharded training state -> RUN/ckpt.pt, the single file sample/eval read
+        parser = argparse.ArgumentParser(prog="python -m train export")
+        parser.add_argument("run", help="a run directory (its checkpoint/ is read, RUN/ckpt.pt written)")
+        args = parser.parse_args(rest)
+        from train.checkpoint import CheckpointError, export
+
+        try:
+            print(f"wrote {export(args.run)}")
+        except (FileNotFoundError, CheckpointError) as e:
+            print(f"python -m train export: error: {e}", file=sys.stderr)
+            return 2
+        return 0
+
     if command == "eval":  # held-out bits per byte and in-context tasks (docs/evaluation.md)
         from train.evaluate.cli import main as eval_main
 
@@ -119,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return ablate_main(rest)
 
-    print(f"unknown command {command!r}; use train (default), sample, surprise, sweep-lr, plan, eval or ablate",
+    print(f"unknown command {command!r}; use train (default), sample, surprise, sweep-lr, plan, export, eval or ablate",
           file=sys.stderr)
     return 2
 

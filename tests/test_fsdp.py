@@ -122,7 +122,7 @@ def launch(out: Path, tokens: Path, world: int = 2) -> None:
         procs.append(subprocess.Popen([sys.executable, __file__, str(out), str(tokens)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results = [p.communicate(timeout=900) for p in procs]
-    for p, (stdout, stderr) in zip(procs, results, strict=True):
+    for p, (_, stderr) in zip(procs, results, strict=True):
         assert p.returncode == 0, stderr[-4000:]
     (out / "stdout.txt").write_text(results[0][0])
 

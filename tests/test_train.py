@@ -7,6 +7,7 @@ import json
 import math
 import pickle
 import random
+import shutil
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ from _traindata import SMALL, VOCAB, token_shards
 
 from train import checkpoint
 from train.__main__ import main
-from train.checkpoint import ResumeError
+from train.checkpoint import CheckpointError, ResumeError
 from train.config import Config, load_config, parse_overrides
 from train.devices import resolve_device
 from train.loop import model_config, train
@@ -127,13 +128,83 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path, monkeyp
     state = checkpoint.load(tmp_path / "ckpt.pt")
     assert state["step"] == 4
     assert all(torch.isfinite(v).all() for v in state["model"].values())
-    assert f"the last good checkpoint is {tmp_path / 'ckpt.pt'} (step 4)" in result.diverged
+    assert checkpoint.latest(tmp_path).name == "step-00000004"
+    assert f"the last good checkpoint is {checkpoint.latest(tmp_path)} (step 4)" in result.diverged
 
-    # a new run (not resumed) into the same directory: the checkpoint there is another run's, not a good one of this run
+    # a new run into the same directory is refused (it would replace that run's checkpoint and truncate its metrics)...
     calls["n"] = 0
-    again = train(dataclasses.replace(cfg, ckpt_every=0))
+    with pytest.raises(ResumeError, match="holds a run .*--resume.*--overwrite"):
+        train(dataclasses.replace(cfg, ckpt_every=0))
+    assert checkpoint.load(tmp_path / "ckpt.pt")["step"] == 4  # the earlier files are left alone
+    # ...unless --overwrite says so: the old run is gone, and its checkpoint is not taken for one of this run
+    again = train(dataclasses.replace(cfg, ckpt_every=0), overwrite=True)
     assert again.step == 4 and "no checkpoint was written yet" in again.diverged
-    assert checkpoint.load(tmp_path / "ckpt.pt")["step"] == 4  # the earlier file is left alone
+    assert checkpoint.latest(tmp_path) is None and not (tmp_path / "ckpt.pt").exists()
+
+
+def test_out_over_a_run_needs_resume_or_overwrite(short_run, tokens, capsys):
+    """`python -m train --out RUN` without --resume: one line and exit 2, RUN untouched; --overwrite replaces it."""
+    metrics = (short_run / "metrics.jsonl").read_bytes()
+    before = checkpoint.load(short_run / "ckpt.pt")["sha256"]
+    args = ["--config", "tiny", *[a for k, v in {**SMALL, "optimizer": "muon", "steps": 4, "warmup_steps": 1,
+                                                 "micro_batch": 4, "seq_len": 32, "batch_tokens": 128,
+                                                 "eval_every": 0}.items() for a in (f"--{k}", str(v))],
+            "--data", str(tokens), "--out", str(short_run), "--progress", "false", "--plots", "false"]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds a run" in err and "--overwrite" in err
+    assert (short_run / "metrics.jsonl").read_bytes() == metrics
+    assert checkpoint.load(short_run / "ckpt.pt")["sha256"] == before
+    assert main([*args, "--resume", "--overwrite"]) == 2
+
+
+def test_changed_hyperparameters_apply_on_resume_and_run_keys_are_refused(tokens, tmp_path, capsys):
+    """One rule: a changed key that defines the run is refused; any other applies and is named. `--lr 0` on resume
+    must freeze the weights (AdamW's step and decay both scale with lr); before, the saved param groups' lr ran on
+    while the checkpoint's config claimed the new one."""
+    kw = dict(optimizer="adamw", steps=6, warmup_steps=1, micro_batch=4, seq_len=32, batch_tokens=128, eval_every=0)
+    train(cfg_for(tokens, tmp_path, stop_at=3, **kw))
+    at3 = checkpoint.load(tmp_path / "ckpt.pt")["model"]
+    with pytest.raises(ResumeError, match="optimizer = adamw and this run has muon: optimizer cannot change"):
+        train(cfg_for(tokens, tmp_path, **{**kw, "optimizer": "muon"}), resume=True)
+    capsys.readouterr()
+    rest = train(cfg_for(tokens, tmp_path, **{**kw, "lr": 0.0}), resume=True)
+    assert "lr: 0.003 -> 0.0 (applied from step 4)" in capsys.readouterr().out
+    assert len(rest.losses) == 3
+    at6 = checkpoint.load(tmp_path / "ckpt.pt")
+    assert at6["step"] == 6 and at6["config"]["lr"] == 0.0
+    assert all(torch.equal(at3[k], at6["model"][k]) for k in at3)
+
+
+def test_corrupt_checkpoints_are_one_line_errors(short_run, tmp_path, capsys):
+    """A bit flipped in the exported file or in a shard of the training state is caught by the checksum; a truncated
+    file is one line naming it, not a traceback."""
+    run = tmp_path / "run"
+    shutil.copytree(short_run, run)
+    export = run / "ckpt.pt"
+    raw = bytearray(export.read_bytes())
+    weights = checkpoint.load(export)["model"]["blocks.0.attn.qkv.weight"]
+    at = raw.find(weights.numpy().tobytes()[:64])  # inside the stored tensor bytes: the zip container stays valid
+    assert at > 0
+    raw[at + 3] ^= 0x10
+    export.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match="does not match its checksum"):
+        checkpoint.load(export)
+    export.write_bytes(bytes(raw[: len(raw) // 2]))
+    capsys.readouterr()
+    assert main(["sample", "--checkpoint", str(export)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "truncated or corrupt" in err
+    shard = sorted(checkpoint.latest(run).glob("*.distcp"))[0]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=f"{shard.name} does not match its checksum"):
+        checkpoint.verify(checkpoint.latest(run))
+    shard.write_bytes(bytes(data[:100]))
+    with pytest.raises(CheckpointError, match="truncated"):
+        checkpoint.export(run)
 
 
 def test_sample_and_surprise_from_checkpoint(trained, capsys):
@@ -264,27 +335,25 @@ def test_checkpoint_is_weights_only_and_refuses_code(short_run, tmp_path):
     assert not marker.exists()
 
 
-def test_rng_restored_from_cpu_whatever_the_map_location(short_run):
-    """Loaded with map_location="meta" (a stand-in for cuda:N on this CPU box) the weights move, the RNG states stay
-    on the CPU, and restoring them replays the same random numbers from all three generators."""
-    state = checkpoint.load(short_run / "ckpt.pt", map_location="meta")
-    assert all(t.device.type == "meta" for t in state["model"].values())
-    assert len(state["rng"]) == 1 and state["rng"][0]["torch"].device.type == "cpu"
+def test_rng_state_is_saved_and_restored(short_run):
+    """The training state holds each rank's RNG states as plain numbers; restoring them replays the same random
+    numbers from all three generators."""
+    states = checkpoint.read_json(checkpoint.latest(short_run), "rng")["rng"]
+    assert len(states) == 1
 
     def draws():
         return torch.rand(3).tolist(), np.random.rand(3).tolist(), [random.random() for _ in range(3)]
 
-    checkpoint.set_rng_state(state["rng"][0])
+    checkpoint.set_rng_state(states[0])
     first = draws()
     torch.manual_seed(99)
     np.random.seed(99)
     random.seed(99)
-    checkpoint.set_rng_state(state["rng"][0])
+    checkpoint.set_rng_state(states[0])
     assert draws() == first
-    assert checkpoint.restore_rng(state["rng"], rank=0, world=1, seed=0)
+    assert checkpoint.restore_rng(states, rank=0, world=1, seed=0)
     assert draws() == first
-    with pytest.raises(TypeError):  # what resuming on a GPU did before: the generator refuses a non-CPU tensor
-        torch.set_rng_state(torch.load(short_run / "ckpt.pt", map_location="meta", weights_only=True)["rng"][0]["torch"])
+    assert not checkpoint.restore_rng(states, rank=0, world=2, seed=0)  # another world: reseeded from (seed, rank)
 
 
 def test_muon_orthogonalises_each_fused_block_on_its_own():
@@ -411,7 +480,8 @@ def test_resume_with_another_micro_batch(tokens, tmp_path):
               eval_batches=1)
     whole = train(cfg_for(tokens, tmp_path / "whole", micro_batch=4, **kw))  # accumulation 2
     first = train(cfg_for(tokens, tmp_path / "split", micro_batch=4, stop_at=6, **kw))
-    assert "samples" in checkpoint.load(tmp_path / "split")["loader"]  # the position is a global sample count
+    loader = checkpoint.read_json(checkpoint.latest(tmp_path / "split"), "loader")["loader"]
+    assert "samples" in loader  # the position is a global sample count
     second = train(cfg_for(tokens, tmp_path / "split", micro_batch=2, **kw), resume=True)  # accumulation 4
     assert first.losses + second.losses == pytest.approx(whole.losses, rel=1e-5)
     assert second.val_loss == pytest.approx(whole.val_loss, rel=1e-5)

@@ -24,6 +24,7 @@ import os
 import pickle
 import random
 import shutil
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,13 @@ def _barrier() -> None:
         dist.barrier()
 
 
+def _dcp(call, state: dict[str, Any], path: Path) -> Any:
+    """dcp.save or dcp.load; in one process without a process group (a use DCP supports) without its warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "torch.distributed is disabled, unavailable or uninitialized", UserWarning)
+        return call(state, checkpoint_id=path, no_dist=not dist.is_initialized())
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -200,7 +208,7 @@ def save(state: dict[str, Any], out: str | Path, step: int) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)  # a killed earlier attempt
         tmp.mkdir(parents=True)
     _barrier()
-    dcp.save(state, checkpoint_id=tmp, no_dist=not dist.is_initialized())  # each rank its shards; rank 0 .metadata
+    _dcp(dcp.save, state, tmp)  # every rank writes its shards; rank 0 writes .metadata last
     if rank == 0:
         sums = {f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in sorted(tmp.iterdir())}
         with open(tmp / CHECKSUMS, "w") as f:
@@ -257,13 +265,13 @@ def verify(path: Path) -> None:
 def read_json(path: Path, *names: str) -> dict[str, Any]:
     """The JSON components `names` of a saved state (a collective under a process group)."""
     state = {name: {"json": ""} for name in names}
-    dcp.load(state, checkpoint_id=path, no_dist=not dist.is_initialized())
+    _dcp(dcp.load, state, path)
     return {name: json.loads(state[name]["json"]) for name in names}
 
 
 def load_state(path: Path, state: dict[str, Any]) -> None:
     """Load a saved state into the mapping of components (a collective), resharding to this run's layout."""
-    dcp.load(state, checkpoint_id=path, no_dist=not dist.is_initialized())
+    _dcp(dcp.load, state, path)
 
 
 # ---------------------------------------------------------------------------------------------- export
@@ -325,7 +333,7 @@ def export(run: str | Path) -> Path:
     with torch.device("cpu"):
         model = GPT(GPTConfig(**progress["model_config"]))
     weights = model.state_dict()
-    dcp.load({"model": weights}, checkpoint_id=path, no_dist=not dist.is_initialized())
+    _dcp(dcp.load, {"model": weights}, path)
     write_export(run / CKPT_NAME, weights, progress)
     return run / CKPT_NAME
 
@@ -347,7 +355,7 @@ def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str
         raise CheckpointError(f"{path} is not a readable checkpoint (truncated or corrupt: {reason})") from e
     if "sha256" in state and digest(state) != state["sha256"]:
         raise CheckpointError(f"{path} does not match its checksum: the file is corrupt")
-    if torch.device(map_location).type == "cpu":
+    if torch.device(map_location).type == "cpu" or "model" not in state:
         return state
     return {**state, "model": {k: v.to(map_location) for k, v in state["model"].items()}}
 

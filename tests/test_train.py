@@ -243,6 +243,27 @@ def test_plan_is_chinchilla_optimal():
     assert plan(6 * 124e6 * 20 * 124e6)["nearest_preset"] == "gpt2-124m"
 
 
+def test_plan_memory_per_gpu_ddp_and_fsdp(capsys):
+    """DDP: 16 bytes a parameter with AdamW (fp32 weights, grads, two moments) on every GPU, counted here from the
+    model itself; FSDP: that over the world plus one group in flight; Muon keeps one buffer on the block matrices."""
+    from train.model import GPTConfig
+    from train.plan import GIB, memory_per_gpu, preset_shapes
+
+    with torch.device("meta"):
+        model = GPT(GPTConfig.preset("1b", 50304))
+    n = sum(p.numel() for p in model.parameters())
+    matrices = sum(p.numel() for b in model.blocks for p in b.parameters() if p.ndim == 2)
+    shapes = preset_shapes("1b")
+    assert memory_per_gpu(shapes, 8, "ddp") == 16 * n
+    assert memory_per_gpu(shapes, 8, "ddp", "muon") == 16 * n - 4 * matrices
+    assert memory_per_gpu(shapes, 1, "fsdp") == 16 * n
+    fsdp8 = memory_per_gpu(shapes, 8, "fsdp")
+    assert 16 * n / 8 < fsdp8 < 16 * n / 8 + 8 * (n - matrices)  # the root group (embedding + head) in flight
+    assert main(["plan", "--compute", "1.7e20", "--world", "8"]) == 0
+    out = capsys.readouterr().out
+    assert f"1b, adamw, 8 GPUs: DDP {16 * n / GIB:.1f} GiB, FSDP {fsdp8 / GIB:.1f} GiB" in out
+
+
 def test_schedules():
     cos = Config(steps=100, warmup_steps=10, schedule="cosine", min_lr_frac=0.1)
     assert lr_factor(0, cos) == pytest.approx(0.1) and lr_factor(9, cos) == pytest.approx(1.0)

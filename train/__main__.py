@@ -108,11 +108,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--epochs", type=float, default=1.0, help="passes over the curated data (<= 4 is cheap)")
         parser.add_argument("--batch-tokens", type=int, default=524288)
         parser.add_argument("--mfu", type=float, default=0.4)
+        parser.add_argument("--world", type=int, default=8, help="GPUs, for the memory per GPU under DDP and FSDP")
+        parser.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw")
         args = parser.parse_args(rest)
         from train.plan import format_plan, plan
 
         try:
-            p = plan(args.compute, args.tokens_per_param, args.epochs, args.batch_tokens, args.mfu)
+            p = plan(args.compute, args.tokens_per_param, args.epochs, args.batch_tokens, args.mfu,
+                     world=args.world, optimizer=args.optimizer)
         except ValueError as e:
             parser.error(str(e))
         print(format_plan(p, args.tokens_per_param, args.epochs))

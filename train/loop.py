@@ -213,7 +213,7 @@ def train(cfg: Config, resume: bool = False, overwrite: bool = False) -> RunResu
         f"grad accumulation {accum} x world {world}; {cfg.optimizer}, {cfg.schedule} schedule, steps {step}->{stop}")
     say(f"device: {device}{' (' + torch.cuda.get_device_name(device) + ')' if on_cuda else ''}, "
         f"{'bf16 autocast' if use_bf16 else 'fp32'}, compile {'per block' if compile_model else 'off'}, "
-        f"{cfg.parallel if world > 1 else 'one process'}"
+        f"{cfg.parallel if world > 1 or (cfg.parallel == 'fsdp' and dist.is_initialized()) else 'one process'}"
         f"{', activation checkpointing' if cfg.activation_checkpointing else ''}")
 
     # ---- train ---------------------------------------------------------------------------------------------------
@@ -287,6 +287,7 @@ def train(cfg: Config, resume: bool = False, overwrite: bool = False) -> RunResu
                     "tokens_per_s": round(tokens_per_s, 1), "tokens": s * cfg.batch_tokens,
                     "mfu": round(flops_per_token * tokens_per_s / (peak * world), 4) if peak else None,
                     "train_time_s": round(train_time, 3),
+                    "peak_mem_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if on_cuda else None,
                 }
                 if with_val:
                     record["val_loss"] = result.val_loss
@@ -295,7 +296,10 @@ def train(cfg: Config, resume: bool = False, overwrite: bool = False) -> RunResu
         if result.diverged:
             break
         if ckpt_due:
+            t_save = time.perf_counter()
             saved_at, saved_step = checkpoint.save(state, out, step), step  # every rank writes its shards
+            if master:
+                bar.write(f"checkpoint: step {step} -> {saved_at} in {time.perf_counter() - t_save:.1f} s")
             if cfg.export and (cfg.parallel == "ddp" or world == 1 or step == stop):  # FSDP: gathered once, at the end
                 weights = checkpoint.full_model_state(model)
                 if master:

@@ -26,7 +26,8 @@ NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
 
 class Optimizers:
-    """Several optimisers driven as one: `step`, `zero_grad`, `param_groups` and state dicts span all of them."""
+    """Several optimisers driven as one: `step`, `zero_grad` and `param_groups` span all of them (their state is
+    saved by parameter name through `checkpoint.OptimizerState`)."""
 
     def __init__(self, *optimizers: torch.optim.Optimizer):
         self.optimizers = optimizers
@@ -44,14 +45,6 @@ class Optimizers:
         for opt in self.optimizers:
             opt.zero_grad(set_to_none=set_to_none)
 
-    def state_dict(self) -> list[dict[str, Any]]:
-        return [opt.state_dict() for opt in self.optimizers]
-
-    def load_state_dict(self, states: list[dict[str, Any]]) -> None:
-        if len(states) != len(self.optimizers):
-            raise ValueError("checkpoint was written with a different optimizer setting")
-        for opt, state in zip(self.optimizers, states, strict=True):
-            opt.load_state_dict(state)
 
 
 def newton_schulz(g: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:

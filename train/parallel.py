@@ -15,6 +15,7 @@ from contextlib import nullcontext
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -35,9 +36,7 @@ def parallelize(model: GPT, parallel: str, world: int, device: torch.device, bf1
             block.checkpointed = True
     if compile_blocks:
         model.compile_blocks()
-    if world == 1:
-        return model  # one process: nothing to spread (an FSDP state still loads, and is saved alike)
-    if parallel == "fsdp":
+    if parallel == "fsdp" and dist.is_initialized():  # under torchrun, even with one process (a one-rank mesh)
         # bf16 weights in compute, gradients reduced in fp32: the sum over ranks is where bf16 rounding would add up
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else None
         kw: dict[str, Any] = {"mp_policy": mp} if mp else {}
@@ -45,6 +44,8 @@ def parallelize(model: GPT, parallel: str, world: int, device: torch.device, bf1
             fully_shard(block, **kw)
         fully_shard(model, **kw)  # the embedding, the final norm and the head (tied or not) as one more group
         return model
+    if world == 1:
+        return model  # one process: nothing to spread (a sharded state still loads into it, and is saved alike)
     # No buffer sync: the RoPE tables are computed identically on every rank, and DDP would otherwise broadcast them
     # before every forward (older torch also all-reduced and synced the host first, to pick the source rank).
     return DDP(model, device_ids=[device.index] if device.type == "cuda" else None, **NO_BUFFER_SYNC)

@@ -276,6 +276,7 @@ def test_trainer_reads_url_data(tokens, tmp_path, monkeypatch):
     losses = []
     for where in ("memory://bucket/trainer-tokens", str(tokens)):
         with torch.random.fork_rng():
-            losses.append(train(load_config("tiny", {**small, "data": where, "out": str(tmp_path / "run")})).losses)
+            cfg = load_config("tiny", {**small, "data": where, "out": str(tmp_path / "run")})
+            losses.append(train(cfg, overwrite=True).losses)  # the same directory for both runs
     assert len(losses[0]) == 3 and losses[0] == losses[1]
     assert (tmp_path / "run" / "tokenizer.json").read_bytes() == (tokens / "tokenizer.json").read_bytes()

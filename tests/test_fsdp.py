@@ -34,7 +34,8 @@ STEPS, KILL = 20, 10
 # Global batch of 8 sequences of 32 tokens: one process accumulates 2 micro-batches of 4; each of two ranks
 # accumulates 2 micro-batches of 2, so the switch that holds FSDP's reduce-scatter on the first micro-step is used.
 RUN = {**SMALL, "micro_batch": 4, "seq_len": 32, "batch_tokens": 256, "steps": STEPS, "warmup_steps": 2,
-       "eval_every": 0, "log_every": 1, "ckpt_every": 0, "progress": False, "plots": False, "lr": 3e-3}
+       "eval_every": 0, "log_every": 1, "ckpt_every": 0, "progress": False, "plots": False, "lr": 3e-3,
+       "grad_clip": 0.5}
 
 
 def cfg(tokens, out, **kw):
@@ -158,6 +159,11 @@ def test_fsdp_losses_equal_one_process(runs):
         assert r["adamw_losses"] == pytest.approx(single["adamw"].losses, rel=1e-4)
         assert r["muon_first"] + r["muon_rest_fsdp"] == pytest.approx(single["muon"].losses, rel=1e-4)
     assert len(reports[0]["muon_first"]) == KILL
+    # the global gradient norm over DTensor shards is the whole model's, and clipping acts on it as in one process
+    norms = [[json.loads(line)["grad_norm"] for line in (out / run / "metrics.jsonl").read_text().splitlines()]
+             for run in ("fsdp_adamw", "one_adamw")]
+    assert norms[0] == pytest.approx(norms[1], rel=1e-4)
+    assert sum(n > RUN["grad_clip"] for n in norms[1]) >= 3  # clipped steps among them
 
 
 def test_kill_at_10_resume_as_fsdp_one_process_and_ddp(runs):

@@ -41,7 +41,7 @@ demo: .venv/.installed
 	$(CURATE) mix --source web=$(DEMO)/curated:1.0 --tokens 400K --max-epochs 4 --seed 0 --out $(DEMO)/mix
 	$(CURATE) tokenizer train $(DEMO)/mix --vocab-size 2048 --out $(DEMO)/tokenizer.json
 	$(CURATE) tokenize $(DEMO)/mix --tokenizer $(DEMO)/tokenizer.json --val-fraction 0.05 --out $(DEMO)/tokens
-	$(PY) -m train --data $(DEMO)/tokens --config train/configs/tiny.toml --steps 150 --out $(DEMO)/run
+	$(PY) -m train --data $(DEMO)/tokens --config train/configs/tiny.toml --steps 150 --out $(DEMO)/run --overwrite
 	# evaluation on text the model never saw: pages of a second crawl (another seed) curated by pipelines/web.py,
 	# and the demo benchmark as a language-modelling task (its planted copies were decontaminated away)
 	$(CURATE) demo generate --seed 1 --pages 80 --files 1 --out $(DEMO)/heldout-warc

@@ -108,8 +108,10 @@ def summary(metrics: Path, label: str, skip: int) -> None:
         fail(f"{metrics} has no steps after the first {skip}: raise --steps")
     tps = statistics.median(r["tokens_per_s"] for r in rows)
     mfu = statistics.median(r["mfu"] for r in rows) if rows[0]["mfu"] is not None else None
-    print(f"gpt2-124m, compile + bf16, {label}: {tps:,.0f} tokens/s, "
+    peak = max((r.get("peak_mem_gib") or 0) for r in rows)
+    print(f"{label}: {tps:,.0f} tokens/s, "
           + (f"MFU {mfu:.1%}" if mfu is not None else "MFU unknown (GPU not in train/metrics.py PEAK_BF16_FLOPS)")
+          + (f", peak memory {peak:.1f} GiB per GPU" if peak else "")
           + f" (median of steps {skip + 1}-{skip + len(rows)})")
 
 

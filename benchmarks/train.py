@@ -67,7 +67,7 @@ def bare_loop(cfg, tokens: torch.Tensor, vocab_size: int, steps: int) -> tuple[f
 def trainer(cfg) -> tuple[float, float]:
     """(tokens per CPU-second, tokens per wall-second) of the whole `train()` call, setup and checkpoint included."""
     c0, t0 = time.process_time(), time.perf_counter()
-    result = train(cfg)
+    result = train(cfg, overwrite=True)  # each round into the same directory
     n = result.step * cfg.batch_tokens
     return n / (time.process_time() - c0), n / (time.perf_counter() - t0)
 
@@ -96,7 +96,7 @@ def compare_muon(data: Path, tmp: str, steps: int, seeds: list[int]) -> None:
                                        "steps": steps, "warmup_steps": 10, "lr": 1e-2, "muon_weight_decay": wd,
                                        "seed": seed, "eval_every": steps, "eval_batches": 8, "ckpt_every": 0,
                                        "progress": False, "plots": False, "log_every": steps})
-            vals.append(train(cfg).val_loss)
+            vals.append(train(cfg, overwrite=True).val_loss)
         print(f"{name:>26}: val loss {' '.join(f'{v:.4f}' for v in vals)}; mean {statistics.mean(vals):.4f}")
     loop_module.build_optimizer = build_optimizer
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curate.core.document import Document
-from curate.core.step import Filter, GlobalStep, Reject, Step
-from curate.run.pipeline import Pipeline
+if TYPE_CHECKING:
+    from curate.core.document import Document
+    from curate.core.step import Filter, GlobalStep, Reject, Step
+    from curate.run.pipeline import Pipeline
 
 __version__ = version("peneira")  # one home: pyproject.toml
 __all__ = ["Document", "Filter", "GlobalStep", "Pipeline", "Reject", "Step", "__version__"]
@@ -20,7 +21,15 @@ _MODULES = {"readers": "curate.io.readers", "writers": "curate.io.writers", "ext
             "dedup": "curate.dedup", "mix": "curate.tokens.mix", "tokenize": "curate.tokens.tokenize"}
 
 
+# The public classes load on first use too: `train/data.py` imports `curate.io.token_format` in every rank, which
+# runs this file, and must not pay for the pipeline machinery (~30 MiB resident) it never uses.
+_NAMES = {"Document": "curate.core.document", "Filter": "curate.core.step", "GlobalStep": "curate.core.step",
+          "Reject": "curate.core.step", "Step": "curate.core.step", "Pipeline": "curate.run.pipeline"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _MODULES:
         return importlib.import_module(_MODULES[name])
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name]), name)
     raise AttributeError(f"module 'curate' has no attribute {name!r}")

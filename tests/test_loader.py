@@ -231,6 +231,38 @@ def test_bad_state_and_tampered_shards(tokens, tmp_path):
         TokenDataset(tokens, "test")
 
 
+@pytest.mark.parametrize("key", ["file", "index"])
+@pytest.mark.parametrize("name", ["../outside.bin", "/etc/passwd", "train/../../outside.bin", "C:/x.bin"])
+def test_manifest_names_outside_the_token_directory_are_refused(tokens, tmp_path, key, name):
+    """A shard named `../x` or by an absolute path would be read (or, for a URL, fetched) from outside the token
+    directory: refused with the name, before anything is opened. The file is planted so only the check can refuse."""
+    copy = tmp_path / "sub" / "tokens"
+    shutil.copytree(tokens, copy)
+    m = json.loads((copy / "manifest.json").read_text())
+    first = m["splits"]["train"]["shards"][0]
+    shutil.copy(copy / first[key], tmp_path / "sub" / "outside.bin")  # what `../outside.bin` would find
+    first[key] = name
+    (copy / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(TokenDataError, match="outside the token directory"):
+        TokenDataset(copy)
+
+
+def test_one_token_format_module():
+    """curate tokenize and the trainer share one definition of the format (not two copies kept equal by comments)."""
+    import curate.tokens.tokenize as tokenize
+    from curate.io import token_format
+
+    assert data.FORMAT is token_format.FORMAT and tokenize.FORMAT is token_format.FORMAT
+    assert data.TokenDataError is token_format.TokenDataError
+    ends, codes = np.array([3, 7, 7, 12]), np.array([0, 1, 1, 0])
+    raw = token_format.encode_index(ends, codes)
+    assert len(raw) == token_format.index_size(4) == 16 + 10 * 4
+    got = token_format.decode_index(raw, len(raw), "x.idx")
+    assert got[0].tolist() == ends.tolist() and got[1].tolist() == codes.tolist()
+    with pytest.raises(TokenDataError, match="expected 56"):
+        token_format.decode_index(raw + b"\0", len(raw) + 1, "x.idx")
+
+
 def test_trainer_reads_url_data(tokens, tmp_path, monkeypatch):
     """`python -m train --data URL`: a few steps on shards at a memory:// URL, the same losses as the local path."""
     from train.config import load_config
@@ -244,6 +276,7 @@ def test_trainer_reads_url_data(tokens, tmp_path, monkeypatch):
     losses = []
     for where in ("memory://bucket/trainer-tokens", str(tokens)):
         with torch.random.fork_rng():
-            losses.append(train(load_config("tiny", {**small, "data": where, "out": str(tmp_path / "run")})).losses)
+            cfg = load_config("tiny", {**small, "data": where, "out": str(tmp_path / "run")})
+            losses.append(train(cfg, overwrite=True).losses)  # the same directory for both runs
     assert len(losses[0]) == 3 and losses[0] == losses[1]
     assert (tmp_path / "run" / "tokenizer.json").read_bytes() == (tokens / "tokenizer.json").read_bytes()

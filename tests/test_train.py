@@ -7,6 +7,7 @@ import json
 import math
 import pickle
 import random
+import shutil
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ from _traindata import SMALL, VOCAB, token_shards
 
 from train import checkpoint
 from train.__main__ import main
-from train.checkpoint import ResumeError
+from train.checkpoint import CheckpointError, ResumeError
 from train.config import Config, load_config, parse_overrides
 from train.devices import resolve_device
 from train.loop import model_config, train
@@ -127,13 +128,83 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path, monkeyp
     state = checkpoint.load(tmp_path / "ckpt.pt")
     assert state["step"] == 4
     assert all(torch.isfinite(v).all() for v in state["model"].values())
-    assert f"the last good checkpoint is {tmp_path / 'ckpt.pt'} (step 4)" in result.diverged
+    assert checkpoint.latest(tmp_path).name == "step-00000004"
+    assert f"the last good checkpoint is {checkpoint.latest(tmp_path)} (step 4)" in result.diverged
 
-    # a new run (not resumed) into the same directory: the checkpoint there is another run's, not a good one of this run
+    # a new run into the same directory is refused (it would replace that run's checkpoint and truncate its metrics)...
     calls["n"] = 0
-    again = train(dataclasses.replace(cfg, ckpt_every=0))
+    with pytest.raises(ResumeError, match="holds a run .*--resume.*--overwrite"):
+        train(dataclasses.replace(cfg, ckpt_every=0))
+    assert checkpoint.load(tmp_path / "ckpt.pt")["step"] == 4  # the earlier files are left alone
+    # ...unless --overwrite says so: the old run is gone, and its checkpoint is not taken for one of this run
+    again = train(dataclasses.replace(cfg, ckpt_every=0), overwrite=True)
     assert again.step == 4 and "no checkpoint was written yet" in again.diverged
-    assert checkpoint.load(tmp_path / "ckpt.pt")["step"] == 4  # the earlier file is left alone
+    assert checkpoint.latest(tmp_path) is None and not (tmp_path / "ckpt.pt").exists()
+
+
+def test_out_over_a_run_needs_resume_or_overwrite(short_run, tokens, capsys):
+    """`python -m train --out RUN` without --resume: one line and exit 2, RUN untouched; --overwrite replaces it."""
+    metrics = (short_run / "metrics.jsonl").read_bytes()
+    before = checkpoint.load(short_run / "ckpt.pt")["sha256"]
+    args = ["--config", "tiny", *[a for k, v in {**SMALL, "optimizer": "muon", "steps": 4, "warmup_steps": 1,
+                                                 "micro_batch": 4, "seq_len": 32, "batch_tokens": 128,
+                                                 "eval_every": 0}.items() for a in (f"--{k}", str(v))],
+            "--data", str(tokens), "--out", str(short_run), "--progress", "false", "--plots", "false"]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds a run" in err and "--overwrite" in err
+    assert (short_run / "metrics.jsonl").read_bytes() == metrics
+    assert checkpoint.load(short_run / "ckpt.pt")["sha256"] == before
+    assert main([*args, "--resume", "--overwrite"]) == 2
+
+
+def test_changed_hyperparameters_apply_on_resume_and_run_keys_are_refused(tokens, tmp_path, capsys):
+    """One rule: a changed key that defines the run is refused; any other applies and is named. `--lr 0` on resume
+    must freeze the weights (AdamW's step and decay both scale with lr); before, the saved param groups' lr ran on
+    while the checkpoint's config claimed the new one."""
+    kw = dict(optimizer="adamw", steps=6, warmup_steps=1, micro_batch=4, seq_len=32, batch_tokens=128, eval_every=0)
+    train(cfg_for(tokens, tmp_path, stop_at=3, **kw))
+    at3 = checkpoint.load(tmp_path / "ckpt.pt")["model"]
+    with pytest.raises(ResumeError, match="optimizer = adamw and this run has muon: optimizer cannot change"):
+        train(cfg_for(tokens, tmp_path, **{**kw, "optimizer": "muon"}), resume=True)
+    capsys.readouterr()
+    rest = train(cfg_for(tokens, tmp_path, **{**kw, "lr": 0.0}), resume=True)
+    assert "lr: 0.003 -> 0.0 (applied from step 4)" in capsys.readouterr().out
+    assert len(rest.losses) == 3
+    at6 = checkpoint.load(tmp_path / "ckpt.pt")
+    assert at6["step"] == 6 and at6["config"]["lr"] == 0.0
+    assert all(torch.equal(at3[k], at6["model"][k]) for k in at3)
+
+
+def test_corrupt_checkpoints_are_one_line_errors(short_run, tmp_path, capsys):
+    """A bit flipped in the exported file or in a shard of the training state is caught by the checksum; a truncated
+    file is one line naming it, not a traceback."""
+    run = tmp_path / "run"
+    shutil.copytree(short_run, run)
+    export = run / "ckpt.pt"
+    raw = bytearray(export.read_bytes())
+    weights = checkpoint.load(export)["model"]["blocks.0.attn.qkv.weight"]
+    at = raw.find(weights.numpy().tobytes()[:64])  # inside the stored tensor bytes: the zip container stays valid
+    assert at > 0
+    raw[at + 3] ^= 0x10
+    export.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match="does not match its checksum"):
+        checkpoint.load(export)
+    export.write_bytes(bytes(raw[: len(raw) // 2]))
+    capsys.readouterr()
+    assert main(["sample", "--checkpoint", str(export)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "truncated or corrupt" in err
+    shard = sorted(checkpoint.latest(run).glob("*.distcp"))[0]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=f"{shard.name} does not match its checksum"):
+        checkpoint.verify(checkpoint.latest(run))
+    shard.write_bytes(bytes(data[:100]))
+    with pytest.raises(CheckpointError, match="truncated"):
+        checkpoint.export(run)
 
 
 def test_sample_and_surprise_from_checkpoint(trained, capsys):
@@ -170,6 +241,27 @@ def test_plan_is_chinchilla_optimal():
     assert plan(1e19, epochs=4)["curated_tokens"] == pytest.approx(p["tokens"] / 4)
     assert p["nearest_preset"] == "350m"
     assert plan(6 * 124e6 * 20 * 124e6)["nearest_preset"] == "gpt2-124m"
+
+
+def test_plan_memory_per_gpu_ddp_and_fsdp(capsys):
+    """DDP: 16 bytes a parameter with AdamW (fp32 weights, grads, two moments) on every GPU, counted here from the
+    model itself; FSDP: that over the world plus one group in flight; Muon keeps one buffer on the block matrices."""
+    from train.model import GPTConfig
+    from train.plan import GIB, memory_per_gpu, preset_shapes
+
+    with torch.device("meta"):
+        model = GPT(GPTConfig.preset("1b", 50304))
+    n = sum(p.numel() for p in model.parameters())
+    matrices = sum(p.numel() for b in model.blocks for p in b.parameters() if p.ndim == 2)
+    shapes = preset_shapes("1b")
+    assert memory_per_gpu(shapes, 8, "ddp") == 16 * n
+    assert memory_per_gpu(shapes, 8, "ddp", "muon") == 16 * n - 4 * matrices
+    assert memory_per_gpu(shapes, 1, "fsdp") == 16 * n
+    fsdp8 = memory_per_gpu(shapes, 8, "fsdp")
+    assert 16 * n / 8 < fsdp8 < 16 * n / 8 + 8 * (n - matrices)  # the root group (embedding + head) in flight
+    assert main(["plan", "--compute", "1.7e20", "--world", "8"]) == 0
+    out = capsys.readouterr().out
+    assert f"1b, adamw, 8 GPUs: DDP {16 * n / GIB:.1f} GiB, FSDP {fsdp8 / GIB:.1f} GiB" in out
 
 
 def test_schedules():
@@ -264,27 +356,25 @@ def test_checkpoint_is_weights_only_and_refuses_code(short_run, tmp_path):
     assert not marker.exists()
 
 
-def test_rng_restored_from_cpu_whatever_the_map_location(short_run):
-    """Loaded with map_location="meta" (a stand-in for cuda:N on this CPU box) the weights move, the RNG states stay
-    on the CPU, and restoring them replays the same random numbers from all three generators."""
-    state = checkpoint.load(short_run / "ckpt.pt", map_location="meta")
-    assert all(t.device.type == "meta" for t in state["model"].values())
-    assert len(state["rng"]) == 1 and state["rng"][0]["torch"].device.type == "cpu"
+def test_rng_state_is_saved_and_restored(short_run):
+    """The training state holds each rank's RNG states as plain numbers; restoring them replays the same random
+    numbers from all three generators."""
+    states = checkpoint.read_json(checkpoint.latest(short_run), "rng")["rng"]
+    assert len(states) == 1
 
     def draws():
         return torch.rand(3).tolist(), np.random.rand(3).tolist(), [random.random() for _ in range(3)]
 
-    checkpoint.set_rng_state(state["rng"][0])
+    checkpoint.set_rng_state(states[0])
     first = draws()
     torch.manual_seed(99)
     np.random.seed(99)
     random.seed(99)
-    checkpoint.set_rng_state(state["rng"][0])
+    checkpoint.set_rng_state(states[0])
     assert draws() == first
-    assert checkpoint.restore_rng(state["rng"], rank=0, world=1, seed=0)
+    assert checkpoint.restore_rng(states, rank=0, world=1, seed=0)
     assert draws() == first
-    with pytest.raises(TypeError):  # what resuming on a GPU did before: the generator refuses a non-CPU tensor
-        torch.set_rng_state(torch.load(short_run / "ckpt.pt", map_location="meta", weights_only=True)["rng"][0]["torch"])
+    assert not checkpoint.restore_rng(states, rank=0, world=2, seed=0)  # another world: reseeded from (seed, rank)
 
 
 def test_muon_orthogonalises_each_fused_block_on_its_own():
@@ -311,6 +401,34 @@ def test_muon_orthogonalises_each_fused_block_on_its_own():
     tol = 0.02 * lr  # both run Newton-Schulz in bf16 (different kernels): agreement to bf16 rounding
     torch.testing.assert_close(mine, reference, atol=tol, rtol=0)
     assert (mine - fused).abs().max() > 10 * tol
+
+
+def test_activation_checkpointing_gives_the_same_gradients():
+    """Recomputing each block in backward changes what is kept in memory, not the numbers: the same loss and the
+    same gradients as the plain forward, and fewer tensors saved for backward."""
+    cfg = load_config("tiny", {"n_layer": 2, "n_embd": 64, "n_head": 4, "seq_len": 32})
+    torch.manual_seed(0)
+    plain = GPT(model_config(cfg, 256))
+    ckpt = GPT(model_config(cfg, 256))
+    ckpt.load_state_dict(plain.state_dict())
+    for block in ckpt.blocks:
+        block.checkpointed = True
+    idx = torch.randint(0, 256, (2, 32))
+    saved = []
+    for model in (plain, ckpt):
+        kept: list[int] = []
+
+        def pack(t, kept=kept):
+            kept.append(t.numel())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = model(idx, idx)
+        loss.backward()
+        saved.append((loss.item(), len(kept)))
+    assert saved[0][0] == saved[1][0] and saved[1][1] < saved[0][1]
+    for a, b in zip(plain.parameters(), ckpt.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=0)
 
 
 def test_muon_groups_and_decay():
@@ -411,7 +529,8 @@ def test_resume_with_another_micro_batch(tokens, tmp_path):
               eval_batches=1)
     whole = train(cfg_for(tokens, tmp_path / "whole", micro_batch=4, **kw))  # accumulation 2
     first = train(cfg_for(tokens, tmp_path / "split", micro_batch=4, stop_at=6, **kw))
-    assert "samples" in checkpoint.load(tmp_path / "split")["loader"]  # the position is a global sample count
+    loader = checkpoint.read_json(checkpoint.latest(tmp_path / "split"), "loader")["loader"]
+    assert "samples" in loader  # the position is a global sample count
     second = train(cfg_for(tokens, tmp_path / "split", micro_batch=2, **kw), resume=True)  # accumulation 4
     assert first.losses + second.losses == pytest.approx(whole.losses, rel=1e-5)
     assert second.val_loss == pytest.approx(whole.val_loss, rel=1e-5)

@@ -6,6 +6,8 @@
     python -m train surprise --checkpoint runs/x/ckpt.pt --text "A capital do Brasil é Brasília."
     python -m train sweep-lr --data out/tokens --config train/configs/tiny.toml
     python -m train plan --compute 1e19
+    torchrun --nproc_per_node 8 -m train --config train/configs/1b.toml --parallel fsdp
+    python -m train export runs/x            # the sharded training state -> runs/x/ckpt.pt
     python -m train eval runs/x --heldout wiki=wiki.txt --icl-dir ICL --task copa --task arc_easy:0,10
     python -m train ablate --spec ablation.toml
 """
@@ -28,6 +30,7 @@ COMMANDS = {
     "eval": "held-out bits per byte and in-context tasks of a run",
     "ablate": "train and evaluate curation variants alike",
     "sweep-lr": "short runs at several learning rates",
+    "export": "write RUN/ckpt.pt (one weights_only file) from a run's sharded checkpoint",
 }
 
 
@@ -72,6 +75,7 @@ def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
         if type(getattr(Config(), key)) is bool:
             spellings = dict.fromkeys([f"--{key}", f"--{key.replace('_', '-')}"])  # as parse_overrides takes them
             parser.add_argument(*spellings, dest=key, action=_Bool, default=None, help=f"config key {key} (a switch)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run already in --out (else refused)")
     if prog.endswith("sweep-lr"):
         parser.add_argument("--lrs", help="comma-separated learning rates (default: the config's lr x 1/100, 1, 10, 300)")
     args, rest = parser.parse_known_args(argv)
@@ -94,14 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         args = _train_args(rest, "python -m train")
         import torch.distributed as dist
 
-        from train.checkpoint import ResumeError
+        from train.checkpoint import CheckpointError, ResumeError
         from train.data import TokenDataError
         from train.devices import DeviceError
         from train.loop import train
 
         try:
-            result = train(args.cfg, resume=args.resume)
-        except (FileNotFoundError, TokenDataError, ResumeError, DeviceError) as e:  # the user's input: one line
+            result = train(args.cfg, resume=args.resume, overwrite=args.overwrite)
+        except (FileNotFoundError, TokenDataError, ResumeError, CheckpointError, DeviceError) as e:  # one line
             print(f"python -m train: error: {e}", file=sys.stderr)
             return 2
         finally:
@@ -130,9 +134,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parser.add_argument("--text", required=True)
         args = parser.parse_args(rest)
+        from train.checkpoint import CheckpointError
         from train.generate import format_surprise, load_checkpoint, next_token_candidates, sample, surprise
 
-        run = load_checkpoint(args.checkpoint, args.device)
+        try:
+            run = load_checkpoint(args.checkpoint, args.device)
+        except (FileNotFoundError, CheckpointError) as e:
+            print(f"python -m train {command}: error: {e}", file=sys.stderr)
+            return 2
         if command == "surprise":
             print(format_surprise(surprise(run, args.text)))
             return 0
@@ -150,14 +159,30 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--epochs", type=float, default=1.0, help="passes over the curated data (<= 4 is cheap)")
         parser.add_argument("--batch-tokens", type=int, default=524288)
         parser.add_argument("--mfu", type=float, default=0.4)
+        parser.add_argument("--world", type=int, default=8, help="GPUs, for the memory per GPU under DDP and FSDP")
+        parser.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw")
         args = parser.parse_args(rest)
         from train.plan import format_plan, plan
 
         try:
-            p = plan(args.compute, args.tokens_per_param, args.epochs, args.batch_tokens, args.mfu)
+            p = plan(args.compute, args.tokens_per_param, args.epochs, args.batch_tokens, args.mfu,
+                     world=args.world, optimizer=args.optimizer)
         except ValueError as e:
             parser.error(str(e))
         print(format_plan(p, args.tokens_per_param, args.epochs))
+        return 0
+
+    if command == "export":  # the sharded training state -> RUN/ckpt.pt, the single file sample/eval read
+        parser = argparse.ArgumentParser(prog="python -m train export")
+        parser.add_argument("run", help="a run directory (its checkpoint/ is read, RUN/ckpt.pt written)")
+        args = parser.parse_args(rest)
+        from train.checkpoint import CheckpointError, export
+
+        try:
+            print(f"wrote {export(args.run)}")
+        except (FileNotFoundError, CheckpointError) as e:
+            print(f"python -m train export: error: {e}", file=sys.stderr)
+            return 2
         return 0
 
     if command == "eval":  # held-out bits per byte and in-context tasks (docs/evaluation.md)

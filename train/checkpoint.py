@@ -1,76 +1,146 @@
-"""Checkpoints: everything a run needs to continue bit for bit, written so a crash never leaves a torn file.
+"""Checkpoints: the training state, sharded, written so a crash never leaves a torn one; and the single-file export.
 
-Loaded with `torch.load(weights_only=True)` only: a checkpoint holds tensors and plain Python values (dicts, lists,
-numbers, strings), never pickled objects, so a downloaded `ckpt.pt` cannot run code when `sample`, `surprise` or
-`--resume` opens it. That is why the NumPy RNG state is stored as a tensor and numbers rather than NumPy's tuple.
+Two kinds, for two readers:
+
+* **The training state** (`OUT/checkpoint/step-NNNNNNNN/`), for `--resume`: one mapping of stateful components
+  (model, optimisers, loader, RNG, progress + config), saved through `torch.distributed.checkpoint` (DCP): every rank
+  writes its own shards in parallel, no gather to one process. Tensors are stored by parameter name and global
+  shape, so the state loads onto another world size, and from DDP to FSDP and back. The small components are JSON
+  text (world-size free). Atomic: the directory is written under a temporary name, checksummed, renamed, and only
+  then named in `OUT/checkpoint/latest`; a kill at any moment leaves the previous state in force.
+* **The export** (`OUT/ckpt.pt`), for `sample`, `surprise`, `eval` and users: the full model weights and what is
+  needed to use them, one file, loaded with `torch.load(weights_only=True)` only (tensors and plain values, never
+  pickled objects, so a downloaded `ckpt.pt` cannot run code). Written at each checkpoint under DDP (every rank
+  holds the whole model anyway), at the end of an FSDP run, and by `python -m train export RUN`.
+
+Both carry a checksum: a bit flipped on disk is an error naming the file, never weights silently different.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import pickle
 import random
+import shutil
+import warnings
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch.utils._pytree import tree_map
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import (
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
 
-CKPT_NAME = "ckpt.pt"
+CKPT_NAME = "ckpt.pt"  # the export
+STATE_DIR = "checkpoint"  # the sharded training state: STATE_DIR/step-NNNNNNNN/ and STATE_DIR/latest
+CHECKSUMS = "checksums.json"
 
 
-def save_atomic(state: dict[str, Any], path: Path) -> None:
-    """Write to a temporary file in the same directory, fsync, then rename over the old checkpoint: the rename is
-    atomic, so a kill at any moment leaves either the previous checkpoint or the new one, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk or a kill mid-write must not leave a half file behind
-        raise
+class ResumeError(ValueError):
+    """A checkpoint that this run cannot continue (another global batch, sequence length or model)."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read: truncated, bit-flipped, or with a shard missing."""
+
+
+# ---------------------------------------------------------------------------------------------- components
+
+
+class ModelState:
+    """The model's weights by parameter name, whatever the wrapping (plain, DDP, FSDP: DTensor shards)."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+
+    def state_dict(self) -> dict[str, Any]:
+        return get_model_state_dict(self.model)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        set_model_state_dict(self.model, state)
+
+
+class OptimizerState:
+    """Every optimiser's state by parameter name. On load, the moment estimates come from the checkpoint and the
+    hyperparameters (lr, weight decay, betas, momentum) from this run's config: a changed `--lr` on `--resume`
+    takes effect (the loop names each change), instead of being overwritten by the saved param groups."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: Any):
+        self.model, self.optimizers = model, list(optimizer.optimizers)
+
+    def state_dict(self) -> dict[str, Any]:
+        return get_optimizer_state_dict(self.model, self.optimizers)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        ours = [[{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups] for opt in self.optimizers]
+        set_optimizer_state_dict(self.model, self.optimizers, state)
+        for opt, groups in zip(self.optimizers, ours, strict=True):
+            for group, hyper in zip(opt.param_groups, groups, strict=True):
+                group.update(hyper)
+
+
+class JsonState:
+    """A small component (loader position, RNG states, progress and config) as one JSON string: the same on every
+    rank and independent of the world size, so DCP stores it once and any world can load it."""
+
+    def __init__(self, get, put=None):
+        self.get, self.put = get, put
+
+    def state_dict(self) -> dict[str, str]:
+        return {"json": json.dumps(self.get())}
+
+    def load_state_dict(self, state: dict[str, str]) -> None:
+        if self.put is not None:
+            self.put(json.loads(state["json"]))
+
+
+# ---------------------------------------------------------------------------------------------- RNG
 
 
 def rng_state() -> dict[str, Any]:
-    """This process's RNG states as CPU tensors and plain numbers (loadable with weights_only=True)."""
+    """This process's RNG states as plain numbers (JSON and weights_only alike)."""
     kind, keys, pos, has_gauss, gauss = np.random.get_state()
     version, mt, gauss_next = random.getstate()
     state = {
-        "python": {"version": version, "state": torch.tensor(mt, dtype=torch.int64), "gauss_next": gauss_next},
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(gauss)},
-        "torch": torch.get_rng_state(),
+        "python": {"version": version, "state": list(mt), "gauss_next": gauss_next},
+        "numpy": {"kind": kind, "keys": keys.astype(np.int64).tolist(), "pos": int(pos), "has_gauss": int(has_gauss),
+                  "cached_gaussian": float(gauss)},
+        "torch": torch.get_rng_state().tolist(),
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state()  # this process's own device only (each rank saves its own)
+        state["cuda"] = torch.cuda.get_rng_state().tolist()  # this process's own device only (each rank saves its own)
     return state
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore `rng_state()`. The generators take CPU ByteTensors only, so every tensor is brought to the CPU
-    first, wherever the checkpoint was mapped (checkpoint.load keeps "rng" on the CPU anyway)."""
+    """Restore `rng_state()`."""
     py = state["python"]
-    random.setstate((py["version"], tuple(py["state"].tolist()), py["gauss_next"]))
+    random.setstate((py["version"], tuple(py["state"]), py["gauss_next"]))
     npy = state["numpy"]
-    keys = npy["keys"].cpu().numpy().astype(np.uint32)
+    keys = np.array(npy["keys"], dtype=np.int64).astype(np.uint32)
     np.random.set_state((npy["kind"], keys, npy["pos"], npy["has_gauss"], npy["cached_gaussian"]))
-    torch.set_rng_state(state["torch"].cpu())
+    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state(state["cuda"].cpu())
+        torch.cuda.set_rng_state(torch.tensor(state["cuda"], dtype=torch.uint8))
 
 
 def rng_states(world: int) -> list[dict[str, Any]]:
-    """Every rank's `rng_state()`, in rank order (a collective under DDP: all ranks must call it)."""
+    """Every rank's `rng_state()`, in rank order (a collective when world > 1: all ranks must call it)."""
     mine = rng_state()
     if world == 1:
         return [mine]
     states: list[Any] = [None] * world
     dist.all_gather_object(states, mine)
-    return [tree_map(lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, s) for s in states]
+    return states
 
 
 def restore_rng(states: list[dict[str, Any]], rank: int, world: int, seed: int) -> bool:
@@ -90,20 +160,208 @@ def seed_rank(seed: int, rank: int) -> None:
     random.seed(seed + 1 + rank)
 
 
+# ---------------------------------------------------------------------------------------------- sharded state
+
+
+def _world() -> tuple[int, int]:
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def _barrier() -> None:
+    if dist.is_initialized():
+        dist.barrier()
+
+
+def _dcp(call, state: dict[str, Any], path: Path) -> Any:
+    """dcp.save or dcp.load; in one process without a process group (a use DCP supports) without its warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "torch.distributed is disabled, unavailable or uninitialized", UserWarning)
+        return call(state, checkpoint_id=path, no_dist=not dist.is_initialized())
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def latest(out: str | Path) -> Path | None:
+    """The training state `--resume` continues from: the directory `OUT/checkpoint/latest` names, if any."""
+    pointer = Path(out) / STATE_DIR / "latest"
+    if not pointer.is_file():
+        return None
+    path = pointer.parent / pointer.read_text().strip()
+    if not path.is_dir():
+        raise CheckpointError(f"{pointer} names {path.name}, which is missing: the checkpoint was moved or deleted")
+    return path
+
+
+def save(state: dict[str, Any], out: str | Path, step: int) -> Path:
+    """Write the mapping of components from every rank (a collective) as OUT/checkpoint/step-NNNNNNNN, then make it
+    the latest and remove the earlier ones. Rank 0 publishes: checksums, rename, pointer, in that order."""
+    root = Path(out) / STATE_DIR
+    final, tmp = root / f"step-{step:08d}", root / f".step-{step:08d}.tmp"
+    rank, _ = _world()
+    if rank == 0:
+        shutil.rmtree(tmp, ignore_errors=True)  # a killed earlier attempt
+        tmp.mkdir(parents=True)
+    _barrier()
+    _dcp(dcp.save, state, tmp)  # every rank writes its shards; rank 0 writes .metadata last
+    if rank == 0:
+        sums = {f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in sorted(tmp.iterdir())}
+        with open(tmp / CHECKSUMS, "w") as f:
+            json.dump(sums, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        shutil.rmtree(final, ignore_errors=True)  # a state of this step left by a run killed before its pointer moved
+        os.replace(tmp, final)
+        _write_atomic(root / "latest", final.name)
+        for old in root.glob("step-*"):
+            if old != final:
+                shutil.rmtree(old, ignore_errors=True)
+    _barrier()
+    return final
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def verify(path: Path) -> None:
+    """Check every file of a saved state against its checksum; the work is shared among the ranks (a collective),
+    and every rank raises the same one-line CheckpointError if any file is missing, short or altered."""
+    rank, world = _world()
+    problem = ""
+    listing = path / CHECKSUMS
+    if not listing.is_file():
+        problem = f"{path} is not a complete checkpoint (no {CHECKSUMS}): it was not written by this trainer"
+    else:
+        sums = json.loads(listing.read_text())
+        for name in sorted(sums)[rank::world]:
+            f = path / name
+            if not f.is_file():
+                problem = f"{path} is incomplete: {name} is missing (one of {len(sums)} files)"
+            elif f.stat().st_size != sums[name]["bytes"]:
+                problem = f"{f}: {f.stat().st_size} bytes, {sums[name]['bytes']} written (truncated?)"
+            elif _sha256(f) != sums[name]["sha256"]:
+                problem = f"{f} does not match its checksum: the file is corrupt"
+            if problem:
+                break
+    if world > 1:
+        problems: list[Any] = [None] * world
+        dist.all_gather_object(problems, problem)
+        problem = next((p for p in problems if p), "")
+    if problem:
+        raise CheckpointError(problem + "; resume from an intact copy or start a new run (--overwrite)")
+
+
+def read_json(path: Path, *names: str) -> dict[str, Any]:
+    """The JSON components `names` of a saved state (a collective under a process group)."""
+    state = {name: {"json": ""} for name in names}
+    _dcp(dcp.load, state, path)
+    return {name: json.loads(state[name]["json"]) for name in names}
+
+
+def load_state(path: Path, state: dict[str, Any]) -> None:
+    """Load a saved state into the mapping of components (a collective), resharding to this run's layout."""
+    _dcp(dcp.load, state, path)
+
+
+# ---------------------------------------------------------------------------------------------- export
+
+
+def digest(state: dict[str, Any]) -> str:
+    """sha256 of an export's contents: every tensor's name, dtype, shape and bytes, and the other values as JSON."""
+    h = hashlib.sha256()
+    for name in sorted(state["model"]):
+        t = state["model"][name].detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    rest = {k: v for k, v in state.items() if k not in ("model", "sha256")}
+    h.update(json.dumps(rest, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def save_atomic(state: dict[str, Any], path: Path) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over the old file: the rename is atomic,
+    so a kill at any moment leaves either the previous file or the new one, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk or a kill mid-write must not leave a half file behind
+        raise
+
+
+def write_export(path: Path, model_state: dict[str, torch.Tensor], progress: dict[str, Any]) -> None:
+    """The single-file checkpoint: full weights on the CPU, the progress record (step, config, model_config, eos_id,
+    tokenizer) and their checksum."""
+    state = {"model": {k: v.detach().cpu() for k, v in model_state.items()}, **progress}
+    state["sha256"] = digest(state)
+    save_atomic(state, path)
+
+
+def full_model_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The whole model's weights on rank 0's CPU, gathered shard by shard under FSDP (a collective)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+
+def export(run: str | Path) -> Path:
+    """`python -m train export RUN`: the latest training state of RUN written as RUN/ckpt.pt, in one process (the
+    shards of any world size are read back into the full weights)."""
+    from train.model import GPT, GPTConfig
+
+    run = Path(run)
+    path = latest(run)
+    if path is None:
+        raise FileNotFoundError(f"{run} holds no training state ({STATE_DIR}/latest): nothing to export")
+    verify(path)
+    progress = read_json(path, "progress")["progress"]
+    with torch.device("cpu"):
+        model = GPT(GPTConfig(**progress["model_config"]))
+    weights = model.state_dict()
+    _dcp(dcp.load, {"model": weights}, path)
+    write_export(run / CKPT_NAME, weights, progress)
+    return run / CKPT_NAME
+
+
 def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """A checkpoint's state with its tensors on `map_location`, except the RNG states, which stay on the CPU
-    (the only place a generator accepts them). Refuses anything but tensors and plain values (weights_only)."""
+    """An exported checkpoint's state with its tensors on `map_location`, its checksum verified. Refuses anything
+    but tensors and plain values (weights_only); a truncated or corrupt file is one CheckpointError."""
     path = Path(path)
     if path.is_dir():
         path = path / CKPT_NAME
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if torch.device(map_location).type == "cpu":
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise  # weights_only refused an object: a refusal, not damage
+    except (RuntimeError, EOFError, ValueError, KeyError, OSError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{path} is not a readable checkpoint (truncated or corrupt: {reason})") from e
+    if "sha256" in state and digest(state) != state["sha256"]:
+        raise CheckpointError(f"{path} does not match its checksum: the file is corrupt")
+    if torch.device(map_location).type == "cpu" or "model" not in state:
         return state
-    move = lambda t: t.to(map_location) if isinstance(t, torch.Tensor) else t  # noqa: E731
-    return {k: v if k == "rng" else tree_map(move, v) for k, v in state.items()}
+    return {**state, "model": {k: v.to(map_location) for k, v in state["model"].items()}}
 
 
-class ResumeError(ValueError):
-    """A checkpoint that this run cannot continue (another global batch or sequence length)."""
+def progress_record(step: int, first_loss: float | None, world: int, cfg: Any, mcfg: Any, eos_id: int,
+                    tokenizer: Any) -> dict[str, Any]:
+    """What a checkpoint says about its run, in both kinds: plain values only."""
+    return {"step": step, "first_loss": first_loss, "world_size": world, "config": cfg.to_dict(),
+            "model_config": asdict(mcfg), "eos_id": eos_id, "tokenizer": tokenizer}

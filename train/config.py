@@ -69,6 +69,9 @@ class Config:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: str = "auto"  # auto (bf16 autocast on CUDA, fp32 on CPU) | bfloat16 | float32
     compile: str = "auto"  # auto (on for CUDA, off for CPU) | on | off
+    parallel: str = "ddp"  # ddp (a whole replica per rank) | fsdp (weights, grads, optimiser state sharded: FSDP2)
+    activation_checkpointing: bool = False  # recompute each block's activations in backward (less memory, ~1/3 more compute)
+    export: bool = True  # write OUT/ckpt.pt (full weights, one file) at checkpoints (DDP) or at the end (FSDP)
 
     def validate(self) -> Config:
         """Reject values that would fail later, and more obscurely, before any work is done."""
@@ -78,6 +81,7 @@ class Config:
             "schedule": ["cosine", "wsd"],
             "dtype": ["auto", "bfloat16", "float32"],
             "compile": ["auto", "on", "off"],
+            "parallel": ["ddp", "fsdp"],
         }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:

@@ -38,17 +38,20 @@ from typing import Any
 import numpy as np
 import torch
 
-MANIFEST = "manifest.json"
-FORMAT = "peneira.tokens/2"  # .bin + .idx shards; must match curate.tokens.tokenize.FORMAT
-LEGACY_FORMAT = "peneira.tokens/1"  # Parquet `tokens: list<uint>` shards, still read
-INDEX_MAGIC = b"PNRIDX01"
+from curate.io.token_format import (
+    FORMAT,
+    LEGACY_FORMAT,
+    MANIFEST,
+    TokenDataError,
+    decode_index,
+    index_size,
+    member,
+    token_dtype,
+)
+
 ORDER = "feistel-1"  # names the sample -> window mapping; a state from another mapping is refused
 BLOCK = 4096  # global samples per source-draw block
 LOOKAHEAD = 4  # steps whose reads a loader requests ahead of time
-
-
-class TokenDataError(ValueError):
-    """A token-shard directory that does not match its manifest, or a tokenizer that does not match."""
 
 
 def _fs():
@@ -159,12 +162,7 @@ class _Shard:
 
 
 def _read_index(mapped: _Mapped, file: str) -> tuple[np.ndarray, np.ndarray]:
-    if mapped.size < 16 or bytes(mapped.mm[:8]) != INDEX_MAGIC:
-        raise TokenDataError(f"{file}: not a token index (no {INDEX_MAGIC!r} header)")
-    n = int(np.frombuffer(mapped.mm, "<u8", 1, 8)[0])
-    if mapped.size != 16 + 10 * n:
-        raise TokenDataError(f"{file}: {mapped.size} bytes, expected {16 + 10 * n} for {n} documents")
-    return mapped.array("<i8", 16, n), mapped.array("<u2", 16 + 8 * n, n)
+    return decode_index(mapped.mm if mapped.size else b"", mapped.size, file)
 
 
 # ---------------------------------------------------------------------------------------------- dataset
@@ -206,18 +204,20 @@ class TokenDataset:
         self.split = split
         self.vocab_size: int = int(self.manifest["vocab_size"])
         self.eos_id: int = int(self.manifest["eos_id"])
-        self.dtype: np.dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
+        self.dtype: np.dtype = token_dtype(self.manifest["dtype"])
         if self.vocab_size - 1 > np.iinfo(self.dtype).max:
             raise TokenDataError(f"vocab size {self.vocab_size} does not fit the manifest's dtype {self.dtype}")
         info = self.manifest["splits"][split]
         self.sources: list[str] = sorted(info["tokens_per_source"])
         self.shards: list[_Shard] = []
         if self.remote and tok.get("file"):
-            fetch_once(f"{self.location.rstrip('/')}/{tok['file']}", self.path / tok["file"])
+            name = member(tok["file"], f"{self.location}/{MANIFEST}")
+            fetch_once(f"{self.location.rstrip('/')}/{name}", self.path / name)
         _allow_open_files(3 * len(info["shards"]))
         for shard in info["shards"]:
             if self.manifest["format"] == LEGACY_FORMAT:
-                self.shards += _legacy_shards(self.path / shard["file"], shard, self.dtype, self.sources)
+                file = self.path / member(shard["file"], f"{self.location}/{MANIFEST}")
+                self.shards += _legacy_shards(file, shard, self.dtype, self.sources)
             else:
                 self.shards.append(self._open_shard(shard))
         self.chunks: list[np.ndarray] = [s.tokens for s in self.shards]  # flat token arrays, in stream order
@@ -254,6 +254,7 @@ class TokenDataset:
         return json.loads(raw), cache
 
     def _local_file(self, name: str, size: int) -> Path:
+        name = member(name, f"{self.location}/{MANIFEST}")
         if self.remote:
             return fetch_once(f"{self.location.rstrip('/')}/{name}", self.path / name, size)
         return self.path / name
@@ -261,7 +262,7 @@ class TokenDataset:
     def _open_shard(self, shard: dict) -> _Shard:
         n_tok, n_doc = int(shard["tokens"]), int(shard["docs"])
         bin_path = self._local_file(shard["file"], n_tok * self.dtype.itemsize)
-        idx_path = self._local_file(shard["index"], 16 + 10 * n_doc)
+        idx_path = self._local_file(shard["index"], index_size(n_doc))
         tokens_map = _Mapped(bin_path)
         if tokens_map.size != n_tok * self.dtype.itemsize:
             raise TokenDataError(

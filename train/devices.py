@@ -41,6 +41,7 @@ def init_distributed(device: str) -> tuple[int, int, torch.device]:
         if not torch.cuda.is_available():
             raise DeviceError(f"--device {device}: CUDA is not available to this PyTorch ({torch.__version__})")
         torch.cuda.set_device(dev)
-    if world > 1 and not dist.is_initialized():
+    # torchrun sets TORCHELASTIC_RUN_ID: a group even for one process, so `--parallel fsdp` runs on a one-rank mesh
+    if (world > 1 or "TORCHELASTIC_RUN_ID" in os.environ) and not dist.is_initialized():
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo", device_id=dev if dev.type == "cuda" else None)
     return rank, world, dev

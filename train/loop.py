@@ -1,12 +1,12 @@
 """The training loop, top to bottom: set up devices and data, build the model and optimiser, optionally resume,
 then step — accumulate micro-batches, clip, update, log, evaluate, checkpoint — until done or diverged.
 
-Runs unchanged on one CPU, one GPU, or many GPUs under `torchrun` (DDP: NCCL on GPU, gloo on CPU).
+Runs unchanged on one CPU, one GPU, or many GPUs under `torchrun` (NCCL on GPU, gloo on CPU), the model spread
+over the processes by DDP or FSDP2 (`--parallel`, train/parallel.py).
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import shutil
@@ -14,28 +14,24 @@ import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 from train import checkpoint
 from train.checkpoint import ResumeError
 from train.config import Config
-from train.data import Loader, TokenDataset
+from train.data import Loader, TokenDataset, member
 from train.devices import init_distributed
 from train.metrics import MetricsLog, peak_flops, plot_run
 from train.model import GPT, GPTConfig
 from train.optim import build_optimizer, lr_factor, set_lr
+from train.parallel import full, grad_sync, local_bytes, parallelize
 from train.prefetch import Prefetcher
-
-# DDP's switch for the per-forward buffer broadcast; newer torch renames it and deprecates the old name.
-NO_BUFFER_SYNC = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DDP).parameters
-                  else {"broadcast_buffers": False})
 
 
 @dataclass
@@ -44,6 +40,7 @@ class RunResult:
     losses: list[float] = field(default_factory=list)  # training loss of every step run in this invocation
     val_loss: float | None = None  # the last validation loss
     diverged: str | None = None  # why training stopped early, if it did
+    state_bytes: dict[str, int] = field(default_factory=dict)  # this rank's parameters and optimiser state, in bytes
 
 
 def model_config(cfg: Config, vocab_size: int) -> GPTConfig:
@@ -55,11 +52,10 @@ def model_config(cfg: Config, vocab_size: int) -> GPTConfig:
 
 def tokenizer_file(dataset: TokenDataset) -> Path | None:
     """The tokenizer JSON named in the token manifest (relative paths are relative to the token directory)."""
-    tok = dataset.manifest.get("tokenizer", {})
-    name = tok.get("path") or tok.get("file")
+    name = dataset.manifest.get("tokenizer", {}).get("file")
     if not name:
         return None
-    path = Path(name) if Path(name).is_absolute() else dataset.path / name
+    path = dataset.path / member(name, f"{dataset.location}/manifest.json")
     return path if path.is_file() else None
 
 
@@ -98,24 +94,52 @@ def evaluate(model: torch.nn.Module, loader: Loader, batches: int, device: torch
     return all_mean(total / batches, world).item()
 
 
-def check_resume(path: Path, state: dict[str, Any], cfg: Config, world: int) -> str:
-    """A run may resume with another micro_batch or number of processes (the loader continues from the global count
-    of samples consumed and accumulation is derived again), but not with another global batch or sequence length:
-    those define what a step is. Returns how the layout changed, for the log ("" when it did not)."""
-    saved = state["config"]
-    for key in ("batch_tokens", "seq_len"):
-        if saved[key] != getattr(cfg, key):
-            raise ResumeError(f"{path} was written with {key} = {saved[key]} and this run has {getattr(cfg, key)}: "
-                              "a resumed run keeps the global batch and sequence length (micro_batch and the number "
-                              "of processes may change); use a new --out to train with other values")
-    before = (state.get("world_size", 1), saved["micro_batch"])
-    if before == (world, cfg.micro_batch):
-        return ""
-    return (f" (written by world {before[0]} x micro_batch {before[1]}, continued with world {world} x micro_batch "
-            f"{cfg.micro_batch} x grad accumulation {cfg.grad_accum(world)}: same batches, up to float rounding)")
+# The one rule for a config that differs on --resume: keys that define the run (what a step, a sample and the model
+# are) cannot change, and the run is refused; every other key may, and takes effect (named in the log). The optimiser
+# hyperparameters in particular come from this run's config, not from the saved param groups (OptimizerState).
+FIXED_ON_RESUME = ("model", "n_layer", "n_head", "n_embd", "qk_norm", "tie_embeddings", "seq_len", "batch_tokens",
+                   "optimizer", "seed", "source_weights")
+QUIET_ON_RESUME = ("data", "out", "stop_at", "progress", "plots", "device", "compile")  # not worth a line
 
 
-def train(cfg: Config, resume: bool = False) -> RunResult:
+def check_resume(path: Path, saved: dict[str, Any], cfg: Config, world: int) -> list[str]:
+    """Refuse a resume that changes a key of FIXED_ON_RESUME; return a line for every other key that changed (they
+    apply from the first resumed step), and for a change of layout. micro_batch and the number of processes may
+    change: the loader continues from the global count of samples consumed and accumulation is derived again."""
+    old, new = saved["config"], cfg.to_dict()
+    for key in FIXED_ON_RESUME:
+        if key in old and old[key] != new[key]:
+            hint = ("a resumed run keeps the global batch and sequence length (micro_batch and the number of processes "
+                    "may change)" if key in ("batch_tokens", "seq_len") else f"{key} cannot change on resume")
+            raise ResumeError(f"{path} was written with {key} = {old[key]} and this run has {new[key]}: {hint}; "
+                              "use a new --out to train with other values")
+    lines = [f"{key}: {old[key]} -> {new[key]} (applied from step {saved['step'] + 1})"
+             for key in sorted(new) if key in old and old[key] != new[key] and key not in QUIET_ON_RESUME]
+    before = (saved.get("world_size", 1), old["micro_batch"])
+    if before != (world, cfg.micro_batch):
+        lines.append(f"layout: written by world {before[0]} x micro_batch {before[1]}, continued with world {world} x "
+                     f"micro_batch {cfg.micro_batch} x grad accumulation {cfg.grad_accum(world)}: same batches, up to "
+                     "float rounding")
+    return lines
+
+
+def claim_output(out: Path, resume: bool, overwrite: bool, master: bool) -> None:
+    """A run's directory is its own: a new run (no --resume) into one that holds another run is refused, unless
+    --overwrite says to replace it, so a typo never truncates a run's metrics or replaces its checkpoint."""
+    ours = [out / checkpoint.STATE_DIR, out / checkpoint.CKPT_NAME, out / "metrics.jsonl"]
+    found = [p.name for p in ours if p.exists()]
+    if resume and overwrite:
+        raise ResumeError("--resume continues the run in --out and --overwrite replaces it: give one of them")
+    if found and not resume and not overwrite:
+        raise ResumeError(f"{out} holds a run ({', '.join(found)}): pass --resume to continue it, --overwrite to "
+                          "replace it, or another --out")
+    if found and overwrite and master:
+        shutil.rmtree(out / checkpoint.STATE_DIR, ignore_errors=True)
+        for name in (checkpoint.CKPT_NAME, "metrics.jsonl", "loss.png", "lr.png"):
+            (out / name).unlink(missing_ok=True)
+
+
+def train(cfg: Config, resume: bool = False, overwrite: bool = False) -> RunResult:
     # ---- devices, precision, processes -------------------------------------------------------------------------
     rank, world, device = init_distributed(cfg.device)
     master = rank == 0
@@ -128,9 +152,11 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
     amp = torch.autocast(device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
     compile_model = cfg.compile == "on" or (cfg.compile == "auto" and on_cuda)
     out = Path(cfg.out)
-    ckpt_path = out / checkpoint.CKPT_NAME
+    claim_output(out, resume, overwrite, master)
     if master:
         out.mkdir(parents=True, exist_ok=True)
+    if world > 1:
+        dist.barrier()  # rank 0 has looked at (and, with --overwrite, cleared) the output directory
 
     # ---- data ------------------------------------------------------------------------------------------------
     train_set = TokenDataset(cfg.data, "train")
@@ -144,31 +170,40 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         shutil.copyfile(tok, out / "tokenizer.json")  # so sample/surprise need only the run directory
 
     # ---- model and optimiser -----------------------------------------------------------------------------------
-    torch.manual_seed(cfg.seed)  # identical initial weights on every rank (DDP would broadcast rank 0's anyway)
+    torch.manual_seed(cfg.seed)  # identical initial weights on every rank (FSDP keeps each rank's rows of them)
     mcfg = model_config(cfg, train_set.vocab_size)
     raw = GPT(mcfg).to(device)  # the unwrapped module: its state_dict has no `_orig_mod.`/`module.` prefixes
+    model = parallelize(raw, cfg.parallel, world, device, use_bf16, compile_model, cfg.activation_checkpointing)
     checkpoint.seed_rank(cfg.seed, rank)  # from here on each rank draws its own random numbers
-    optimizer = build_optimizer(raw, cfg, device)
+    optimizer = build_optimizer(raw, cfg, device)  # after FSDP: it holds the DTensor shards, and shards its state
     step, first_loss = 0, None
-    saved_step = None  # step of the checkpoint this run resumed from or last wrote (a file left by another run is not ours)
-    if resume and ckpt_path.is_file():
-        state = checkpoint.load(ckpt_path, map_location=device)
-        changed = check_resume(ckpt_path, state, cfg, world)
-        raw.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        loader.load_state_dict(state["loader"])
-        checkpoint.restore_rng(state["rng"], rank, world, cfg.seed)
-        step, first_loss = state["step"], state["first_loss"]
+
+    def progress() -> dict[str, Any]:
+        return checkpoint.progress_record(step, first_loss, world, cfg, mcfg, train_set.eos_id,
+                                          train_set.manifest.get("tokenizer"))
+
+    # Everything a resumed run needs, one state_dict() per component, saved and loaded as one mapping.
+    state = {
+        "model": checkpoint.ModelState(model),
+        "optimizer": checkpoint.OptimizerState(model, optimizer),
+        "loader": checkpoint.JsonState(loader.state_dict, loader.load_state_dict),
+        "rng": checkpoint.JsonState(lambda: checkpoint.rng_states(world),
+                                    lambda states: checkpoint.restore_rng(states, rank, world, cfg.seed)),
+        "progress": checkpoint.JsonState(progress),
+    }
+    saved_at, saved_step = None, 0  # the state this run resumed from or last wrote, and its step
+    if resume and (saved_at := checkpoint.latest(out)) is not None:
+        checkpoint.verify(saved_at)
+        saved = checkpoint.read_json(saved_at, "progress")["progress"]
+        changes = check_resume(saved_at, saved, cfg, world)
+        checkpoint.load_state(saved_at, state)
+        step, first_loss = saved["step"], saved["first_loss"]
         saved_step = step
-        say(f"resumed from {ckpt_path} at step {step}{changed}")
+        say(f"resumed from {saved_at} at step {step}" + "".join(f"\n  {c}" for c in changes))
     elif resume:
         say(f"--resume: no checkpoint in {out}, starting from scratch")
-    if compile_model:
-        raw.compile_blocks()
-    # No buffer sync: the RoPE tables are computed identically on every rank, and DDP would otherwise broadcast them
-    # before every forward (older torch also all-reduced and synced the host first, to pick the source rank).
-    model = DDP(raw, device_ids=[device.index] if on_cuda else None, **NO_BUFFER_SYNC) if world > 1 else raw
     batches = Prefetcher(loader, device)
+    state["loader"] = checkpoint.JsonState(batches.state_dict)  # the position after the batches used, not prefetched
 
     flops_per_token, peak = raw.flops_per_token(), peak_flops(device)
     stop = min(cfg.stop_at or cfg.steps, cfg.steps)
@@ -177,7 +212,9 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
     say(f"batch: {cfg.batch_tokens:,} tokens/step = micro_batch {cfg.micro_batch} x seq_len {cfg.seq_len} x "
         f"grad accumulation {accum} x world {world}; {cfg.optimizer}, {cfg.schedule} schedule, steps {step}->{stop}")
     say(f"device: {device}{' (' + torch.cuda.get_device_name(device) + ')' if on_cuda else ''}, "
-        f"{'bf16 autocast' if use_bf16 else 'fp32'}, compile {'per block' if compile_model else 'off'}")
+        f"{'bf16 autocast' if use_bf16 else 'fp32'}, compile {'per block' if compile_model else 'off'}, "
+        f"{cfg.parallel if world > 1 or (cfg.parallel == 'fsdp' and dist.is_initialized()) else 'one process'}"
+        f"{', activation checkpointing' if cfg.activation_checkpointing else ''}")
 
     # ---- train ---------------------------------------------------------------------------------------------------
     log = MetricsLog(out / "metrics.jsonl", resume_step=step if resume else None) if master else None
@@ -195,14 +232,13 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         loss_sum = torch.zeros((), device=device)
         for micro in range(accum):
             x, y = batches.next_batch()
-            # Gradients are all-reduced only on the last micro-step; before that they just accumulate locally.
-            sync = world == 1 or micro == accum - 1
-            with amp, (nullcontext() if sync else model.no_sync()):
+            # Gradients are reduced only on the last micro-step; before that they just accumulate locally.
+            with amp, grad_sync(model, sync=micro == accum - 1):
                 loss = model(x, y) / accum
             loss.backward()
             loss_sum += loss.detach()
         all_mean(loss_sum, world)
-        grad_norm = torch.nn.utils.clip_grad_norm_(raw.parameters(), cfg.grad_clip or math.inf)
+        grad_norm = full(torch.nn.utils.clip_grad_norm_(raw.parameters(), cfg.grad_clip or math.inf))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
@@ -228,8 +264,8 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
             if not (math.isfinite(loss_value) and math.isfinite(norm_value)) or (
                 cfg.divergence_factor and loss_value > cfg.divergence_factor * first_loss
             ):
-                kept = (f"the last good checkpoint is {ckpt_path} (step {saved_step})"
-                        if saved_step is not None else "no checkpoint was written yet")
+                kept = (f"the last good checkpoint is {saved_at} (step {saved_step})"
+                        if saved_at is not None else "no checkpoint was written yet")
                 result.diverged = (f"loss diverged at step {s}: loss {loss_value:.4g}, grad norm {norm_value:.4g} "
                                    f"(first loss {first_loss:.4g}, lr {optimizer_lr(cfg, scale):.3g}); stopped, "
                                    f"{kept}. Try a lower lr, more warmup_steps or grad_clip.")
@@ -251,6 +287,7 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
                     "tokens_per_s": round(tokens_per_s, 1), "tokens": s * cfg.batch_tokens,
                     "mfu": round(flops_per_token * tokens_per_s / (peak * world), 4) if peak else None,
                     "train_time_s": round(train_time, 3),
+                    "peak_mem_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if on_cuda else None,
                 }
                 if with_val:
                     record["val_loss"] = result.val_loss
@@ -259,25 +296,28 @@ def train(cfg: Config, resume: bool = False) -> RunResult:
         if result.diverged:
             break
         if ckpt_due:
-            rng = checkpoint.rng_states(world)  # every rank's (a collective, so all ranks call it)
+            t_save = time.perf_counter()
+            saved_at, saved_step = checkpoint.save(state, out, step), step  # every rank writes its shards
             if master:
-                checkpoint.save_atomic({
-                    "model": raw.state_dict(), "optimizer": optimizer.state_dict(), "loader": batches.state_dict(),
-                    "rng": rng, "step": step, "first_loss": first_loss, "world_size": world,
-                    "config": cfg.to_dict(), "model_config": asdict(mcfg), "eos_id": train_set.eos_id,
-                    "tokenizer": train_set.manifest.get("tokenizer"),
-                }, ckpt_path)
-                if cfg.plots and step != stop:  # the final plot is drawn once, below
-                    plot_run(out / "metrics.jsonl", out)
-            saved_step = step
+                bar.write(f"checkpoint: step {step} -> {saved_at} in {time.perf_counter() - t_save:.1f} s")
+            if cfg.export and (cfg.parallel == "ddp" or world == 1 or step == stop):  # FSDP: gathered once, at the end
+                weights = checkpoint.full_model_state(model)
+                if master:
+                    checkpoint.write_export(out / checkpoint.CKPT_NAME, weights, progress())
+            if master and cfg.plots and step != stop:  # the final plot is drawn once, below
+                plot_run(out / "metrics.jsonl", out)
     batches.close()
     bar.close()
     metrics_file = out / "metrics.jsonl"
     if master and cfg.plots and metrics_file.is_file() and metrics_file.stat().st_size:
         plot_run(metrics_file, out)
+    result.state_bytes = local_bytes(raw, optimizer)
     if master and not result.diverged:
         summary = {"step": step, "loss": result.losses[-1] if result.losses else None, "val_loss": result.val_loss}
-        print(f"done: {json.dumps(summary)}; checkpoint {ckpt_path}")
+        mib = {k: round(v / 2**20, 2) for k, v in result.state_bytes.items()}
+        print(f"done: {json.dumps(summary)}; checkpoint {saved_at}"
+              + (f", weights {out / checkpoint.CKPT_NAME}" if cfg.export else "")
+              + f"; parameters + optimiser state on this rank: {json.dumps(mib)} MiB")
     if world > 1:
         dist.barrier()  # rank 0 may still be writing the checkpoint
     return result

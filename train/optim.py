@@ -16,6 +16,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+from torch.distributed.tensor import DTensor
 
 from train.config import Config
 from train.model import FUSED_ROWS
@@ -25,7 +26,8 @@ NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
 
 class Optimizers:
-    """Several optimisers driven as one: `step`, `zero_grad`, `param_groups` and state dicts span all of them."""
+    """Several optimisers driven as one: `step`, `zero_grad` and `param_groups` span all of them (their state is
+    saved by parameter name through `checkpoint.OptimizerState`)."""
 
     def __init__(self, *optimizers: torch.optim.Optimizer):
         self.optimizers = optimizers
@@ -43,14 +45,6 @@ class Optimizers:
         for opt in self.optimizers:
             opt.zero_grad(set_to_none=set_to_none)
 
-    def state_dict(self) -> list[dict[str, Any]]:
-        return [opt.state_dict() for opt in self.optimizers]
-
-    def load_state_dict(self, states: list[dict[str, Any]]) -> None:
-        if len(states) != len(self.optimizers):
-            raise ValueError("checkpoint was written with a different optimizer setting")
-        for opt, state in zip(self.optimizers, states, strict=True):
-            opt.load_state_dict(state)
 
 
 def newton_schulz(g: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
@@ -75,9 +69,13 @@ class Muon(torch.optim.Optimizer):
     * A group's `blocks` splits each weight by rows into that many matrices (Q, K, V of a fused qkv), each
       orthogonalised and LR-scaled on its own, as separate weights would be (modded-nanogpt does the same).
     * Under DDP the Newton-Schulz work is shared out: every rank updates the momentum of every weight (cheap,
-      and it keeps the full optimizer state on each rank, so rank 0's checkpoint holds it all), but applies the
-      orthogonalised update only to its share of the weights and then broadcasts them. The result is the same,
-      bit for bit, as one process doing all of it (`shard=False`).
+      and it keeps the full optimizer state on each rank), but applies the orthogonalised update only to its share
+      of the weights and then broadcasts them. The result is the same, bit for bit, as one process doing all of it
+      (`shard=False`).
+    * Under FSDP a weight is a DTensor of row shards, and so are its gradient and momentum (the optimiser state is
+      sharded too). Each weight has an owner rank (the same balanced share-out): the ranks send it their rows of the
+      Nesterov momentum, it orthogonalises the whole matrix as above and sends each rank back its rows of the
+      update (`_update_sharded`). Same numbers as one process, one Newton-Schulz per matrix in the whole job.
     """
 
     def __init__(self, params, lr: float = 0.02, weight_decay: float = 0.0, momentum: float = 0.95,
@@ -92,25 +90,61 @@ class Muon(torch.optim.Optimizer):
         self.rank, self.world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
 
     @torch.no_grad()
-    def step(self) -> None:
+    def step(self, closure=None) -> None:  # `closure` for torch.distributed.checkpoint's state initialisation
         params = [(p, group) for group in self.param_groups for p in group["params"] if p.grad is not None]
         owner = share_out([p.numel() for p, _ in params], self.world)
+        replicated = []  # (weight, owner) of the plain tensors: DDP's whole replicas
         for (p, group), rank in zip(params, owner, strict=True):
             buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
-            buf.lerp_(p.grad, 1 - group["momentum"])  # on every rank: each keeps the whole optimizer state
-            if rank == self.rank:
-                self._update(p, p.grad.lerp(buf, group["momentum"]) if group["nesterov"] else buf, group)
+            buf.lerp_(p.grad, 1 - group["momentum"])  # on every rank, of its whole weight or of its shard
+            update = p.grad.lerp(buf, group["momentum"]) if group["nesterov"] else buf
+            if isinstance(p, DTensor):
+                self._update_sharded(p, update, group, rank)
+            else:
+                replicated.append((p, rank))
+                if rank == self.rank:
+                    self._update(p, update, group)
         for rank in range(self.world) if self.world > 1 else ():
-            self._broadcast([p for (p, _), r in zip(params, owner, strict=True) if r == rank], src=rank)
+            self._broadcast([p for p, r in replicated if r == rank], src=rank)
 
     @staticmethod
-    def _update(p: torch.Tensor, momentum: torch.Tensor, group: dict[str, Any]) -> None:
-        """Decay, then step along the orthogonalised momentum, each of the `blocks` row blocks on its own."""
+    def _orthogonalise(momentum: torch.Tensor, group: dict[str, Any]) -> torch.Tensor:
+        """The bf16 Newton-Schulz image of a whole weight's momentum, each of the `blocks` row blocks on its own."""
         k = group["blocks"]
-        rows, cols = p.size(0) // k, p.size(1)
-        ortho = newton_schulz(momentum.view(k, rows, cols), group["ns_steps"]).reshape(p.shape)
+        return newton_schulz(momentum.view(k, momentum.size(0) // k, momentum.size(1)), group["ns_steps"]).reshape(
+            momentum.shape)
+
+    @staticmethod
+    def _apply(p: torch.Tensor, ortho: torch.Tensor, shape: torch.Size, group: dict[str, Any]) -> None:
+        """Decay `p` (a whole weight or its rows), then step along its rows of the orthogonalised momentum."""
+        rows, cols = shape[0] // group["blocks"], shape[1]
         p.mul_(1 - group["lr"] * group["weight_decay"])
         p.add_(ortho, alpha=-group["lr"] * math.sqrt(max(1, rows / cols)))  # Keller's shape scaling, per block
+
+    def _update(self, p: torch.Tensor, momentum: torch.Tensor, group: dict[str, Any]) -> None:
+        self._apply(p, self._orthogonalise(momentum, group), p.shape, group)
+
+    def _update_sharded(self, p: DTensor, momentum: DTensor, group: dict[str, Any], owner: int) -> None:
+        """Gather the rows of `momentum` on the owner rank, orthogonalise there, scatter each rank its rows (bf16).
+        FSDP2 shards by `torch.chunk` on rows: rank r holds rows [r*c, (r+1)*c) with c = ceil(rows / world), the
+        last ranks fewer or none, so every piece is padded to c rows for the collectives."""
+        mesh = p.device_mesh
+        pg, world, me = mesh.get_group(), mesh.size(), mesh.get_local_rank()
+        src = dist.get_global_rank(pg, owner)
+        rows, cols = p.shape
+        c = -(-rows // world)
+        mine = momentum.to_local()
+        piece = mine.new_zeros(c, cols)
+        piece[: mine.size(0)] = mine
+        pieces = [torch.empty_like(piece) for _ in range(world)] if me == owner else None
+        dist.gather(piece, pieces, dst=src, group=pg)
+        out = torch.empty(c, cols, dtype=torch.bfloat16, device=piece.device)
+        if me == owner:
+            ortho = self._orthogonalise(torch.cat(pieces)[:rows], group)
+            pieces = list(torch.cat([ortho, ortho.new_zeros(c * world - rows, cols)]).split(c))
+        dist.scatter(out, pieces, src=src, group=pg)
+        local = p.to_local()
+        self._apply(local, out[: local.size(0)], p.shape, group)
 
     @staticmethod
     def _broadcast(params: list[torch.Tensor], src: int) -> None:

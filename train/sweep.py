@@ -27,7 +27,7 @@ def sweep_lr(cfg: Config, lrs: list[float] | None = None) -> dict[float, RunResu
         run_cfg = dataclasses.replace(cfg, out=str(out / f"lr_{lr:g}"), eval_every=0, ckpt_every=0, plots=False,
                                       **{key: lr}).validate()
         print(f"--- {key} = {lr:g}")
-        results[lr] = train(run_cfg)
+        results[lr] = train(run_cfg, overwrite=True)  # its own lr_* directories, redone on a rerun
     plot_sweep(results, out / "sweep_lr.png", key)
     print(f"plot: {out / 'sweep_lr.png'}")
     return results

@@ -30,6 +30,7 @@ from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.corpus import estimated_chars, read_batches, resolve_inputs, sha256_file
 from curate.io.outputs import claim
+from curate.io.token_format import DTYPES, FORMAT, MANIFEST, dtype_for, encode_index, fits, shard_entry, token_dtype
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
@@ -37,9 +38,6 @@ from curate.run.executors.local import LocalExecutor
 EOS = "<|endoftext|>"
 PAD = "<|pad|>"
 SPECIAL_TOKENS = [EOS, PAD]  # EOS first: id 0 in every Peneira tokenizer
-FORMAT = "peneira.tokens/2"  # must match train.data.FORMAT
-INDEX_MAGIC = b"PNRIDX01"  # must match train.data.INDEX_MAGIC; the layout is in docs/data-contract.md
-DTYPES = {"uint16": np.uint16, "uint32": np.uint32}
 
 
 def _unit(key: str, seed: int = 0) -> float:
@@ -198,7 +196,7 @@ class _ShardWriter:
     """
 
     def __init__(self, out: str, split: str, name: str, dtype: str):
-        self.split, self.name, self.dtype = split, name, np.dtype(DTYPES[dtype]).newbyteorder("<")
+        self.split, self.name, self.dtype = split, name, token_dtype(dtype)
         self.bin = fs.Staged(fs.join(out, split, f"{name}.bin"), tmp_name=f".{name}.bin.tmp")
         self.idx = fs.Staged(fs.join(out, split, f"{name}.idx"), tmp_name=f".{name}.idx.tmp")
         self.file = open(self.bin.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
@@ -226,18 +224,11 @@ class _ShardWriter:
         ends = np.concatenate(self.ends) if self.ends else np.zeros(0, np.int64)
         codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.uint16)
         with open(self.idx.tmp, "wb") as f:
-            f.write(INDEX_MAGIC + np.array([len(ends)], "<u8").tobytes())
-            f.write(ends.astype("<i8").tobytes() + codes.astype("<u2").tobytes())
+            f.write(encode_index(ends, codes))
         self.bin.commit()
         self.idx.commit()
-        return {
-            "file": f"{self.split}/{self.name}.bin",
-            "index": f"{self.split}/{self.name}.idx",
-            "docs": len(ends),
-            "tokens": self.tokens,
-            "sources": list(self.sources),
-            "tokens_per_source": dict(sorted(self.per_source.items())),
-        }
+        return shard_entry(self.split, self.name, len(ends), self.tokens, list(self.sources),
+                           dict(sorted(self.per_source.items())))
 
     def discard(self) -> None:
         self.file.close()
@@ -383,10 +374,10 @@ def tokenize(
     tokenizer = os.fspath(tokenizer)
     tok = load_tokenizer(tokenizer)
     vocab = tok.get_vocab_size()
-    dtype = dtype or ("uint16" if vocab <= 2**16 else "uint32")
+    dtype = dtype or dtype_for(vocab)
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype!r}: choose uint16 or uint32")
-    if vocab - 1 > np.iinfo(DTYPES[dtype]).max:
+    if not fits(vocab, dtype):
         raise UsageError(f"vocab size {vocab} does not fit {dtype} (max id {np.iinfo(DTYPES[dtype]).max})")
     out = os.fspath(out)
     tok_hash = sha256_file(tokenizer)
@@ -417,7 +408,7 @@ def tokenize(
             f"({manifest['splits']['train']['docs']} documents): raise it or pass 0"
         )
     manifest["seconds"] = round(time.time() - t0, 3)
-    atomic_write_text(fs.join(out, "manifest.json"), json.dumps(manifest, indent=1))
+    atomic_write_text(fs.join(out, MANIFEST), json.dumps(manifest, indent=1))
     return manifest
 
 

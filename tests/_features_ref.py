@@ -42,17 +42,25 @@ def block_stats(blocks, stop) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(-1, 13)
 
 
+def comment_base(blocks) -> float:
+    """The comment cues of the page's first prose block (150+ chars, under half link text, ends like a sentence),
+    else the page's least-cued block's: features.comments' rule."""
+    for b in blocks:
+        if b.chars >= 150 and b.link_chars * 2 < b.chars and b.text.endswith(tuple(F._END)):
+            return float(b.com)
+    return float(min(b.com for b in blocks))
+
+
 def comment_blocks(blocks) -> np.ndarray:
-    """Blocks under more comment-section cues than the page's least-cued block (features.comments' rule)."""
     com = np.array([b.com for b in blocks], dtype=np.float64)
-    return com > com.min()
+    return com > comment_base(blocks)
 
 
 def local(blocks, stoplist=F.stoplist, keep_comments: bool = False) -> tuple[np.ndarray, np.ndarray]:
     stop = stoplist(top_words([_WORD.findall(simple_lower(b.text)) for b in blocks]))
     (chars, link, neg, pos, com, kind, words, stops, punct, caps, nums, spaces, ends) = block_stats(blocks, stop).T
     if keep_comments:  # comment cues are read as text: they leave the boilerplate count
-        neg = neg - (com - com.min())
+        neg = neg - np.maximum(com - comment_base(blocks), 0)
     nw = np.maximum(words, 1.0)
     lc = np.log1p(chars)
     ld = link / chars
@@ -104,6 +112,11 @@ def region(blocks, p1: np.ndarray) -> tuple[int, np.ndarray]:
     return best, inside
 
 
+def core(blocks, best: int) -> np.ndarray:
+    """The blocks of the best container itself (the region less the runs beside it)."""
+    return np.array([best in b.path for b in blocks], dtype=bool)
+
+
 def _window(x: np.ndarray, k: int) -> np.ndarray:
     c = np.concatenate(([0.0], np.cumsum(x)))
     i = np.arange(len(x))
@@ -115,7 +128,7 @@ def context(blocks, p1: np.ndarray, keep_comments: bool = False) -> np.ndarray:
     if not keep_comments:  # a comment block's stage-1 probability is read as 0
         p1 = np.where(comment_blocks(blocks), 0.0, p1)
     chars = np.array([b.chars for b in blocks], dtype=np.float64)
-    _, inside = region(blocks, p1)
+    best, inside = region(blocks, p1)
     prev = np.concatenate(([0.0], p1[:-1]))
     nxt = np.concatenate((p1[1:], [0.0]))
     wp, wc = _window(p1 * chars, 3), _window(chars, 3)
@@ -124,11 +137,11 @@ def context(blocks, p1: np.ndarray, keep_comments: bool = False) -> np.ndarray:
     neg = np.array([b.neg for b in blocks], dtype=np.float64)
     if keep_comments:
         com = np.array([b.com for b in blocks], dtype=np.float64)
-        neg = neg - (com - com.min())
+        neg = neg - np.maximum(com - comment_base(blocks), 0)
     base = neg[inside].min() if inside.any() else 0.0
     rel = np.minimum(np.where(inside, neg - base, neg), 3)
     return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel,
-                            _distance(inside), _headline(blocks, inside)])
+                            _distance(inside), _headline(blocks, core(blocks, best))])
 
 
 def _distance(inside: np.ndarray) -> np.ndarray:

@@ -59,9 +59,28 @@ def test_comment_blocks_are_dropped_unless_kept_and_then_read_as_text():
 
 
 def test_a_page_wholly_inside_a_comment_named_element_loses_nothing():
-    """The least-cued block sets the base: a body wrapped in `<div id="comments-wrap">` is not a comment section."""
+    """With no prose block, the least-cued block sets the base: a body wrapped in `<div id="comments-wrap">` is not a
+    comment section."""
     blocks = blocks_of(f"<div id='comments-wrap'>{COMMENTED}</div>")
     assert [b.com for b in blocks] == [1, 2, 2] and F.comments(blocks).tolist() == [False, True, True]
+
+
+PROSE = ("The committee met on Tuesday to discuss the budget for next year, and after a long debate it agreed to "
+         "raise the library's funding by a tenth from April.")
+assert len(PROSE) >= F.PROSE_CHARS
+
+
+def test_an_article_named_after_its_comments_is_not_a_comment_section():
+    """Kinja's article element is `class="post hentry commented"` (readability's lifehacker pages): the first prose
+    block's cues are the base, so the article stays and only the replies beyond it are comments."""
+    page = (f"<div class='menu'><p>Home</p></div><article class='post hentry commented'><h1>Budget</h1>"
+            f"<p>{PROSE}</p><p>{PROSE}</p><section class='js_replies'><p>{PROSE}</p></section></article>")
+    blocks = blocks_of(page)
+    assert [b.com for b in blocks] == [0, 1, 1, 1, 2]
+    assert F.comments(blocks).tolist() == [False, False, False, False, True]
+    assert R.comment_blocks(blocks).tolist() == F.comments(blocks).tolist()
+    p, _ = F.scores(blocks, M.W1, M.W2)
+    assert p[4] == 0 and (p[2:4] > 0.5).all()
 
 
 def test_main_keeps_comments_only_when_asked():

@@ -116,6 +116,14 @@ static int read_block(PyObject *b, Stats *s) {
     static const int at[5] = {1, 2, 4, 5, 6}; /* their places in Block */
     for (int k = 0; k < 5; k++) *f[k] = PyLong_AsDouble(PyStructSequence_GET_ITEM(b, at[k]));
     s->kind = kind_index(PyStructSequence_GET_ITEM(b, 3));
+    PyObject *text = PyStructSequence_GET_ITEM(b, 0);
+    if (!PyUnicode_Check(text) || PyUnicode_READY(text) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a Block's text must be a str");
+        return -1;
+    }
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text); /* whether it ends with one of cfg.ends */
+    s->ends = len && PyUnicode_FindChar(cfg.ends, PyUnicode_READ_CHAR(text, len - 1), 0,
+                                        PyUnicode_GET_LENGTH(cfg.ends), 1) >= 0;
     return PyErr_Occurred() ? -1 : 0;
 }
 
@@ -214,8 +222,6 @@ static int scan_text(Scan *sc, PyObject *text, Stats *st) {
     st->caps = (double)caps;
     st->nums = (double)nums;
     st->spaces = (double)spaces;
-    st->ends = len && PyUnicode_FindChar(cfg.ends, PyUnicode_READ(kind, data, len - 1), 0,
-                                         PyUnicode_GET_LENGTH(cfg.ends), 1) >= 0;
     return 0;
 }
 
@@ -250,19 +256,27 @@ static PyObject *top_words(const Words *t) {
     return out;
 }
 
-/* Comment sections (features.comments): a block under more comment-section cues than the page's least-cued block
- * is in one (the minimum, not zero, so a page whose whole body sits in an element named after comments loses
- * nothing). With keep_comments they are read as text: their comment cues leave the boilerplate count `neg`
- * (every comment cue is counted there too). Without, they are marked, and their probabilities are set to 0
- * (drop_comments) before the region is sought and after stage 2, so they neither pull the region towards
- * themselves nor are kept. */
+/* Comment sections (features.comments): a block under more comment-section cues than the page's first prose
+ * block (PROSE_CHARS characters or more, under half of them link text, ending like a sentence; with none, the
+ * page's least-cued block) is in one. Why the first prose block: an article comes before its comments, and a
+ * template may name the article's own element after them (class "commented", or a body wrapped in
+ * "comments-wrap"), so the cues that count are the ones beyond the article's. With keep_comments they are read
+ * as text: those cues leave the boilerplate count `neg` (every comment cue is counted there too). Without, they
+ * are marked, and their probabilities are set to 0 (drop_comments) before the region is sought and after
+ * stage 2, so they neither pull the region towards themselves nor are kept. */
+#define PROSE_CHARS 150
 static void mark_comments(Stats *st, Py_ssize_t n, int keep) {
     double base = 0;
-    for (Py_ssize_t i = 0; i < n; i++) base = i == 0 || st[i].com < base ? st[i].com : base;
+    Py_ssize_t first = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        base = i == 0 || st[i].com < base ? st[i].com : base;
+        if (first < 0 && st[i].chars >= PROSE_CHARS && st[i].link * 2 < st[i].chars && st[i].ends) first = i;
+    }
+    if (first >= 0) base = st[first].com;
     for (Py_ssize_t i = 0; i < n; i++) {
         double extra = st[i].com - base;
         st[i].comment = !keep && extra > 0;
-        if (keep) st[i].neg -= extra;
+        if (keep && extra > 0) st[i].neg -= extra;
     }
 }
 
@@ -400,7 +414,8 @@ static void logistic_rows(const double *x, Py_ssize_t n, int m, const double *w,
  * the hub joins when its own evidence is positive). Why: an article's text is often several runs of blocks
  * interrupted by an ad, an embed, a sponsored-post notice, a recipe card, a gallery or a data table, and the
  * interruption's negative evidence can make one paragraph outweigh the article's container; the hub's children
- * with positive sums are the runs, the interruptions stay out. inside[i]: block i lies in the region.
+ * with positive sums are the runs, the interruptions stay out. inside[i]: 2 if block i lies in the best container,
+ * 1 in a run beside it, 0 outside the region.
  * The numbers are small (elements of one page, in document order), so the sums live in arrays. */
 static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *inside) {
     Py_ssize_t n = PyList_GET_SIZE(blocks), top = -1;
@@ -452,9 +467,9 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
     for (Py_ssize_t i = 0; i < n && best >= 0; i++) {
         PyObject *path = PyStructSequence_GET_ITEM(PyList_GET_ITEM(blocks, i), 7);
         Py_ssize_t len = PyTuple_GET_SIZE(path);
-        for (Py_ssize_t k = 0; k < len && !inside[i]; k++) {
+        for (Py_ssize_t k = 0; k < len && inside[i] < 2; k++) {
             Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k)), c;
-            if (e == best) inside[i] = 1;
+            if (e == best) inside[i] = 2;
             else if (e == hub) {
                 c = k + 1 < len ? PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k + 1)) : -1;
                 inside[i] = c < 0 ? p1[i] > 0.5 : c == via || sums[c] > 0;
@@ -473,7 +488,7 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
  * follows from it. cum: room for 2 (n + 1) doubles; inside: n bytes. */
 static int context_rows(PyObject *blocks, const Stats *st, const double *p1, double *ctx, double *cum,
                         uint8_t *inside) {
-    Py_ssize_t n = PyList_GET_SIZE(blocks), first = -1;
+    Py_ssize_t n = PyList_GET_SIZE(blocks), first = -1, core = -1;
     if (region(blocks, st, p1, inside) < 0) return -1;
     double *cp = cum, *cc = cum + n + 1; /* running sums of p1 x chars and of chars, numpy's cumsum */
     double total = 0, in_chars = 0, base = 0;
@@ -486,10 +501,11 @@ static int context_rows(PyObject *blocks, const Stats *st, const double *p1, dou
         in_chars += st[i].chars;
         base = first < 0 || st[i].neg < base ? st[i].neg : base; /* cues met inside the region count */
         if (first < 0) first = i;
+        if (core < 0 && inside[i] == 2) core = i;
     }
     double share = in_chars / (total != 0 ? total : 1.0);
-    Py_ssize_t headline = -1; /* the last heading in the 30 blocks before the region */
-    for (Py_ssize_t i = (first > 0 ? first : 0) - 1; i >= 0 && i >= first - 30 && headline < 0; i--)
+    Py_ssize_t headline = -1; /* the last heading in the 30 blocks before the region's best container */
+    for (Py_ssize_t i = (core > 0 ? core : 0) - 1; i >= 0 && i >= core - 30 && headline < 0; i--)
         if (st[i].kind == cfg.heading) headline = i;
     Py_ssize_t prev = -1; /* the last block of the region at or before i */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -509,7 +525,7 @@ static int context_rows(PyObject *blocks, const Stats *st, const double *p1, dou
         q[C_PREV] = i > 0 ? p1[i - 1] : 0.0;
         q[C_NEXT] = i + 1 < n ? p1[i + 1] : 0.0;
         q[C_WINDOW] = (wp - pc) / (wc - st[i].chars > 1.0 ? wc - st[i].chars : 1.0);
-        q[C_REGION] = inside[i];
+        q[C_REGION] = inside[i] != 0;
         q[C_SHARE] = share;
         q[C_NEG] = neg < 3 ? neg : 3;
         q[C_DIST] = row[C_DIST];

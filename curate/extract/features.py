@@ -69,14 +69,23 @@ def stoplist(top: list[str]) -> frozenset[str] | None:
 _walk.configure_scores(LOCAL, CONTEXT, KINDS, _END, NEUTRAL_STOP, *_TOP)
 
 
+PROSE_CHARS = 150  # the first block this long, under half link text, ending like a sentence, is prose
+
+
 def comments(blocks: list[Block]) -> np.ndarray:
     """Which blocks lie in a comment section: under more comment-section cues (`Block.com`: class/id words such as
-    "comment", "disqus", "reply") than the page's least-cued block, so a page whose whole body sits in an element
-    named after comments loses nothing. Whether they are kept is the user's choice (`Main(keep_comments=...)`), not
-    the model's: the gold sets disagree (Dragnet's keeps comment threads, the others and most pretraining pipelines
-    do not), so the fit never learns from comment blocks. C (`_score.c`, mark_comments) applies the same rule."""
+    "comment", "disqus", "reply") than the page's first prose block (PROSE_CHARS characters or more, under half of
+    them link text, ending like a sentence; with none, the page's least-cued block). An article comes before its
+    comments, and templates name the article's own element after them too ("commented", "comments-wrap"), so only
+    the cues beyond the article's count. Whether comments are kept is the user's choice
+    (`Main(keep_comments=...)`), not the model's: the gold sets disagree (Dragnet's keeps comment threads, the
+    others and most pretraining pipelines do not), so the fit never learns from comment blocks. C (`_score.c`,
+    mark_comments) applies the same rule."""
     com = np.array([b.com for b in blocks], dtype=np.int64)
-    return com > com.min() if len(com) else np.zeros(0, dtype=bool)
+    if not len(com):
+        return np.zeros(0, dtype=bool)
+    prose = [b.com for b in blocks if b.chars >= PROSE_CHARS and b.link_chars * 2 < b.chars and b.text.endswith(tuple(_END))]
+    return com > (prose[0] if prose else com.min())
 
 
 def local(blocks: list[Block], keep_comments: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +117,7 @@ def context(blocks: list[Block], p1: np.ndarray, keep_comments: bool = False) ->
     it lies inside (a comment section within the article's container counts, a menu above it doesn't);
     `region_dist` is log(1 + blocks to the nearest block of the region) / 3, since a block just outside the
     region's container (the article's list of facts in a sibling box) is more likely content than one far
-    off in the footer; `headline` is 1 for the last heading in the 30 blocks before the region, the
+    off in the footer; `headline` is 1 for the last heading in the 30 blocks before the best container (not its runs), the
     article's headline, which templates often put in a header box above the article's container, with share
     buttons in between."""
     ctx = _walk.context(blocks, np.ascontiguousarray(p1, dtype=np.float64), keep_comments)

@@ -249,3 +249,13 @@ def test_configure_refuses_columns_c_does_not_compute():
         assert (x[:, 1] == 1).all()  # bias, now the second column
     finally:
         _walk.configure_scores(F.LOCAL, F.CONTEXT, *args)
+
+
+def test_left_out_models_name_the_columns_features_py_computes():
+    """benchmarks/extract_left_out.json (written by extract_fit.py with weights.py) must be refitted whenever a
+    column is added or removed, or the benchmark's left-out rows would score another model."""
+    left_out = json.loads((Path(__file__).parent.parent / "benchmarks" / "extract_left_out.json").read_text())
+    assert sorted(left_out) == sorted(SETS)
+    for model in left_out.values():
+        assert tuple(model["stage1"]) == F.LOCAL and tuple(model["stage2"]) == F.LOCAL + F.CONTEXT
+        assert 0 < model["threshold"] < 1

@@ -3,7 +3,8 @@
 Two stages. `local` describes a block on its own (length, stop-word and link density, punctuation,
 capitalisation, the cues of its tags and ancestors, its position); stage 1 scores those. `context`
 adds what the page around it says: the stage-1 scores of its neighbours and whether it lies in the
-main-content region, the container element whose blocks carry the most stage-1 evidence.
+main-content region, the container element whose blocks carry the most stage-1 evidence with the runs of
+text beside it. Comment sections (`comments`) are left to the user's `keep_comments`, not to the model.
 Stop words come from jusText's lists (a trafilatura dependency) in the language the page's own
 frequent words point to; a page whose language has no list gets a neutral stop-word density.
 

@@ -8,8 +8,9 @@ rescores each block with its neighbours' scores and its place relative to that r
 `features.py`). Blocks over `threshold` are kept. When that keeps fewer than `min_words` words,
 the extractor falls back to every block over half the threshold, then to every block with little
 link text, so a page with text is not returned empty because the model was unsure.
-The weights were fitted by benchmarks/extract_fit.py on the tuning split of the four gold sets
-(see docs/extract.md); benchmarks/extract.py scores the held-out pages.
+The weights were fitted by benchmarks/extract_fit.py on the tuning split of the four gold sets, the
+model chosen by leave-one-set-out (see docs/extract.md); benchmarks/extract.py scores every set with the
+final weights and with the weights fitted without it. Comment sections are dropped unless `keep_comments`.
 
 Output: one paragraph, heading or list item a line (the line rules of C4 and Gopher read lines);
 a `<br>` inside a paragraph also ends a line; table cells of one row are joined by " | "; `<pre>`

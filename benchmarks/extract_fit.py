@@ -1,7 +1,7 @@
 """Fit the weights of extract.Main on the tuning split of the gold sets and write curate/extract/weights.py.
 
     .venv/bin/python benchmarks/extract_fit.py [--cache /tmp/peneira-extract-blocks.pkl] [--label 0.7]
-        [--weight CleanPortalEval=2]
+        [--l2 10] [--weight SET=W]
 
 Only pages in the tuning split (`_gold.is_tune`, 60% of each set by id hash) are read for fitting;
 benchmarks/extract.py reports the other 40% separately. A block's label is whether at least `--label`
@@ -59,10 +59,13 @@ def load(cache: Path) -> dict[str, list[dict]]:
     """Every tuning page's blocks, gold text and the baselines' F1 (parsed and run once, cached) with its stage-1
     features and the share of each block's bigrams found in the gold (computed anew each run: no re-parse after
     a change to features.py)."""
+    data = None
     if cache.exists():
         with open(cache, "rb") as f:
             data = pickle.load(f)
-    else:
+        if not all("base_all" in r for rows in data.values() for r in rows[:1]):
+            data = None  # a cache from before the baselines' scores were kept: rebuilt
+    if data is None:
         from curate import Document, extract
 
         data = {}
@@ -191,7 +194,7 @@ def main() -> int:
     ap.add_argument("--label", type=float, default=0.7, help="share of a block's bigrams in gold to call it content")
     ap.add_argument("--weight", action="append", default=[], metavar="SET=W",
                     help="weight of one set's pages in the fit (default 1 each)")
-    ap.add_argument("--l2", type=float, default=1.0, help="L2 penalty of both logistic regressions (each set weighs 1000)")
+    ap.add_argument("--l2", type=float, default=10.0, help="L2 penalty of both logistic regressions (each set weighs 1000)")
     ap.add_argument("--out", default=str(ROOT / "curate" / "extract" / "weights.py"))
     ap.add_argument("--left-out", default=str(ROOT / "benchmarks" / "extract_left_out.json"))
     args = ap.parse_args()

@@ -3,10 +3,12 @@
     .venv/bin/python benchmarks/extract.py [--data ../shared/data] [--repeat 5] [--sets dragnet,...]
 
 Part 1, quality: every extractor (trafilatura with favor_precision, Resiliparse main_content,
-extract.Main) on every gold set of ../shared/data/extraction and on the hand-made gold of 10 WARC
-pages (tests/data/warc_gold.jsonl): mean per-page token F1, precision and recall over bags of
-lower-cased \\w+ tokens, for extract.Main's tuning split and held-out split separately (`_gold.is_tune`),
-and pages per CPU-second (one process, so per core; CPU time, not wall time, because the machine
+extract.Main, and extract.Main with the weights fitted without the set it scores, "left out", from
+benchmarks/extract_left_out.json) on every gold set of ../shared/data/extraction and on the hand-made
+gold of 10 WARC pages (tests/data/warc_gold.jsonl, never fitted on): mean per-page token F1, pages under
+F1 0.5, precision and recall over bags of lower-cased \\w+ tokens, for extract.Main's tuning split and
+held-out split separately (`_gold.is_tune`), each set under its gold's comment convention
+(`_gold.KEEP_COMMENTS`: every extractor keeps comments on Dragnet, none elsewhere), and pages per CPU-second (one process, so per core; CPU time, not wall time, because the machine
 is shared; the median of `--rounds` passes, the extractors taking turns every 20 pages so that the
 machine's drift weighs on all alike), with the ratio to trafilatura measured in the same run, per set
 and pooled over the gold sets. Pages are decoded before timing.
@@ -27,16 +29,45 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from _data import DATA, ROOT
-from _gold import SETS, bag, is_tune, pages, prf
+from _gold import KEEP_COMMENTS, SETS, bag, is_tune, pages, prf
 from warcio.archiveiterator import ArchiveIterator
 
 from curate import Document, extract
 from curate.core.stats import StepStats
+from curate.extract import features as F
+from curate.extract import main as M
 from curate.io import readers
 from curate.io.readers import decode_html
 
 EXTRACTORS = (("trafilatura", extract.Trafilatura), ("resiliparse", extract.Resiliparse), ("main", extract.Main))
+LEFT_OUT = ROOT / "benchmarks" / "extract_left_out.json"
+
+
+class LeftOut(extract.Main):
+    """extract.Main with the weights and threshold that benchmarks/extract_fit.py fitted without one gold set."""
+
+    def __init__(self, model: dict, **kw):
+        super().__init__(threshold=model["threshold"], **kw)
+        self.weights = tuple(np.array([model[stage][k] for k in names]) for stage, names
+                             in (("stage1", F.LOCAL), ("stage2", F.LOCAL + F.CONTEXT)))
+
+    def extract(self, doc: Document) -> str | None:
+        return M.extract_text(doc.html, self.threshold, self.min_words, self.title, self.max_depth,
+                              self.keep_comments, self.weights)
+
+
+def extractors_for(name: str) -> list[tuple[str, extract.Extractor]]:
+    """The extractors that score one set: under its gold's comment convention, and with the left-out model."""
+    keep = KEEP_COMMENTS.get(name, False)
+    out = [(label, cls(keep_comments=keep)) for label, cls in EXTRACTORS]
+    left_out = json.loads(LEFT_OUT.read_text()) if LEFT_OUT.exists() else {}
+    if name in left_out:
+        out.append(("main left out", LeftOut(left_out[name], keep_comments=keep)))
+    for _, ex in out:
+        ex.setup()
+    return out
 
 
 def read_all(reader: readers.Reader, files: list[Path]) -> list[Document]:
@@ -105,29 +136,29 @@ def warc_gold(data: Path) -> list[tuple[str, str, str | None, str]]:
 
 
 def quality(data: Path, sets: list[str], rounds: int) -> None:
-    print("| set | extractor | F1 | F1 tune / held-out | precision | recall | pages/s per core | x trafilatura |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    extractors = [(label, cls()) for label, cls in EXTRACTORS]
-    for _, ex in extractors:
-        ex.setup()
+    print("| set | extractor | F1 | pages < 0.5 | F1 tune / held-out | precision | recall | pages/s per core "
+          "| x trafilatura |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     pooled: dict[str, list[float]] = {label: [0, 0.0] for label, _ in EXTRACTORS}  # gold-set pages, seconds
     for name in [*sets, "warc-gold"]:
         items = warc_gold(data) if name == "warc-gold" else list(pages(name, data))
-        results = run_set(extractors, items, rounds)
+        results = run_set(extractors_for(name), items, rounds)
         base = len(items) / results["trafilatura"][0]
         for label, (sec, rows) in results.items():
             rate = len(items) / sec
-            if name != "warc-gold":
+            if name != "warc-gold" and label in pooled:
                 pooled[label][0] += len(items)
                 pooled[label][1] += sec
             tune = [r for r in rows if is_tune(r[0])]
             held = [r for r in rows if not is_tune(r[0])]
-            print(f"| {name} ({len(items)}) | {label} | {mean(rows, 3):.4f} | {mean(tune, 3):.4f} / {mean(held, 3):.4f} "
-                  f"| {mean(rows, 1):.3f} | {mean(rows, 2):.3f} | {rate:,.0f} | {rate / base:.1f}x |", flush=True)
+            low = sum(r[3] < 0.5 for r in rows)
+            print(f"| {name} ({len(items)}) | {label} | {mean(rows, 3):.4f} | {low} | {mean(tune, 3):.4f} / "
+                  f"{mean(held, 3):.4f} | {mean(rows, 1):.3f} | {mean(rows, 2):.3f} | {rate:,.0f} | {rate / base:.1f}x |",
+                  flush=True)
     base = None
     for label, (n, sec) in pooled.items():  # every page of the gold sets, one pass each
         base = base or n / sec
-        print(f"| all {len(sets)} gold sets ({n}) | {label} | | | | | {n / sec:,.0f} | {n / sec / base:.1f}x |")
+        print(f"| all {len(sets)} gold sets ({n}) | {label} | | | | | | {n / sec:,.0f} | {n / sec / base:.1f}x |")
 
 
 def jaccard(a: str, b: str) -> float:

@@ -42,20 +42,45 @@ def block_stats(blocks, stop) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(-1, 13)
 
 
-def local(blocks, stoplist=F.stoplist) -> tuple[np.ndarray, np.ndarray]:
+def comment_base(blocks) -> float:
+    """The comment cues of the page's first prose block (150+ chars, under half link text, ends like a sentence),
+    else the page's least-cued block's: features.comments' rule."""
+    for b in blocks:
+        if b.chars >= 150 and b.link_chars * 2 < b.chars and b.text.endswith(tuple(F._END)):
+            return float(b.com)
+    return float(min(b.com for b in blocks))
+
+
+def comment_blocks(blocks) -> np.ndarray:
+    com = np.array([b.com for b in blocks], dtype=np.float64)
+    return com > comment_base(blocks)
+
+
+def local(blocks, stoplist=F.stoplist, keep_comments: bool = False) -> tuple[np.ndarray, np.ndarray]:
     stop = stoplist(top_words([_WORD.findall(simple_lower(b.text)) for b in blocks]))
     (chars, link, neg, pos, com, kind, words, stops, punct, caps, nums, spaces, ends) = block_stats(blocks, stop).T
+    if keep_comments:  # comment cues are read as text: they leave the boilerplate count
+        neg = neg - np.maximum(com - comment_base(blocks), 0)
     nw = np.maximum(words, 1.0)
     lc = np.log1p(chars)
     ld = link / chars
     sd = stops / nw if stop is not None else np.full(len(blocks), F.NEUTRAL_STOP)
-    com = (com > 0).astype(np.float64)
     n = len(blocks)
     cols = [np.ones(n), lc, sd, ld, np.minimum(punct / nw, 1.0), ends, caps / (spaces + 1), nums / nw,
             np.minimum(neg, 3), np.minimum(pos, 2), *(kind == np.arange(len(F.KINDS))[:, None]).astype(np.float64),
             np.arange(n) / max(n - 1, 1), chars / (chars.sum() or 1.0), (neg > 0).astype(np.float64), ld * ld,
-            sd * lc, sd / _prose_stop(sd, nw), com, com * float(chars @ com) / (chars.sum() or 1.0)]
+            sd * lc, sd / _prose_stop(sd, nw), np.maximum(np.minimum(neg, 3) - _typical_neg(neg, chars), 0)]
     return np.column_stack(cols).reshape(n, len(F.LOCAL)), words.astype(np.int64)
+
+
+def _typical_neg(neg: np.ndarray, chars: np.ndarray) -> float:
+    """The chars-weighted median of min(neg, 3): the smallest count whose blocks (with fewer-cued ones) hold half
+    the page's characters."""
+    capped = np.minimum(neg, 3)
+    for k in range(4):
+        if chars[capped <= k].sum() * 2 >= chars.sum():
+            return float(k)
+    return 3.0
 
 
 def _prose_stop(sd: np.ndarray, nw: np.ndarray) -> float:
@@ -64,15 +89,32 @@ def _prose_stop(sd: np.ndarray, nw: np.ndarray) -> float:
 
 
 def region(blocks, p1: np.ndarray) -> tuple[int, np.ndarray]:
+    """The container with the largest sum of (p1 - 0.5) x chars (ties: the deepest), and the positive runs beside
+    it: every child with a positive sum of the first ancestor holding more than one container (the hub)."""
     chars = np.array([b.chars for b in blocks], dtype=np.float64)
     flat = np.array([v for b in blocks for v in b.path], dtype=np.int64)
     owner = np.repeat(np.arange(len(blocks)), [len(b.path) for b in blocks])
     sums = np.bincount(flat, weights=((p1 - 0.5) * chars)[owner])
     sums[np.bincount(flat) == 0] = -np.inf
     best = int(np.flatnonzero(sums == sums.max())[-1])
+    parent = {b.path[k]: b.path[k - 1] for b in blocks for k in range(1, len(b.path))}
+    kids = Counter(parent.values())
+    via, hub = best, parent.get(best)
+    while hub is not None and kids[hub] < 2:
+        via, hub = hub, parent.get(hub)
     inside = np.zeros(len(blocks), dtype=bool)
-    inside[owner[flat == best]] = True
+    for i, b in enumerate(blocks):
+        if best in b.path:
+            inside[i] = True
+        elif hub in b.path:
+            k = b.path.index(hub)
+            inside[i] = p1[i] > 0.5 if k + 1 == len(b.path) else b.path[k + 1] == via or sums[b.path[k + 1]] > 0
     return best, inside
+
+
+def core(blocks, best: int) -> np.ndarray:
+    """The blocks of the best container itself (the region less the runs beside it)."""
+    return np.array([best in b.path for b in blocks], dtype=bool)
 
 
 def _window(x: np.ndarray, k: int) -> np.ndarray:
@@ -81,20 +123,25 @@ def _window(x: np.ndarray, k: int) -> np.ndarray:
     return c[np.minimum(i + k + 1, len(x))] - c[np.maximum(i - k, 0)]
 
 
-def context(blocks, p1: np.ndarray) -> np.ndarray:
+def context(blocks, p1: np.ndarray, keep_comments: bool = False) -> np.ndarray:
     n = len(blocks)
+    if not keep_comments:  # a comment block's stage-1 probability is read as 0
+        p1 = np.where(comment_blocks(blocks), 0.0, p1)
     chars = np.array([b.chars for b in blocks], dtype=np.float64)
-    _, inside = region(blocks, p1)
+    best, inside = region(blocks, p1)
     prev = np.concatenate(([0.0], p1[:-1]))
     nxt = np.concatenate((p1[1:], [0.0]))
     wp, wc = _window(p1 * chars, 3), _window(chars, 3)
     window = (wp - p1 * chars) / np.maximum(wc - chars, 1.0)
     share = chars[inside].sum() / (chars.sum() or 1.0)
     neg = np.array([b.neg for b in blocks], dtype=np.float64)
+    if keep_comments:
+        com = np.array([b.com for b in blocks], dtype=np.float64)
+        neg = neg - np.maximum(com - comment_base(blocks), 0)
     base = neg[inside].min() if inside.any() else 0.0
     rel = np.minimum(np.where(inside, neg - base, neg), 3)
     return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel,
-                            _distance(inside), _headline(blocks, inside)])
+                            _distance(inside), _headline(blocks, core(blocks, best))])
 
 
 def _distance(inside: np.ndarray) -> np.ndarray:

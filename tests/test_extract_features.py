@@ -37,15 +37,62 @@ ARTICLE = "An article paragraph of exactly sixty characters, you see..."
 assert len(ARTICLE) == 60
 
 
-def test_comments_share_is_the_comment_sections_share_of_the_page_on_its_blocks_only():
-    """60 chars of article, then a comment section (class "comments") of 20 + 20 chars: the comment blocks
-    get 40 / 100 = 0.4, the article block 0."""
-    blocks = blocks_of(f"<article><p>{ARTICLE}</p></article>"
-                       "<div class='comments'><p>Twenty chars here ok</p><p>And twenty more, yes</p></div>")
-    assert [b.chars for b in blocks] == [60, 20, 20] and [b.com > 0 for b in blocks] == [False, True, True]
-    x, _ = F.local(blocks)
-    col = x[:, F.LOCAL.index("comments_share")]
-    assert col.tolist() == pytest.approx([0.0, 0.4, 0.4])
+COMMENTED = (f"<article><p>{ARTICLE}</p></article>"
+             "<div class='comments'><p>Twenty chars here ok</p><p>And twenty more, yes</p></div>")
+
+
+def test_comment_blocks_are_dropped_unless_kept_and_then_read_as_text():
+    """Article, then a comment section (class "comments"): without keep_comments the comment blocks' stage-1
+    scores are read as 0 by the context and their stage-2 scores are 0; with it their comment cue leaves `neg`
+    (the cue is counted there as boilerplate too), so they are judged as the text they are."""
+    blocks = blocks_of(COMMENTED)
+    assert [b.com for b in blocks] == [0, 1, 1] and F.comments(blocks).tolist() == [False, True, True]
+    neg = F.LOCAL.index("neg")
+    assert F.local(blocks)[0][:, neg].tolist() == [0, 1, 1] and F.local(blocks, True)[0][:, neg].tolist() == [0, 0, 0]
+    p1 = np.array([0.9, 0.9, 0.9])
+    prev = F.CONTEXT.index("p1_prev")
+    assert F.context(blocks, p1)[:, prev].tolist() == [0.0, 0.9, 0.0]
+    assert F.context(blocks, p1, True)[:, prev].tolist() == [0.0, 0.9, 0.9]
+    p, _ = F.scores(blocks, M.W1, M.W2)
+    kept, _ = F.scores(blocks, M.W1, M.W2, True)
+    assert p[0] > 0 and p[1:].tolist() == [0.0, 0.0] and (kept > 0.5).all()
+
+
+def test_a_page_wholly_inside_a_comment_named_element_loses_nothing():
+    """With no prose block, the least-cued block sets the base: a body wrapped in `<div id="comments-wrap">` is not a
+    comment section."""
+    blocks = blocks_of(f"<div id='comments-wrap'>{COMMENTED}</div>")
+    assert [b.com for b in blocks] == [1, 2, 2] and F.comments(blocks).tolist() == [False, True, True]
+
+
+PROSE = ("The committee met on Tuesday to discuss the budget for next year, and after a long debate it agreed to "
+         "raise the library's funding by a tenth from April.")
+assert len(PROSE) >= F.PROSE_CHARS
+
+
+def test_an_article_named_after_its_comments_is_not_a_comment_section():
+    """Kinja's article element is `class="post hentry commented"` (readability's lifehacker pages): the first prose
+    block's cues are the base, so the article stays and only the replies beyond it are comments."""
+    page = (f"<div class='menu'><p>Home</p></div><article class='post hentry commented'><h1>Budget</h1>"
+            f"<p>{PROSE}</p><p>{PROSE}</p><section class='js_replies'><p>{PROSE}</p></section></article>")
+    blocks = blocks_of(page)
+    assert [b.com for b in blocks] == [0, 1, 1, 1, 2]
+    assert F.comments(blocks).tolist() == [False, False, False, False, True]
+    assert R.comment_blocks(blocks).tolist() == F.comments(blocks).tolist()
+    p, _ = F.scores(blocks, M.W1, M.W2)
+    assert p[4] == 0 and (p[2:4] > 0.5).all()
+
+
+def test_main_keeps_comments_only_when_asked():
+    """A post, then a long comment thread: dropped by default, kept with keep_comments=True."""
+    comments = "".join(f"<li class='comment'><p>Reader {i} writes: I tried this recipe last weekend and it was "
+                       f"lovely, though I used less sugar than the recipe says and baked it ten minutes longer.</p></li>"
+                       for i in range(8))
+    html = (f"<html><body><article><h1>A short post</h1><p>{ARTICLE} {ARTICLE}</p><p>{ARTICLE}</p></article>"
+            f"<section id='comments'><ol class='comment-list'>{comments}</ol></section></body></html>")
+    assert "Reader" not in M.extract_text(html) and ARTICLE in M.extract_text(html)
+    kept = M.extract_text(html, keep_comments=True)
+    assert ARTICLE in kept and sum(f"Reader {i} writes" in kept for i in range(8)) >= 6
 
 
 PAGE = ("<h1>An old heading</h1>"
@@ -101,9 +148,9 @@ def test_a_heading_is_not_kept_when_kept_text_is_more_than_three_blocks_on():
     assert select(blocks, [0.6, 0.1, 0.1, 0.1, 0.9]) == [False, False, False, False, True]
 
 
-def c_local(blocks, stoplist):
+def c_local(blocks, stoplist, keep_comments=False):
     """features.local with another stop-word vote (`stoplist`)."""
-    x, words = _walk.local(blocks, stoplist)
+    x, words = _walk.local(blocks, stoplist, keep_comments)
     return np.frombuffer(x).reshape(len(blocks), len(F.LOCAL)), np.frombuffer(words, dtype=np.int64)
 
 
@@ -134,12 +181,15 @@ def test_features_and_scores_match_the_numpy_reference_on_every_gold_page(gold_b
             continue
         pages += 1
         votes.clear()
-        x, words = c_local(blocks, vote)
-        rx, rwords = R.local(blocks)
+        keep = pages % 4 == 0  # every fourth page with its comment sections kept
+        x, words = c_local(blocks, vote, keep)
+        rx, rwords = R.local(blocks, keep_comments=keep)
         rp1 = R.probability(rx, M.W1)
-        ctx, rctx = F.context(blocks, rp1), R.context(blocks, rp1)
-        p, cwords = F.scores(blocks, M.W1, M.W2)
+        ctx, rctx = F.context(blocks, rp1, keep), R.context(blocks, rp1, keep)
+        p, cwords = F.scores(blocks, M.W1, M.W2, keep)
         rp = R.probability(np.hstack([rx, rctx]), M.W2)
+        if not keep:
+            rp[R.comment_blocks(blocks)] = 0.0
         rtop = R.top_words([R._WORD.findall(R.simple_lower(b.text)) for b in blocks])
         errors = {"local": np.abs(x - rx).max(), "p1": np.abs(M.probability(rx, M.W1) - rp1).max(),
                   "context": np.abs(ctx - rctx).max(), "p2": np.abs(p - rp).max()}
@@ -199,3 +249,13 @@ def test_configure_refuses_columns_c_does_not_compute():
         assert (x[:, 1] == 1).all()  # bias, now the second column
     finally:
         _walk.configure_scores(F.LOCAL, F.CONTEXT, *args)
+
+
+def test_left_out_models_name_the_columns_features_py_computes():
+    """benchmarks/extract_left_out.json (written by extract_fit.py with weights.py) must be refitted whenever a
+    column is added or removed, or the benchmark's left-out rows would score another model."""
+    left_out = json.loads((Path(__file__).parent.parent / "benchmarks" / "extract_left_out.json").read_text())
+    assert sorted(left_out) == sorted(SETS)
+    for model in left_out.values():
+        assert tuple(model["stage1"]) == F.LOCAL and tuple(model["stage2"]) == F.LOCAL + F.CONTEXT
+        assert 0 < model["threshold"] < 1

@@ -70,10 +70,10 @@ static Words *stop_table(PyObject *set) {
 /* The quantities of stage 1 (features.LOCAL) and stage 2 (features.CONTEXT); configure_scores maps the
  * names that features.py lists, in its order, to these, so the columns have one order, features.py's. */
 enum { Q_BIAS, Q_LOG_CHARS, Q_STOP, Q_LINK, Q_PUNCT, Q_ENDS, Q_CAPS, Q_DIGITS, Q_NEG, Q_POS, Q_POSITION, Q_SHARE,
-       Q_NEG_ANY, Q_LINK_SQ, Q_STOP_X_LEN, Q_STOP_REL, Q_COMMENTS, Q_COMMENTS_SHARE, Q_KIND /* + kind index */ };
+       Q_NEG_ANY, Q_LINK_SQ, Q_STOP_X_LEN, Q_STOP_REL, Q_NEG_REL, Q_KIND /* + kind index */ };
 static const char *const local_names[Q_KIND] = {
     "bias", "log_chars", "stop", "link", "punct", "ends", "caps", "digits", "neg", "pos", "position", "share",
-    "neg_any", "link_sq", "stop_x_len", "stop_rel", "comments", "comments_share"};
+    "neg_any", "link_sq", "stop_x_len", "stop_rel", "neg_rel"};
 enum { C_PREV, C_NEXT, C_WINDOW, C_REGION, C_SHARE, C_NEG, C_DIST, C_HEADLINE, C_COLS };
 static const char *const context_names[C_COLS] = {
     "p1_prev", "p1_next", "p1_window", "region", "region_share", "region_neg", "region_dist", "headline"};
@@ -92,7 +92,8 @@ static struct {
 /* What the features need of one block: its Block's numbers, then counts over its text. */
 typedef struct {
     double chars, link, neg, pos, com;
-    int kind; /* index in cfg.kinds, -1: none */
+    int kind;    /* index in cfg.kinds, -1: none */
+    int comment; /* in a comment section (mark_comments) and comments are dropped */
     double words, stops, punct, caps, nums, spaces, ends;
 } Stats;
 
@@ -115,6 +116,14 @@ static int read_block(PyObject *b, Stats *s) {
     static const int at[5] = {1, 2, 4, 5, 6}; /* their places in Block */
     for (int k = 0; k < 5; k++) *f[k] = PyLong_AsDouble(PyStructSequence_GET_ITEM(b, at[k]));
     s->kind = kind_index(PyStructSequence_GET_ITEM(b, 3));
+    PyObject *text = PyStructSequence_GET_ITEM(b, 0);
+    if (!PyUnicode_Check(text) || PyUnicode_READY(text) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a Block's text must be a str");
+        return -1;
+    }
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text); /* whether it ends with one of cfg.ends */
+    s->ends = len && PyUnicode_FindChar(cfg.ends, PyUnicode_READ_CHAR(text, len - 1), 0,
+                                        PyUnicode_GET_LENGTH(cfg.ends), 1) >= 0;
     return PyErr_Occurred() ? -1 : 0;
 }
 
@@ -213,8 +222,6 @@ static int scan_text(Scan *sc, PyObject *text, Stats *st) {
     st->caps = (double)caps;
     st->nums = (double)nums;
     st->spaces = (double)spaces;
-    st->ends = len && PyUnicode_FindChar(cfg.ends, PyUnicode_READ(kind, data, len - 1), 0,
-                                         PyUnicode_GET_LENGTH(cfg.ends), 1) >= 0;
     return 0;
 }
 
@@ -249,9 +256,39 @@ static PyObject *top_words(const Words *t) {
     return out;
 }
 
+/* Comment sections (features.comments): a block under more comment-section cues than the page's first prose
+ * block (PROSE_CHARS characters or more, under half of them link text, ending like a sentence; with none, the
+ * page's least-cued block) is in one. Why the first prose block: an article comes before its comments, and a
+ * template may name the article's own element after them (class "commented", or a body wrapped in
+ * "comments-wrap"), so the cues that count are the ones beyond the article's. With keep_comments they are read
+ * as text: those cues leave the boilerplate count `neg` (every comment cue is counted there too). Without, they
+ * are marked, and their probabilities are set to 0 (drop_comments) before the region is sought and after
+ * stage 2, so they neither pull the region towards themselves nor are kept. */
+#define PROSE_CHARS 150
+static void mark_comments(Stats *st, Py_ssize_t n, int keep) {
+    double base = 0;
+    Py_ssize_t first = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        base = i == 0 || st[i].com < base ? st[i].com : base;
+        if (first < 0 && st[i].chars >= PROSE_CHARS && st[i].link * 2 < st[i].chars && st[i].ends) first = i;
+    }
+    if (first >= 0) base = st[first].com;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double extra = st[i].com - base;
+        st[i].comment = !keep && extra > 0;
+        if (keep && extra > 0) st[i].neg -= extra;
+    }
+}
+
+static void drop_comments(const Stats *st, Py_ssize_t n, double *p) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (st[i].comment) p[i] = 0.0;
+}
+
 /* Every block's Stats, its stop words counted in the list that stoplist(top words) picks (a set, or None
- * for none): one pass over the texts, each lower-cased and hashed word by word once. */
-static int page_stats(PyObject *blocks, PyObject *stoplist, Stats *st, int *has_stop) {
+ * for none): one pass over the texts, each lower-cased and hashed word by word once; comment sections marked
+ * or read as text (mark_comments). */
+static int page_stats(PyObject *blocks, PyObject *stoplist, int keep_comments, Stats *st, int *has_stop) {
     Py_ssize_t n = PyList_GET_SIZE(blocks);
     Scan sc = {0};
     uint8_t *is_stop = NULL;
@@ -267,6 +304,7 @@ static int page_stats(PyObject *blocks, PyObject *stoplist, Stats *st, int *has_
         }
         if (scan_text(&sc, text, &st[i]) < 0) goto done;
     }
+    mark_comments(st, n, keep_comments);
     if (!(top = top_words(&sc.seen)) || !(stop = PyObject_CallOneArg(stoplist, top))) goto done;
     *has_stop = stop != Py_None;
     Words *table = NULL;
@@ -314,28 +352,43 @@ static double prose_stop(const Stats *st, const double *sd, Py_ssize_t n, double
     return median > 0.05 ? median : 0.05;
 }
 
+/* The page's typical boilerplate-cue count: the chars-weighted median of min(neg, 3) over its blocks (the
+ * smallest count whose blocks, with those of fewer cues, hold at least half the characters). */
+static double typical_neg(const Stats *st, Py_ssize_t n, double total) {
+    double bins[4] = {0, 0, 0, 0}, cum = 0;
+    for (Py_ssize_t i = 0; i < n; i++) bins[st[i].neg < 3 ? (int)st[i].neg : 3] += st[i].chars;
+    for (int k = 0; k < 4; k++)
+        if ((cum += bins[k]) * 2 >= total) return k;
+    return 3;
+}
+
+/* A block's boilerplate cues beyond the page's typical count (typical_neg), 0 to 3. */
+static double neg_rel(double neg, double typical) {
+    double d = (neg < 3 ? neg : 3) - typical;
+    return d > 0 ? d : 0;
+}
+
 /* The stage-1 matrix (n x cfg.nlocal, features.LOCAL's columns; features.py's docstrings say why each one).
  * sd and tmp: room for n doubles each. */
 static void local_rows(const Stats *st, Py_ssize_t n, int has_stop, double *x, double *sd, double *tmp) {
-    double total = 0, com_chars = 0;
+    double total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         double nw = st[i].words > 1 ? st[i].words : 1;
         sd[i] = has_stop ? st[i].stops / nw : cfg.neutral_stop;
         total += st[i].chars; /* sums of whole numbers: exact in any order */
-        com_chars += st[i].com > 0 ? st[i].chars : 0;
     }
     double denom = total != 0 ? total : 1.0, prose = prose_stop(st, sd, n, tmp);
-    double com_share = com_chars / denom, last = n - 1 > 1 ? (double)(n - 1) : 1.0;
+    double last = n - 1 > 1 ? (double)(n - 1) : 1.0, typical = typical_neg(st, n, total);
     for (Py_ssize_t i = 0; i < n; i++, x += cfg.nlocal) {
         const Stats *s = &st[i];
         double nw = s->words > 1 ? s->words : 1, lc = log1p(s->chars), ld = s->link / s->chars;
-        double punct = s->punct / nw, com = s->com > 0;
+        double punct = s->punct / nw;
         double q[Q_KIND] = {
             [Q_BIAS] = 1.0, [Q_LOG_CHARS] = lc, [Q_STOP] = sd[i], [Q_LINK] = ld, [Q_PUNCT] = punct < 1.0 ? punct : 1.0,
             [Q_ENDS] = s->ends, [Q_CAPS] = s->caps / (s->spaces + 1), [Q_DIGITS] = s->nums / nw,
             [Q_NEG] = s->neg < 3 ? s->neg : 3, [Q_POS] = s->pos < 2 ? s->pos : 2, [Q_POSITION] = (double)i / last,
             [Q_SHARE] = s->chars / denom, [Q_NEG_ANY] = s->neg > 0, [Q_LINK_SQ] = ld * ld, [Q_STOP_X_LEN] = sd[i] * lc,
-            [Q_STOP_REL] = sd[i] / prose, [Q_COMMENTS] = com, [Q_COMMENTS_SHARE] = com * com_share};
+            [Q_STOP_REL] = sd[i] / prose, [Q_NEG_REL] = neg_rel(s->neg, typical)};
         for (int j = 0; j < cfg.nlocal; j++) {
             int k = cfg.local[j];
             x[j] = k < Q_KIND ? q[k] : (double)(s->kind == k - Q_KIND);
@@ -354,9 +407,16 @@ static void logistic_rows(const double *x, Py_ssize_t n, int m, const double *w,
     }
 }
 
-/* The main-content region: the container (an element number of the blocks' paths) whose blocks have the
- * largest sum of (p1 - 0.5) x chars, ties to the deepest (numbered last); inside[i]: block i lies in it.
- * The numbers are small (elements of one page, in document order), so the sums live in an array. */
+/* The main-content region. First the container (an element number of the blocks' paths) whose blocks have
+ * the largest sum of (p1 - 0.5) x chars, ties to the deepest (numbered last). Then the runs beside it: from
+ * that container up to the first ancestor holding more than one container (`hub`), and every child of the hub
+ * whose sum is positive joins the region (the container's own line of descent always does; a block directly in
+ * the hub joins when its own evidence is positive). Why: an article's text is often several runs of blocks
+ * interrupted by an ad, an embed, a sponsored-post notice, a recipe card, a gallery or a data table, and the
+ * interruption's negative evidence can make one paragraph outweigh the article's container; the hub's children
+ * with positive sums are the runs, the interruptions stay out. inside[i]: 2 if block i lies in the best container,
+ * 1 in a run beside it, 0 outside the region.
+ * The numbers are small (elements of one page, in document order), so the sums live in arrays. */
 static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *inside) {
     Py_ssize_t n = PyList_GET_SIZE(blocks), top = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -375,14 +435,19 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
         }
     }
     if (n > 0) memset(inside, 0, (size_t)n);
-    double *sums = PyMem_Calloc((size_t)top + 1, sizeof(double));
-    uint8_t *seen = PyMem_Calloc((size_t)top + 1, 1);
-    if (!sums || !seen) {
+    size_t m = (size_t)top + 1;
+    double *sums = PyMem_Calloc(m, sizeof(double));
+    uint8_t *seen = PyMem_Calloc(m, 1);
+    Py_ssize_t *parent = PyMem_Malloc(m * sizeof(Py_ssize_t)), *kids = PyMem_Calloc(m, sizeof(Py_ssize_t));
+    if (!sums || !seen || !parent || !kids) {
         PyMem_Free(sums);
         PyMem_Free(seen);
+        PyMem_Free(parent);
+        PyMem_Free(kids);
         PyErr_NoMemory();
         return -1;
     }
+    for (size_t e = 0; e < m; e++) parent[e] = -1;
     for (Py_ssize_t i = 0; i < n; i++) { /* in the order of numpy's bincount over the flattened paths */
         PyObject *path = PyStructSequence_GET_ITEM(PyList_GET_ITEM(blocks, i), 7);
         double v = (p1[i] - 0.5) * st[i].chars;
@@ -390,18 +455,31 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
             Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k));
             sums[e] += v;
             seen[e] = 1;
+            if (k > 0) parent[e] = PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k - 1));
         }
     }
-    Py_ssize_t best = -1;
-    for (Py_ssize_t e = 0; e <= top; e++)
+    Py_ssize_t best = -1, hub = -1, via = -1;
+    for (Py_ssize_t e = 0; e <= top; e++) {
         if (seen[e] && (best < 0 || sums[e] >= sums[best])) best = e;
+        if (seen[e] && parent[e] >= 0) kids[parent[e]]++;
+    }
+    for (hub = best >= 0 ? parent[best] : -1, via = best; hub >= 0 && kids[hub] < 2; via = hub, hub = parent[hub]) {}
     for (Py_ssize_t i = 0; i < n && best >= 0; i++) {
         PyObject *path = PyStructSequence_GET_ITEM(PyList_GET_ITEM(blocks, i), 7);
-        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(path) && !inside[i]; k++)
-            inside[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k)) == best;
+        Py_ssize_t len = PyTuple_GET_SIZE(path);
+        for (Py_ssize_t k = 0; k < len && inside[i] < 2; k++) {
+            Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k)), c;
+            if (e == best) inside[i] = 2;
+            else if (e == hub) {
+                c = k + 1 < len ? PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k + 1)) : -1;
+                inside[i] = c < 0 ? p1[i] > 0.5 : c == via || sums[c] > 0;
+            }
+        }
     }
     PyMem_Free(sums);
     PyMem_Free(seen);
+    PyMem_Free(parent);
+    PyMem_Free(kids);
     return 0;
 }
 
@@ -410,7 +488,7 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
  * follows from it. cum: room for 2 (n + 1) doubles; inside: n bytes. */
 static int context_rows(PyObject *blocks, const Stats *st, const double *p1, double *ctx, double *cum,
                         uint8_t *inside) {
-    Py_ssize_t n = PyList_GET_SIZE(blocks), first = -1;
+    Py_ssize_t n = PyList_GET_SIZE(blocks), first = -1, core = -1;
     if (region(blocks, st, p1, inside) < 0) return -1;
     double *cp = cum, *cc = cum + n + 1; /* running sums of p1 x chars and of chars, numpy's cumsum */
     double total = 0, in_chars = 0, base = 0;
@@ -423,10 +501,11 @@ static int context_rows(PyObject *blocks, const Stats *st, const double *p1, dou
         in_chars += st[i].chars;
         base = first < 0 || st[i].neg < base ? st[i].neg : base; /* cues met inside the region count */
         if (first < 0) first = i;
+        if (core < 0 && inside[i] == 2) core = i;
     }
     double share = in_chars / (total != 0 ? total : 1.0);
-    Py_ssize_t headline = -1; /* the last heading in the 30 blocks before the region */
-    for (Py_ssize_t i = (first > 0 ? first : 0) - 1; i >= 0 && i >= first - 30 && headline < 0; i--)
+    Py_ssize_t headline = -1; /* the last heading in the 30 blocks before the region's best container */
+    for (Py_ssize_t i = (core > 0 ? core : 0) - 1; i >= 0 && i >= core - 30 && headline < 0; i--)
         if (st[i].kind == cfg.heading) headline = i;
     Py_ssize_t prev = -1; /* the last block of the region at or before i */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -446,7 +525,7 @@ static int context_rows(PyObject *blocks, const Stats *st, const double *p1, dou
         q[C_PREV] = i > 0 ? p1[i - 1] : 0.0;
         q[C_NEXT] = i + 1 < n ? p1[i + 1] : 0.0;
         q[C_WINDOW] = (wp - pc) / (wc - st[i].chars > 1.0 ? wc - st[i].chars : 1.0);
-        q[C_REGION] = inside[i];
+        q[C_REGION] = inside[i] != 0;
         q[C_SHARE] = share;
         q[C_NEG] = neg < 3 ? neg : 3;
         q[C_DIST] = row[C_DIST];
@@ -514,10 +593,10 @@ static PyObject *bytes_of(const void *p, Py_ssize_t size) { /* a bytearray: nump
 }
 
 /* Stage 1 of a page into pg->st and pg->x; the words of each block into words (n int64, may be NULL). */
-static int page_local(PyObject *blocks, PyObject *stoplist, Page *pg, int64_t *words) {
+static int page_local(PyObject *blocks, PyObject *stoplist, int keep_comments, Page *pg, int64_t *words) {
     Py_ssize_t n = PyList_GET_SIZE(blocks);
     int has_stop = 0;
-    if (page_stats(blocks, stoplist, pg->st, &has_stop) < 0) return -1;
+    if (page_stats(blocks, stoplist, keep_comments, pg->st, &has_stop) < 0) return -1;
     if (PyList_GET_SIZE(blocks) != n) { /* stoplist() is Python: the list is read again after it */
         PyErr_SetString(PyExc_RuntimeError, "the list of blocks changed during stoplist()");
         return -1;
@@ -527,16 +606,17 @@ static int page_local(PyObject *blocks, PyObject *stoplist, Page *pg, int64_t *w
     return 0;
 }
 
-/* local(blocks, stoplist) -> (bytearray, bytearray): the stage-1 matrix (float64, n x len(LOCAL)) and each
- * block's number of words (int64); stoplist(top words) -> set or None picks the stop words. */
+/* local(blocks, stoplist, keep_comments=False) -> (bytearray, bytearray): the stage-1 matrix (float64, n x
+ * len(LOCAL)) and each block's number of words (int64); stoplist(top words) -> set or None picks the stop words. */
 static PyObject *local(PyObject *self, PyObject *args) {
     PyObject *blocks, *stoplist, *x = NULL, *words = NULL, *out = NULL;
-    if (!PyArg_ParseTuple(args, "OO", &blocks, &stoplist) || check_configured(blocks) < 0) return NULL;
+    int keep = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &blocks, &stoplist, &keep) || check_configured(blocks) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(blocks);
     Page pg;
     if (page_alloc(&pg, n) < 0) return NULL;
     if (!(words = bytes_of(NULL, n * (Py_ssize_t)sizeof(int64_t)))) goto done;
-    if (page_local(blocks, stoplist, &pg, (int64_t *)PyByteArray_AS_STRING(words)) < 0) goto done;
+    if (page_local(blocks, stoplist, keep, &pg, (int64_t *)PyByteArray_AS_STRING(words)) < 0) goto done;
     if ((x = bytes_of(pg.x, n * cfg.nlocal * (Py_ssize_t)sizeof(double)))) out = PyTuple_Pack(2, x, words);
 done:
     Py_XDECREF(x);
@@ -545,19 +625,23 @@ done:
     return out;
 }
 
-/* context(blocks, p1) -> bytearray: the stage-2 extra columns (float64, n x len(CONTEXT)) given the blocks'
- * stage-1 probabilities (n float64). */
+/* context(blocks, p1, keep_comments=False) -> bytearray: the stage-2 extra columns (float64, n x len(CONTEXT))
+ * given the blocks' stage-1 probabilities (n float64; a comment block's is read as 0 without keep_comments). */
 static PyObject *context(PyObject *self, PyObject *args) {
     PyObject *blocks, *p1, *out = NULL;
     Py_buffer view;
-    if (!PyArg_ParseTuple(args, "OO", &blocks, &p1) || check_configured(blocks) < 0) return NULL;
+    int keep = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &blocks, &p1, &keep) || check_configured(blocks) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(blocks);
     Page pg;
     if (doubles_of(p1, &view, n, "p1") < 0) return NULL;
     if (page_alloc(&pg, n) < 0) goto done;
     for (Py_ssize_t i = 0; i < n; i++)
         if (read_block(PyList_GET_ITEM(blocks, i), &pg.st[i]) < 0) goto done;
-    if (context_rows(blocks, pg.st, view.buf, pg.ctx, pg.scratch, pg.inside) == 0)
+    mark_comments(pg.st, n, keep);
+    memcpy(pg.p1, view.buf, (size_t)n * sizeof(double));
+    drop_comments(pg.st, n, pg.p1);
+    if (context_rows(blocks, pg.st, pg.p1, pg.ctx, pg.scratch, pg.inside) == 0)
         out = bytes_of(pg.ctx, n * C_COLS * (Py_ssize_t)sizeof(double));
 done:
     PyBuffer_Release(&view);
@@ -587,12 +671,15 @@ done:
     return out;
 }
 
-/* scores(blocks, stoplist, w1, w2) -> (bytearray, bytearray): each block's stage-2 probability (float64) and
- * number of words (int64); w1 weighs the LOCAL columns, w2 the LOCAL then the CONTEXT columns. */
+/* scores(blocks, stoplist, w1, w2, keep_comments=False) -> (bytearray, bytearray): each block's stage-2
+ * probability (float64; 0 for a comment block without keep_comments) and number of words (int64); w1 weighs the
+ * LOCAL columns, w2 the LOCAL then the CONTEXT columns. */
 static PyObject *scores(PyObject *self, PyObject *args) {
     PyObject *blocks, *stoplist, *w1, *w2, *p = NULL, *words = NULL, *out = NULL;
     Py_buffer v1, v2;
-    if (!PyArg_ParseTuple(args, "OOOO", &blocks, &stoplist, &w1, &w2) || check_configured(blocks) < 0) return NULL;
+    int keep = 0;
+    if (!PyArg_ParseTuple(args, "OOOO|p", &blocks, &stoplist, &w1, &w2, &keep) || check_configured(blocks) < 0)
+        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(blocks), L = cfg.nlocal;
     Page pg = {0};
     if (doubles_of(w1, &v1, L, "w1") < 0) return NULL;
@@ -603,8 +690,9 @@ static PyObject *scores(PyObject *self, PyObject *args) {
     if (page_alloc(&pg, n) < 0 || !(words = bytes_of(NULL, n * (Py_ssize_t)sizeof(int64_t))) ||
         !(p = bytes_of(NULL, n * (Py_ssize_t)sizeof(double))))
         goto done;
-    if (page_local(blocks, stoplist, &pg, (int64_t *)PyByteArray_AS_STRING(words)) < 0) goto done;
+    if (page_local(blocks, stoplist, keep, &pg, (int64_t *)PyByteArray_AS_STRING(words)) < 0) goto done;
     logistic_rows(pg.x, n, (int)L, v1.buf, NULL, pg.p1);
+    drop_comments(pg.st, n, pg.p1);
     if (context_rows(blocks, pg.st, pg.p1, pg.ctx, pg.scratch, pg.inside) < 0) goto done;
     double *z = pg.scratch; /* stage 2: the context columns' part of the product, then the LOCAL columns' */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -612,6 +700,7 @@ static PyObject *scores(PyObject *self, PyObject *args) {
         for (int j = 0; j < C_COLS; j++) z[i] += pg.ctx[i * C_COLS + j] * ((const double *)v2.buf)[L + j];
     }
     logistic_rows(pg.x, n, (int)L, v2.buf, z, (double *)PyByteArray_AS_STRING(p));
+    drop_comments(pg.st, n, (double *)PyByteArray_AS_STRING(p));
     out = PyTuple_Pack(2, p, words);
 done:
     Py_XDECREF(p);
@@ -709,10 +798,12 @@ static PyObject *configure_scores(PyObject *self, PyObject *args) {
 }
 
 PyMethodDef score_methods[] = {
-    {"local", local, METH_VARARGS, "local(blocks, stoplist) -> (stage-1 matrix, words per block) (features.py)."},
-    {"context", context, METH_VARARGS, "context(blocks, p1) -> the stage-2 extra columns (features.py)."},
+    {"local", local, METH_VARARGS,
+     "local(blocks, stoplist, keep_comments=False) -> (stage-1 matrix, words per block) (features.py)."},
+    {"context", context, METH_VARARGS, "context(blocks, p1, keep_comments=False) -> the stage-2 extra columns (features.py)."},
     {"logistic", logistic, METH_VARARGS, "logistic(x, w) -> a logistic model's probability of each row of x."},
-    {"scores", scores, METH_VARARGS, "scores(blocks, stoplist, w1, w2) -> (stage-2 probabilities, words)."},
+    {"scores", scores, METH_VARARGS,
+     "scores(blocks, stoplist, w1, w2, keep_comments=False) -> (stage-2 probabilities, words)."},
     {"configure_scores", configure_scores, METH_VARARGS,
      "configure_scores(local, context, kinds, ends, neutral_stop, top_limit, top_n) (features.py)."},
     {NULL, NULL, 0, NULL}};

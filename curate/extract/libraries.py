@@ -8,10 +8,13 @@ from curate.extract.base import Extractor
 
 
 class Trafilatura(Extractor):
-    """trafilatura with precision-oriented settings: main content only, no comments, no internal dedup."""
+    """trafilatura with precision-oriented settings: main content only, no comments (`keep_comments=True` keeps
+    them), no internal dedup."""
 
-    def __init__(self, favor_precision: bool = True, include_tables: bool = True, deduplicate: bool = False, **kw):
+    def __init__(self, favor_precision: bool = True, include_tables: bool = True, deduplicate: bool = False,
+                 keep_comments: bool = False, **kw):
         super().__init__(**kw)
+        self.keep_comments = check(self, "keep_comments", keep_comments, bool)
         self.favor_precision = check(self, "favor_precision", favor_precision, bool)
         self.include_tables = check(self, "include_tables", include_tables, bool)
         self.deduplicate = check(self, "deduplicate", deduplicate, bool)
@@ -26,17 +29,19 @@ class Trafilatura(Extractor):
             doc.html,
             url=doc.url,
             favor_precision=self.favor_precision,
-            include_comments=False,
+            include_comments=self.keep_comments,
             include_tables=self.include_tables,
             deduplicate=self.deduplicate,
         )
 
 
 class Resiliparse(Extractor):
-    """Resiliparse main-content extraction (extra `fast`): several times faster than trafilatura."""
+    """Resiliparse main-content extraction (extra `fast`): several times faster than trafilatura. Comment sections
+    are kept, Resiliparse's default (`keep_comments=False` drops them)."""
 
-    def __init__(self, main_content: bool = True, **kw):
+    def __init__(self, main_content: bool = True, keep_comments: bool = True, **kw):
         super().__init__(**kw)
+        self.keep_comments = check(self, "keep_comments", keep_comments, bool)
         self.main_content = check(self, "main_content", main_content, bool)
 
     def setup(self) -> None:
@@ -47,4 +52,5 @@ class Resiliparse(Extractor):
 
     def extract(self, doc: Document) -> str | None:
         tree = self._tree.parse(doc.html)
-        return self._plain(tree, main_content=self.main_content, alt_texts=False, links=False)
+        return self._plain(tree, main_content=self.main_content, alt_texts=False, links=False,
+                           comments=self.keep_comments)

@@ -9,8 +9,9 @@ rescores each block with its neighbours' scores and its place relative to that r
 `features.py`). Blocks over `threshold` are kept. When that keeps fewer than `min_words` words,
 the extractor falls back to every block over half the threshold, then to every block with little
 link text, so a page with text is not returned empty because the model was unsure.
-The weights were fitted by benchmarks/extract_fit.py on the tuning split of the four gold sets
-(see docs/extract.md); benchmarks/extract.py scores the held-out pages.
+The weights were fitted by benchmarks/extract_fit.py on the tuning split of the four gold sets, the
+model chosen by leave-one-set-out (see docs/extract.md); benchmarks/extract.py scores every set with the
+final weights and with the weights fitted without it. Comment sections are dropped unless `keep_comments`.
 
 Output: one paragraph, heading or list item a line (the line rules of C4 and Gopher read lines);
 a `<br>` inside a paragraph also ends a line; table cells of one row are joined by " | "; `<pre>`
@@ -48,10 +49,12 @@ def parse(html: str, max_depth: int = 512, title: bool = False) -> tuple[list[Bl
     return blocks, " ".join(page_title.split()) if page_title else ""
 
 
-def scores(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray]:
-    """Stage-2 probability that each block is main content, and each block's number of words (features.py:
-    both stages in one C call)."""
-    return F.scores(blocks, W1, W2)
+def scores(blocks: list[Block], keep_comments: bool = False, weights: tuple[np.ndarray, np.ndarray] = (W1, W2)
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Stage-2 probability that each block is main content (0 in a comment section unless `keep_comments`), and
+    each block's number of words (features.py: both stages in one C call). `weights`: the two stages' weights
+    (benchmarks/extract.py passes the ones fitted without the set it scores)."""
+    return F.scores(blocks, *weights, keep_comments)
 
 
 def _data_rows(blocks: list[Block], max_cell: int = 80) -> list[list[int]]:
@@ -84,8 +87,9 @@ def _keep_headings(blocks: list[Block], p: np.ndarray, keep: list[bool], floor: 
 
 
 def select(blocks: list[Block], p: np.ndarray, words: np.ndarray, threshold: float,
-           min_words: int) -> list[bool]:
-    """Which blocks to keep: those over `threshold`; the fallbacks when they hold under `min_words` words."""
+           min_words: int, keep_comments: bool = False) -> list[bool]:
+    """Which blocks to keep: those over `threshold`; the fallbacks when they hold under `min_words` words (comment
+    sections never, unless `keep_comments`)."""
     keep = (p > threshold).tolist()
     for row in _data_rows(blocks):  # a row of short cells is kept or dropped whole
         chars = sum(blocks[i].chars for i in row)
@@ -100,8 +104,9 @@ def select(blocks: list[Block], p: np.ndarray, words: np.ndarray, threshold: flo
     keep = (p > threshold / 2).tolist()
     if words[keep].sum() >= min_words:
         return keep
-    # Fallback 2: everything that is not mostly link text.
-    return [b.link_chars * 2 < b.chars for b in blocks]
+    # Fallback 2: everything that is not mostly link text (nor a comment, unless asked for).
+    drop = np.zeros(len(blocks), dtype=bool) if keep_comments else F.comments(blocks)
+    return [b.link_chars * 2 < b.chars and not d for b, d in zip(blocks, drop.tolist(), strict=True)]
 
 
 def render(blocks: list[Block], keep: list[bool]) -> str:
@@ -121,13 +126,14 @@ def render(blocks: list[Block], keep: list[bool]) -> str:
 
 
 def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False,
-                 max_depth: int = 512) -> str:
+                 max_depth: int = 512, keep_comments: bool = False,
+                 weights: tuple[np.ndarray, np.ndarray] = (W1, W2)) -> str:
     """The main text of `html`, one paragraph, heading or list item a line."""
     blocks, page_title = parse(html, max_depth, title)
     if not blocks:
         return page_title if title else ""
-    p, words = scores(blocks)
-    text = render(blocks, select(blocks, p, words, threshold, min_words))
+    p, words = scores(blocks, keep_comments, weights)
+    text = render(blocks, select(blocks, p, words, threshold, min_words, keep_comments))
     if title and page_title and not text.startswith(page_title):
         text = f"{page_title}\n{text}"
     return text
@@ -136,21 +142,26 @@ def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, t
 class Main(Extractor):
     """Main-content extraction tuned on four gold sets: trafilatura's precision on article pages,
     Resiliparse's recall on broad pages, about 15x trafilatura's speed and 1.6x Resiliparse's (docs/extract.md).
-    `threshold` trades precision (higher) for recall (lower); `title=True` puts the page's <title> on the first line."""
+    `threshold` trades precision (higher) for recall (lower); `title=True` puts the page's <title> on the first line;
+    `keep_comments=True` keeps comment sections judged as text (by default they are dropped, as in most
+    pretraining pipelines: whether comments are main text is the user's call, not something to learn from
+    one gold set)."""
 
     # Lexbor's parse is quadratic in depth and SIGALRM cannot interrupt C, but a page of 5,000 tags parses in
     # ~30 ms even if every one nests, and the walk then measures the parsed tree's own depth (TooDeep:
     # `too_deep`). So the regex pre-scan, which costs as much as this whole extraction, runs only above that.
     scan_depth_above = 5_000
 
-    def __init__(self, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False, **kw):
+    def __init__(self, threshold: float = THRESHOLD, min_words: int = 10, title: bool = False,
+                 keep_comments: bool = False, **kw):
         super().__init__(**kw)
         self.threshold = check(self, "threshold", threshold, float, lo=0, hi=1)
         self.min_words = check(self, "min_words", min_words, int, lo=0)
         self.title = check(self, "title", title, bool)
+        self.keep_comments = check(self, "keep_comments", keep_comments, bool)
 
     def setup(self) -> None:
         F.stoplist([])  # load the stop-word lists once per worker
 
     def extract(self, doc: Document) -> str | None:
-        return extract_text(doc.html, self.threshold, self.min_words, self.title, self.max_depth)
+        return extract_text(doc.html, self.threshold, self.min_words, self.title, self.max_depth, self.keep_comments)

@@ -385,3 +385,33 @@ def test_warc_to_token_shards_to_training_all_on_s3(shared, local_run, s3_server
     steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     train_steps = [s for s in steps if "loss" in s]
     assert train_steps and max(s["step"] for s in train_steps) == 3
+
+
+def test_a_file_another_process_wrote_after_a_listing_is_seen(s3_bucket):
+    """Existence and opening never answer from a listing taken before another process wrote (issue 22.1):
+    s3fs caches `ls` results and its `info` (hence `open`, `exists`, `isfile`) trusts them."""
+    d = f"{s3_bucket}/_done"
+    fs.atomic_write_text(f"{d}/config.json", "{}")
+    assert fs.listdir(d) == ["config.json"]
+    other = fsspec.filesystem("s3", skip_instance_cache=True)  # another process's client
+    other.pipe_file(f"{s3_bucket[5:]}/_done/part-00000.json", b'{"n": 1}')
+    assert fs.exists(f"{d}/part-00000.json") and fs.isfile(f"{d}/part-00000.json")
+    with fs.open(f"{d}/part-00000.json", "r", encoding="utf-8") as f:
+        assert json.load(f) == {"n": 1}
+    assert fs.size(f"{d}/part-00000.json") == 8
+    other.rm_file(f"{s3_bucket[5:]}/_done/config.json")
+    assert not fs.exists(f"{d}/config.json") and fs.listdir(d) == ["part-00000.json"]
+
+
+def test_fresh_tokenize_to_s3_with_worker_processes(shared, s3_bucket, tmp_path):
+    """`curate tokenize --out s3://…` with two worker processes: the driver listed `_done/` before the workers
+    wrote their markers, and reads them after (failed every time with exit 2 before, issue 22.1)."""
+    pt = str(shared / "text" / "pt" / "bosque_docs.jsonl")
+    run_cmd("-m", "curate.cli.main", "tokenizer", "train", pt, "--vocab-size", "300", "--out", str(tmp_path / "t.json"))
+    half = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    lines = Path(pt).read_text(encoding="utf-8").splitlines(keepends=True)
+    half[0].write_text("".join(lines[::2]), encoding="utf-8")
+    half[1].write_text("".join(lines[1::2]), encoding="utf-8")
+    out = run_cmd("-m", "curate.cli.main", "tokenize", *map(str, half), "--tokenizer", str(tmp_path / "t.json"),
+                  "--val-fraction", "0", "--out", f"{s3_bucket}/tokens", "--workers", "2", "--no-progress")
+    assert f"train: {len(lines):,} documents" in out

@@ -402,10 +402,7 @@ def tokenize(
     todo = [t for t in tasks if f"part-{t.index:05d}.json" not in done]
     if todo:
         executor.map(_tokenize_file, todo, desc="tokenize", labels=[t.path for t in todo])
-    results = []
-    for t in tasks:
-        with fs.open(_done_path(out, t.index), "r", encoding="utf-8") as f:
-            results.append(json.load(f))
+    results = [json.loads(fs.read_bytes(_done_path(out, t.index))) for t in tasks]  # each must exist: it ran
     manifest = _manifest(results, tok, tokenizer, tok_hash, dtype, val_fraction, _mix_plans(specs))
     if manifest["splits"]["train"]["docs"] == 0:
         raise UsageError(f"no documents were tokenized from {inputs}")

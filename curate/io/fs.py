@@ -35,7 +35,7 @@ from typing import IO, Any
 from curate.core.errors import UsageError
 
 __all__ = [
-    "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isfile", "join", "listdir",
+    "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
     "listdir_prefix",
     "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_bytes", "read_table", "relpath", "remove", "retrying",
     "size", "url_to_fs",
@@ -194,6 +194,11 @@ def exists(path: str | os.PathLike) -> bool:
 
 def isfile(path: str | os.PathLike) -> bool:
     return _either(path, os.path.isfile, lambda fs, p: (_store_info(fs, p) or {}).get("type") == "file")
+
+
+def isdir(path: str | os.PathLike) -> bool:
+    """A directory; on object stores a prefix with objects under it (faults raised, as for `isfile`)."""
+    return _either(path, os.path.isdir, lambda fs, p: (_store_info(fs, p) or {}).get("type") == "directory")
 
 
 def size(path: str | os.PathLike) -> int:

@@ -415,3 +415,56 @@ def test_fresh_tokenize_to_s3_with_worker_processes(shared, s3_bucket, tmp_path)
     out = run_cmd("-m", "curate.cli.main", "tokenize", *map(str, half), "--tokenizer", str(tmp_path / "t.json"),
                   "--val-fraction", "0", "--out", f"{s3_bucket}/tokens", "--workers", "2", "--no-progress")
     assert f"train: {len(lines):,} documents" in out
+
+
+def planted_jsonl(shared: Path, bucket: str, near: int = 4) -> tuple[str, list[str]]:
+    """Bosque's documents in two JSONL files at `bucket/in/`, plus `near` planted near-duplicates (one word of a
+    long document changed): the glob, and the planted ids MinHash must drop."""
+    docs = [json.loads(line) for line in (shared / "text" / "pt" / "bosque_docs.jsonl").read_text("utf-8").splitlines()]
+    longs = [d for d in docs if len(d["text"].split()) > 150][:near]
+    planted = []
+    for i, d in enumerate(longs):
+        words = d["text"].split(" ")
+        words[len(words) // 2] = "PLANTADA"
+        planted.append({**d, "id": f"near-{i}", "text": " ".join(words)})
+    rows = docs + planted
+    s3 = fsspec.filesystem("s3")
+    for k in range(2):
+        s3.pipe_file(f"{bucket[5:]}/in/part-{k}.jsonl", "".join(json.dumps(d) + "\n" for d in rows[k::2]).encode())
+    return f"{bucket}/in/*.jsonl", [d["id"] for d in planted]
+
+
+def test_a_read_fault_on_decisions_is_an_error_not_no_duplicates(shared, s3_bucket, s3_server, monkeypatch, request):
+    """Every read under MinHash's `clusters/` fails (issue 22.2): a GET has its connection closed mid-body, a HEAD
+    gets a 500. The run fails with the fault, where it used to take the files for missing (fsspec's `isfile`
+    answers False to any error), read no decisions and keep every duplicate. Without the fault, the rerun
+    drops exactly the planted near-duplicates."""
+    from conftest import Fault
+
+    from curate.run.executors.base import TaskFailures
+
+    import s3fs
+
+    monkeypatch.setattr(fs, "TRIES", 2, raising=False)  # raising=False: main had no TRIES
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no botocore retries of the 500s: the test is about what follows
+    s3fs.S3FileSystem.clear_instance_cache()  # clients read the setting when they are made
+    request.addfinalizer(s3fs.S3FileSystem.clear_instance_cache)
+    inputs, near = planted_jsonl(shared, s3_bucket)
+    out = f"{s3_bucket}/run"
+    pipe = Pipeline(name="nd", reader=readers.Jsonl(source="pt"), steps=[dedup.MinHash(partitions=1)])
+    cut = []
+
+    def close_mid_body(method: str, path: str, query: str):
+        if method in ("GET", "HEAD") and "/clusters/" in path:
+            cut.append(path)
+            return Fault("cut") if method == "GET" else Fault("status")
+        return None
+
+    s3_server.fault = close_mid_body
+    with pytest.raises(TaskFailures, match="filter"):
+        pipe.run(inputs, out, executor=LocalExecutor(1, progress=False))
+    assert cut and not fs.exists(f"{out}/stats.json")
+    s3_server.fault = None
+    m = pipe.run(inputs, out, executor=LocalExecutor(1, progress=False))
+    assert m["docs_read"] - m["docs_written"] == len(near)
+    assert not set(near) & set(ids(out))

@@ -31,14 +31,14 @@ from curate.io import fs
 
 ROOT = Path(__file__).resolve().parents[1]
 PT = "text/pt/bosque_docs.jsonl"
-SEEDS = [int(x) for x in os.environ.get("FAULT_SEEDS", "1,2,3,4,5,6").split(",")]
+SEEDS = [int(x) for x in os.environ.get("PENEIRA_FAULT_SEEDS", "1,2,3,4").split(",") if x]
 NEAR, EXACT = 6, 4  # planted near-duplicates (one word changed) and exact copies
 
 PIPELINE_FILE = """
 from curate import Pipeline, dedup, readers, writers
 pipeline = Pipeline(name="faults", reader=readers.Jsonl(source="pt"),
                     writer=writers.Parquet(row_group_docs=32, max_shard_chars=60_000),
-                    steps=[dedup.Exact(), dedup.MinHash(partitions=2)])
+                    steps=[dedup.Exact(), dedup.MinHash(partitions=1)])
 """
 
 
@@ -118,12 +118,12 @@ def flow(pipe: Path, inputs: str, out: str, tokenizer: Path, spool: Path) -> tup
     """curate run, mix, tokenize into `out`, each a process of its own; (exit status, output) of the first that
     fails, or (0, outputs) when all pass."""
     base = [sys.executable, "-m", "curate.cli.main"]
-    steps = [["run", str(pipe), "--input", inputs, "--output", f"{out}/run", "--workers", "2", "--no-progress"],
+    steps = [["run", str(pipe), "--input", inputs, "--output", f"{out}/run", "--workers", "1", "--no-progress"],
              ["mix", "--source", f"pt={out}/run:1.0", "--tokens", "60K", "--max-epochs", "2", "--seed", "0",
-              "--out", f"{out}/mix", "--workers", "2", "--no-progress"],
+              "--out", f"{out}/mix", "--workers", "1", "--no-progress"],
              ["tokenize", f"{out}/mix", "--tokenizer", str(tokenizer), "--val-fraction", "0.1",
               "--out", f"{out}/tokens", "--workers", "2", "--no-progress"]]
-    env = {**os.environ, "PENEIRA_SPOOL": str(spool)}
+    env = {**os.environ, "PENEIRA_SPOOL": str(spool), "PENEIRA_IO_TRIES": "3"}  # a permanent fault fails sooner
     logs = []
     for args in steps:
         proc = subprocess.run([*base, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -107,7 +107,9 @@ def _unstrip(fs: Any, inner: str, like: str) -> str:
 
 # ---------------------------------------------------------------- transient faults
 
-TRIES = 5  # attempts of one operation on a store: waits of 0.2, 0.4, 0.8, 1.6 s between them (3 s in all)
+# Attempts of one operation on a store (each itself retried by s3fs/botocore for what they know to be
+# transient): waits of 0.2, 0.4, 0.8, 1.6 s between them, 3 s in all. PENEIRA_IO_TRIES changes it.
+TRIES = int(os.environ.get("PENEIRA_IO_TRIES", "5"))
 _PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
 
 
@@ -127,7 +129,7 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-def retrying(fn: Callable[..., Any], *args: Any, tries: int = TRIES) -> Any:
+def retrying(fn: Callable[..., Any], *args: Any, tries: int | None = None) -> Any:
     """`fn(*args)`, called again after a transient fault (bounded, with exponential backoff), else raised.
 
     A missing file (FileNotFoundError) and the other permanent errors are raised at once: a caller
@@ -135,6 +137,7 @@ def retrying(fn: Callable[..., Any], *args: Any, tries: int = TRIES) -> Any:
     operation (read a small file, upload one, read a Parquet file's rows), so a retry starts clean.
     """
     transient = _transient_errors()
+    tries = max(1, tries or TRIES)
     for attempt in range(tries):
         try:
             return fn(*args)

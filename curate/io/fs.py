@@ -27,6 +27,7 @@ import builtins
 import contextlib
 import os
 import posixpath
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ from curate.core.errors import UsageError
 __all__ = [
     "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
     "listdir_prefix",
-    "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_bytes", "read_table", "relpath", "remove", "retrying",
+    "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_bytes", "read_table", "relpath", "remove", "remove_temp_files", "retrying",
     "size", "url_to_fs",
 ]
 
@@ -372,6 +373,33 @@ def load_npy(path: str | os.PathLike, mmap: bool = False):
 
 
 # ---------------------------------------------------------------- atomic publish
+
+
+# The names this package gives temporary files beside their final one on a local disk: `Staged`'s default
+# `.NAME.tmp.PID`, `NAME.tmp.PID` (atomic_write_text, dedup tables, quality scores), `NAME.npy.tmp.PID.npy`
+# (MinHash signatures) and the Parquet writers' `.STEM-NNN.PID.parquet.tmp` and `.NAME.PID.tmp`.
+TEMP_NAME = re.compile(r".+\.tmp\.\d+(\.npy)?|\..+\.\d+(\.parquet)?\.tmp")
+
+
+def remove_temp_files(root: str | os.PathLike) -> list[str]:
+    """Delete the temporary files that killed attempts left under a folder of ours (issue 22.17); their paths.
+
+    Only names of `TEMP_NAME`, only under `root` (links not followed), only on a local disk (on an object
+    store they live in the spool, never under the output). Call it when no task writing under `root` runs:
+    at the end of a run, when every task has finished.
+    """
+    local = local_path(root)
+    if local is None or not os.path.isdir(local):
+        return []
+    gone = []
+    for directory, _dirs, files in os.walk(local):
+        for name in files:
+            if TEMP_NAME.fullmatch(name):
+                path = os.path.join(directory, name)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+                    gone.append(path)
+    return gone
 
 
 def spool_dir() -> str:

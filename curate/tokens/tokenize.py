@@ -413,6 +413,7 @@ def tokenize(
         )
     manifest["seconds"] = round(time.time() - t0, 3)
     atomic_write_text(fs.join(out, "manifest.json"), json.dumps(manifest, indent=1))
+    fs.remove_temp_files(out)  # what killed attempts left: every task has finished now
     return manifest
 
 

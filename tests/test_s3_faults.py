@@ -8,7 +8,8 @@ connection closes after half the promised bytes), be delayed, or, for a listing,
 to the same LIST (a stale listing). Some seeds also make one kind of request under one folder fail every
 time (permanently). The flow is `curate run` (exact and MinHash dedup), `curate mix` and `curate tokenize`,
 each in processes of its own with two workers; the reference is the same flow without faults, whose
-MinHash step drops exactly the planted near-duplicates (an independent ground truth).
+MinHash step drops exactly the planted near-duplicates (an independent ground truth). A flow that failed
+loudly is run again without faults: the resumed output must be the reference too.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class FaultPlan:
             self.injected[f"{kind}:{choice}"] += 1
         if choice == "cut" and method == "HEAD":
             choice = "500"  # a HEAD has no body to cut
-        return {"cut": Fault("cut"), "stale": Fault("stale"), "delay": Fault("delay", seconds=0.3),
+        return {"cut": Fault("cut"), "stale": Fault("stale"), "delay": Fault("delay", seconds=0.1),
                 "500": Fault("status"), "503": True}[choice]
 
 
@@ -123,7 +124,9 @@ def flow(pipe: Path, inputs: str, out: str, tokenizer: Path, spool: Path) -> tup
               "--out", f"{out}/mix", "--workers", "1", "--no-progress"],
              ["tokenize", f"{out}/mix", "--tokenizer", str(tokenizer), "--val-fraction", "0.1",
               "--out", f"{out}/tokens", "--workers", "2", "--no-progress"]]
-    env = {**os.environ, "PENEIRA_SPOOL": str(spool), "PENEIRA_IO_TRIES": "3"}  # a permanent fault fails sooner
+    # fewer attempts than the defaults at each layer (botocore 2, fs.retrying 3, s3fs its own 5), so that a
+    # permanent fault fails in seconds; a transient one (at most twice per request) still gets through
+    env = {**os.environ, "PENEIRA_SPOOL": str(spool), "PENEIRA_IO_TRIES": "3", "AWS_MAX_ATTEMPTS": "2"}
     logs = []
     for args in steps:
         proc = subprocess.run([*base, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -176,16 +179,22 @@ def test_flow_under_injected_faults_fails_loudly_or_matches(shared, s3_bucket, s
         finally:
             s3_server.fault = None
         faults.update(plan.injected)
-        if rc:
+        failed = rc != 0
+        if failed:
             assert "error" in log.lower(), f"seed {seed}: exit {rc} without an error message:\n{log[-3000:]}"
             tally["failed loudly"] += 1
-            continue
+            rc, log = flow(pipe, inputs, out, tok, tmp_path / "spool")  # the fault gone, the same commands resume
+            assert rc == 0, f"seed {seed}: the rerun without faults failed:\n{log[-3000:]}"
         got = outcome_of(out)
         diff = [k for k in want if got[k] != want[k]]
-        tally["identical" if not diff else "silent difference"] += 1
-        assert not diff, f"seed {seed} (faults {dict(plan.injected)}): exit 0 but {diff} differ"
+        if failed:
+            tally["rerun identical" if not diff else "rerun differs"] += 1
+        else:
+            tally["identical" if not diff else "silent difference"] += 1
+        assert not diff, f"seed {seed} (faults {dict(plan.injected)}, failed first: {failed}): {diff} differ"
     total = sum(faults.values())
     print(f"\nfault injection: {len(SEEDS)} runs, {total} faults injected ({dict(sorted(faults.items()))}); "
-          f"identical {tally['identical']}, failed loudly {tally['failed loudly']}, "
+          f"identical {tally['identical']}, failed loudly {tally['failed loudly']} "
+          f"(then identical on a fault-free rerun: {tally['rerun identical']}), "
           f"silent difference {tally['silent difference']}")
     assert total > 20 and tally["identical"] >= 1

@@ -439,11 +439,10 @@ def test_a_read_fault_on_decisions_is_an_error_not_no_duplicates(shared, s3_buck
     gets a 500. The run fails with the fault, where it used to take the files for missing (fsspec's `isfile`
     answers False to any error), read no decisions and keep every duplicate. Without the fault, the rerun
     drops exactly the planted near-duplicates."""
+    import s3fs
     from conftest import Fault
 
     from curate.run.executors.base import TaskFailures
-
-    import s3fs
 
     monkeypatch.setattr(fs, "TRIES", 2, raising=False)  # raising=False: main had no TRIES
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no botocore retries of the 500s: the test is about what follows

@@ -233,3 +233,16 @@ def test_inspect_shows_control_characters_escaped(tmp_path, capsys):
     assert "\\x1b]0;owned\\x07" in shown and "\\x1b[2J" in shown and "\\u202eevil\\u202c" in shown
     assert "line two\tcol" in shown and "x\\x1b[31m" in shown
     assert fs.read_table(fs.glob(str(out / "data" / "*.parquet"))[0]).to_pylist()[0]["text"] == nasty
+
+
+def test_a_file_missing_mid_run_is_a_runtime_error_not_a_usage_error(monkeypatch):
+    """`curate` mapped every FileNotFoundError to a usage error (one line, exit 2, issue 22.1): a marker or phase
+    file that must exist and does not is a fault of the run, raised with its traceback (exit 1)."""
+    import curate.cli.stats as stats_cli
+
+    def lost(args):
+        raise FileNotFoundError("bucket/run/_work/global1/_phases/filter/00001.json")
+
+    monkeypatch.setattr(stats_cli, "main", lost)
+    with pytest.raises(FileNotFoundError, match="00001.json"):
+        cli(["stats", "anything"])

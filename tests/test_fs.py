@@ -246,3 +246,18 @@ def test_a_file_missing_mid_run_is_a_runtime_error_not_a_usage_error(monkeypatch
     monkeypatch.setattr(stats_cli, "main", lost)
     with pytest.raises(FileNotFoundError, match="00001.json"):
         cli(["stats", "anything"])
+
+
+def test_a_missing_phase_file_is_an_error_not_no_rows(tmp_path):
+    """`read_where` (the members, keep, components and filter phases' reads) took a missing file for "no rows"
+    (issue 22.2): every task of a phase writes its file, so one that is missing is an error naming it."""
+    import pyarrow as pa
+
+    from curate.dedup.common import read_where, write_table
+
+    here = str(tmp_path / "0000.parquet")
+    write_table(pa.table({"shard": pa.array([1, 1, 2], pa.int32()), "id": ["a", "b", "c"]}), here)
+    assert read_where([here], {"shard": 1}, ["id"])["id"].to_pylist() == ["a", "b"]
+    for gone in (str(tmp_path / "0001.parquet"), f"memory://{uuid.uuid4().hex}/0001.parquet"):
+        with pytest.raises(FileNotFoundError, match="0001.parquet"):
+            read_where([here, gone], {"shard": 1}, ["id"])

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,20 @@ SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Co
              b"<Message>Please reduce your request rate.</Message></Error>")
 
 
+@dataclass(frozen=True)
+class Fault:
+    """What the S3 server's fault hook does to one request instead of answering it honestly."""
+
+    kind: str  # "status", "cut" (body cut mid-way), "delay", "stale" (the previous listing)
+    status: str = "500 Internal Server Error"
+    code: str = "InternalError"
+    seconds: float = 0.0
+
+    def body(self) -> bytes:
+        return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{self.code}</Code>'
+                f"<Message>fault injected</Message></Error>").encode()
+
+
 class S3Server:
     """moto's standalone S3 server (`ThreadedMotoServer`, from `moto[server]`) on a free port of 127.0.0.1.
 
@@ -35,12 +51,18 @@ class S3Server:
     `AWS_ENDPOINT_URL`, with dummy credentials. In front of moto's WSGI application sits one hook:
     `log` records every request (method, key, query), and `fault(method, path, query)`, when set, may
     answer a request itself (the 503 SlowDown an S3 front end sends under load) or block it for a while.
+
+    `fault` answers True (the 503) or one of the `Fault` actions: an HTTP status of its own, a body cut
+    mid-way (the connection closes after half the bytes its Content-Length promised), a delay, or a
+    stale listing (the previous answer to the same LIST request). A fault with `takes_headers = True`
+    is called with the request headers as a fourth argument (a copy is a PUT with `x-amz-copy-source`).
     """
 
     def __init__(self):
         from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
         self.log: list[tuple[str, str, str]] = []
+        self.listed: dict[tuple[str, str], list] = {}
         self.fault = None
         self.lock = threading.Lock()
         outer = self
@@ -70,13 +92,54 @@ class S3Server:
             with self.lock:
                 self.log.append(req)
                 fault = self.fault
-            if fault is not None and fault(*req):
-                get_input_stream(environ).read()  # drain the body, as a real front end does
-                start_response("503 Slow Down", [("Content-Type", "application/xml"), ("Content-Length", str(len(SLOW_DOWN)))])
-                return [SLOW_DOWN]
-            return app(environ, start_response)
+            action = None
+            if fault is not None:
+                headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+                action = fault(*req, headers) if getattr(fault, "takes_headers", False) else fault(*req)
+            if not action:
+                return self._answer(app, environ, start_response, req)
+            if isinstance(action, Fault) and action.kind == "delay":
+                time.sleep(action.seconds)
+                return self._answer(app, environ, start_response, req)
+            if isinstance(action, Fault) and action.kind in ("cut", "stale"):
+                return self._altered(app, environ, start_response, req, action.kind)
+            status, body = ("503 Slow Down", SLOW_DOWN) if action is True else (action.status, action.body())
+            get_input_stream(environ).read()  # drain the body, as a real front end does
+            start_response(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+            return [body]
 
         return handle
+
+    def _answer(self, app, environ, start_response, req):
+        """moto's answer; listings are remembered (the last two per request) for stale replays."""
+        if req[0] != "GET" or "list-type" not in req[2]:
+            return app(environ, start_response)
+        got: list = []
+        body = b"".join(app(environ, lambda status, headers, exc_info=None: got.extend([status, headers])))
+        with self.lock:
+            self.listed.setdefault(req[1:], []).append((got[0], got[1], body))
+            del self.listed[req[1:]][:-2]
+        start_response(got[0], got[1])
+        return [body]
+
+    def _altered(self, app, environ, start_response, req, kind: str):
+        if kind == "stale":
+            with self.lock:
+                seen = self.listed.get(req[1:], [])
+                old = seen[-1] if seen else None
+            if old is None:  # nothing listed before: an honest answer
+                return self._answer(app, environ, start_response, req)
+            start_response(old[0], old[1])
+            return [old[2]]
+        got: list = []
+        body = b"".join(app(environ, lambda status, headers, exc_info=None: got.extend([status, headers])))
+        start_response(got[0], got[1])
+
+        def cut():  # the headers promise the whole body; half of it comes, then the connection drops
+            yield body[: len(body) // 2]
+            raise ConnectionAbortedError("fault injected: connection closed mid-body")
+
+        return cut()
 
     def start(self) -> str:
         self.moto.start()

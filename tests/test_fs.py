@@ -180,3 +180,84 @@ def test_prefix_listing_and_cat_files(tmp_path, memory_root, kind):
     asked = ["x", "part-0000.json", "part-00001-001.parquet"]
     assert fs.cat_files([fs.join(base, n) for n in asked]) == [n.upper().encode() for n in asked]
     assert fs.cat_files([]) == []
+
+
+def test_a_rerun_removes_what_killed_attempts_left_and_nothing_else(shared, tmp_path, monkeypatch):
+    """Attempts that die between writing a temporary file and renaming it (issue 22.17: `*.tmp.PID` in `sigs/`
+    and `stats/` stayed forever) leave them behind; the rerun that completes the run removes exactly those,
+    and keeps a file of the same folders whose name is not one of ours."""
+    from curate.run.executors.base import TaskFailures
+
+    out = tmp_path / "out"
+    pipe = Pipeline(name="left", reader=readers.Jsonl(source="pt"), steps=[dedup.MinHash(partitions=1)])
+    src = str(shared / "text" / "pt" / "bosque_docs.jsonl")
+    real_replace = os.replace
+    folder = [""]
+
+    def killed_before_rename(a, b):
+        if os.sep + folder[0] + os.sep in str(b):
+            raise OSError("killed")  # the process dies here: its temporary file stays
+        return real_replace(a, b)
+
+    monkeypatch.setattr(os, "replace", killed_before_rename)
+    monkeypatch.setattr(fs.Staged, "discard", lambda self: None)  # a killed process cleans nothing up
+    for attempt, (folder[0], failure) in enumerate((("sigs", TaskFailures), ("stats", OSError))):
+        monkeypatch.setattr(os, "getpid", lambda a=attempt: 4_000_000 + a)  # each attempt a process of its own
+        with pytest.raises(failure):  # MinHash's signatures, then its stats record
+            pipe.run([src], str(out), executor=LocalExecutor(1, progress=False))
+    monkeypatch.undo()
+    left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if ".tmp." in p.name)
+    assert any("/sigs/" in p for p in left) and any(p.startswith("stats/") for p in left), left
+    (out / "stats" / "notes.tmp").write_text("mine")  # not a name this package gives its temporary files
+
+    pipe.run([src], str(out), executor=LocalExecutor(1, progress=False))
+    assert sorted(p.name for p in out.rglob("*") if ".tmp" in p.name) == ["notes.tmp"]
+    assert (out / "stats" / "notes.tmp").read_text() == "mine"
+
+
+def test_inspect_shows_control_characters_escaped(tmp_path, capsys):
+    """Crawled text with terminal escape sequences, a bell and a bidi override (issue 22.17): `curate inspect`
+    prints none of them raw (judged by Unicode categories), newlines and tabs stay, the shard is unchanged."""
+    import unicodedata
+
+    nasty = "title\x1b]0;owned\x07 and \x1b[2J cleared\r\nline two\tcol \u202eevil\u202c end\x9b1m"
+    out = tmp_path / "run"
+    w = Parquet().open(str(out / "data"), "part-00000", shard_schema({}))
+    w.write(Document(id="x\x1b[31m", text=nasty, source="web"))
+    w.commit()
+    capsys.readouterr()
+    assert cli(["inspect", str(out), "-n", "1", "--chars", "1000"]) == 0
+    shown = capsys.readouterr().out
+    bad = [c for c in shown if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+    assert bad == []
+    assert "\\x1b]0;owned\\x07" in shown and "\\x1b[2J" in shown and "\\u202eevil\\u202c" in shown
+    assert "line two\tcol" in shown and "x\\x1b[31m" in shown
+    assert fs.read_table(fs.glob(str(out / "data" / "*.parquet"))[0]).to_pylist()[0]["text"] == nasty
+
+
+def test_a_file_missing_mid_run_is_a_runtime_error_not_a_usage_error(monkeypatch):
+    """`curate` mapped every FileNotFoundError to a usage error (one line, exit 2, issue 22.1): a marker or phase
+    file that must exist and does not is a fault of the run, raised with its traceback (exit 1)."""
+    import curate.cli.stats as stats_cli
+
+    def lost(args):
+        raise FileNotFoundError("bucket/run/_work/global1/_phases/filter/00001.json")
+
+    monkeypatch.setattr(stats_cli, "main", lost)
+    with pytest.raises(FileNotFoundError, match="00001.json"):
+        cli(["stats", "anything"])
+
+
+def test_a_missing_phase_file_is_an_error_not_no_rows(tmp_path):
+    """`read_where` (the members, keep, components and filter phases' reads) took a missing file for "no rows"
+    (issue 22.2): every task of a phase writes its file, so one that is missing is an error naming it."""
+    import pyarrow as pa
+
+    from curate.dedup.common import read_where, write_table
+
+    here = str(tmp_path / "0000.parquet")
+    write_table(pa.table({"shard": pa.array([1, 1, 2], pa.int32()), "id": ["a", "b", "c"]}), here)
+    assert read_where([here], {"shard": 1}, ["id"])["id"].to_pylist() == ["a", "b"]
+    for gone in (str(tmp_path / "0001.parquet"), f"memory://{uuid.uuid4().hex}/0001.parquet"):
+        with pytest.raises(FileNotFoundError, match="0001.parquet"):
+            read_where([here, gone], {"shard": 1}, ["id"])

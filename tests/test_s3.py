@@ -385,3 +385,85 @@ def test_warc_to_token_shards_to_training_all_on_s3(shared, local_run, s3_server
     steps = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     train_steps = [s for s in steps if "loss" in s]
     assert train_steps and max(s["step"] for s in train_steps) == 3
+
+
+def test_a_file_another_process_wrote_after_a_listing_is_seen(s3_bucket):
+    """Existence and opening never answer from a listing taken before another process wrote (issue 22.1):
+    s3fs caches `ls` results and its `info` (hence `open`, `exists`, `isfile`) trusts them."""
+    d = f"{s3_bucket}/_done"
+    fs.atomic_write_text(f"{d}/config.json", "{}")
+    assert fs.listdir(d) == ["config.json"]
+    other = fsspec.filesystem("s3", skip_instance_cache=True)  # another process's client
+    other.pipe_file(f"{s3_bucket[5:]}/_done/part-00000.json", b'{"n": 1}')
+    assert fs.exists(f"{d}/part-00000.json") and fs.isfile(f"{d}/part-00000.json")
+    with fs.open(f"{d}/part-00000.json", "r", encoding="utf-8") as f:
+        assert json.load(f) == {"n": 1}
+    assert fs.size(f"{d}/part-00000.json") == 8
+    other.rm_file(f"{s3_bucket[5:]}/_done/config.json")
+    assert not fs.exists(f"{d}/config.json") and fs.listdir(d) == ["part-00000.json"]
+
+
+def test_fresh_tokenize_to_s3_with_worker_processes(shared, s3_bucket, tmp_path):
+    """`curate tokenize --out s3://…` with two worker processes: the driver listed `_done/` before the workers
+    wrote their markers, and reads them after (failed every time with exit 2 before, issue 22.1)."""
+    pt = str(shared / "text" / "pt" / "bosque_docs.jsonl")
+    run_cmd("-m", "curate.cli.main", "tokenizer", "train", pt, "--vocab-size", "300", "--out", str(tmp_path / "t.json"))
+    half = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    lines = Path(pt).read_text(encoding="utf-8").splitlines(keepends=True)
+    half[0].write_text("".join(lines[::2]), encoding="utf-8")
+    half[1].write_text("".join(lines[1::2]), encoding="utf-8")
+    out = run_cmd("-m", "curate.cli.main", "tokenize", *map(str, half), "--tokenizer", str(tmp_path / "t.json"),
+                  "--val-fraction", "0", "--out", f"{s3_bucket}/tokens", "--workers", "2", "--no-progress")
+    assert f"train: {len(lines):,} documents" in out
+
+
+def planted_jsonl(shared: Path, bucket: str, near: int = 4) -> tuple[str, list[str]]:
+    """Bosque's documents in two JSONL files at `bucket/in/`, plus `near` planted near-duplicates (one word of a
+    long document changed): the glob, and the planted ids MinHash must drop."""
+    docs = [json.loads(line) for line in (shared / "text" / "pt" / "bosque_docs.jsonl").read_text("utf-8").splitlines()]
+    longs = [d for d in docs if len(d["text"].split()) > 150][:near]
+    planted = []
+    for i, d in enumerate(longs):
+        words = d["text"].split(" ")
+        words[len(words) // 2] = "PLANTADA"
+        planted.append({**d, "id": f"near-{i}", "text": " ".join(words)})
+    rows = docs + planted
+    s3 = fsspec.filesystem("s3")
+    for k in range(2):
+        s3.pipe_file(f"{bucket[5:]}/in/part-{k}.jsonl", "".join(json.dumps(d) + "\n" for d in rows[k::2]).encode())
+    return f"{bucket}/in/*.jsonl", [d["id"] for d in planted]
+
+
+def test_a_read_fault_on_decisions_is_an_error_not_no_duplicates(shared, s3_bucket, s3_server, monkeypatch, request):
+    """Every read under MinHash's `clusters/` fails (issue 22.2): a GET has its connection closed mid-body, a HEAD
+    gets a 500. The run fails with the fault, where it used to take the files for missing (fsspec's `isfile`
+    answers False to any error), read no decisions and keep every duplicate. Without the fault, the rerun
+    drops exactly the planted near-duplicates."""
+    import s3fs
+    from conftest import Fault
+
+    from curate.run.executors.base import TaskFailures
+
+    monkeypatch.setattr(fs, "TRIES", 2, raising=False)  # raising=False: main had no TRIES
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # no botocore retries of the 500s: the test is about what follows
+    s3fs.S3FileSystem.clear_instance_cache()  # clients read the setting when they are made
+    request.addfinalizer(s3fs.S3FileSystem.clear_instance_cache)
+    inputs, near = planted_jsonl(shared, s3_bucket)
+    out = f"{s3_bucket}/run"
+    pipe = Pipeline(name="nd", reader=readers.Jsonl(source="pt"), steps=[dedup.MinHash(partitions=1)])
+    cut = []
+
+    def close_mid_body(method: str, path: str, query: str):
+        if method in ("GET", "HEAD") and "/clusters/" in path:
+            cut.append(path)
+            return Fault("cut") if method == "GET" else Fault("status")
+        return None
+
+    s3_server.fault = close_mid_body
+    with pytest.raises(TaskFailures, match="filter"):
+        pipe.run(inputs, out, executor=LocalExecutor(1, progress=False))
+    assert cut and not fs.exists(f"{out}/stats.json")
+    s3_server.fault = None
+    m = pipe.run(inputs, out, executor=LocalExecutor(1, progress=False))
+    assert m["docs_read"] - m["docs_written"] == len(near)
+    assert not set(near) & set(ids(out))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from curate.core.errors import UsageError
 from curate.io import fs
 
@@ -28,12 +30,31 @@ def main(args) -> int:
             head = f"── {rec['id']}  source={rec['source']}  lang={rec.get('lang')}  url={rec.get('url')}"
             if args.rejected:
                 head += f"  drop_reason={rec['drop_reason']}"
-            print(head)
+            print(shown_safely(head))
             text = rec["text"]
-            print(text[: args.chars] + (" …" if len(text) > args.chars else ""))
+            print(shown_safely(text[: args.chars]) + (" …" if len(text) > args.chars else ""))
             print()
             shown += 1
     return 0
+
+
+_KEPT = {"\n", "\t"}
+
+
+def shown_safely(text: str) -> str:
+    """Text from crawled pages fit for a terminal: control and format characters (Unicode Cc, Cf, Zl, Zp: escape
+    sequences that clear the screen or retitle the window, bidi overrides that reorder what is shown) are
+    printed as `\\xNN` / `\\uNNNN`; newlines and tabs stay. The stored text is unchanged."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch in _KEPT or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
 
 
 def _records(path: str, batch_size: int):

@@ -36,9 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         sys.stderr.write(f"curate {args.command}: error: {e}\n")
         return 2
-    except FileNotFoundError as e:
-        sys.stderr.write(f"curate {args.command}: error: {e}\n")
-        return 2
     except KeyboardInterrupt:
         sys.stderr.write("interrupted: rerun the same command to resume\n")
         return 130

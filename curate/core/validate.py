@@ -122,4 +122,7 @@ def _isfile(path: str) -> bool:
     from fsspec.core import url_to_fs
 
     store, inner = url_to_fs(path)
-    return store.isfile(inner)
+    try:  # not `store.isfile`: fsspec's answers False to any error, so a network fault read as "no such file"
+        return store.info(inner)["type"] == "file"
+    except FileNotFoundError:
+        return False

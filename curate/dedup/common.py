@@ -108,11 +108,7 @@ def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: l
     todo = [t for t in tasks if fs.basename(t.marker) not in done]
     if todo:
         ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {fs.basename(t.marker)}" for t in todo])
-    results = []
-    for t in tasks:
-        with fs.open(t.marker, "r", encoding="utf-8") as f:
-            results.append(json.load(f))
-    return results
+    return [json.loads(fs.read_bytes(t.marker)) for t in tasks]  # every task ran: a missing marker is an error
 
 
 def check_work_dir(work_dir: str, inputs: list[str], params: dict) -> None:
@@ -165,25 +161,36 @@ def read_where(paths: list[str], where: dict[str, int], columns: list[str] | Non
 
     A row group whose statistics exclude the values is never read, and one file is open at a time, so
     memory is the result plus one file's matching row groups, whatever the number of files (pyarrow's
-    dataset scanner, which this replaced, held about 3 MiB per file in flight). A missing file has no rows.
+    dataset scanner, which this replaced, held about 3 MiB per file in flight).
+
+    Every file must exist (every task of a phase writes its file, empty or not): a missing one is an
+    error, never "no rows", and a transient read fault is retried per file, then raised (issue 22.2).
     """
     parts = []
     for path in paths:
         try:
-            pf = fs.parquet_file(path)
-        except FileNotFoundError:
-            continue
-        groups = _row_groups_with(pf, where)
-        if not groups:
-            continue
-        wanted = columns or pf.schema_arrow.names
-        table = pf.read_row_groups(groups, columns=list(dict.fromkeys([*wanted, *where])))
-        mask = None
-        for col, value in where.items():
-            eq = pc.equal(table[col], pa.scalar(value, table.schema.field(col).type))
-            mask = eq if mask is None else pc.and_(mask, eq)
-        parts.append(table.filter(mask).select(wanted))
+            part = fs.retrying(_read_matching, path, where, columns)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"{path}: a finished phase's output is missing (deleted or not yet visible); "
+                                    "rerun to redo the phase, or delete the run's _work folder") from e
+        if part is not None:
+            parts.append(part)
     return pa.concat_tables(parts) if parts else pa.table({})
+
+
+def _read_matching(path: str, where: dict[str, int], columns: list[str] | None) -> pa.Table | None:
+    """The rows of one file that `read_where` wants; None when no row group can hold them."""
+    pf = fs.parquet_file(path)
+    groups = _row_groups_with(pf, where)
+    if not groups:
+        return None
+    wanted = columns or pf.schema_arrow.names
+    table = pf.read_row_groups(groups, columns=list(dict.fromkeys([*wanted, *where])))
+    mask = None
+    for col, value in where.items():
+        eq = pc.equal(table[col], pa.scalar(value, table.schema.field(col).type))
+        mask = eq if mask is None else pc.and_(mask, eq)
+    return table.filter(mask).select(wanted)
 
 
 def read_range(path: str, start: int, length: int) -> bytes:
@@ -200,7 +207,7 @@ def read_range(path: str, start: int, length: int) -> bytes:
             data = os.pread(f.fileno(), length, start)
     else:
         filesystem, inner = fs.url_to_fs(path)
-        data = filesystem.cat_file(inner, start=start, end=start + length)
+        data = fs.retrying(lambda: filesystem.cat_file(inner, start=start, end=start + length))
     if len(data) != length:
         raise OSError(f"{path}: expected {length} bytes at {start}, got {len(data)} (file truncated?)")
     return data

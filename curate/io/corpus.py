@@ -26,11 +26,7 @@ def _shards_in(directory: str) -> list[str]:
 
 def is_dir(spec: str) -> bool:
     """Whether a local path or URL names a directory (on object stores: a prefix with objects under it)."""
-    if not fs.is_url(spec):
-        return os.path.isdir(spec)
-    filesystem, inner = fs.url_to_fs(spec)
-    filesystem.invalidate_cache(inner)
-    return filesystem.isdir(inner)
+    return fs.isdir(spec)  # not fsspec's isdir: it answers False to any fault
 
 
 def resolve_inputs(spec: str | os.PathLike) -> list[str]:

@@ -27,16 +27,19 @@ import builtins
 import contextlib
 import os
 import posixpath
+import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from curate.core.errors import UsageError
 
 __all__ = [
-    "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isfile", "join", "listdir",
+    "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
     "listdir_prefix",
-    "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_table", "relpath", "remove", "size", "url_to_fs",
+    "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_bytes", "read_table", "relpath", "remove", "remove_temp_files", "retrying",
+    "size", "url_to_fs",
 ]
 
 
@@ -46,10 +49,22 @@ def is_url(path: str | os.PathLike) -> bool:
 
 
 def url_to_fs(path: str) -> tuple[Any, str]:
-    """(fsspec filesystem, path inside it) for a URL. The instances are cached by fsspec."""
+    """(fsspec filesystem, path inside it) for a URL. The instances are cached by fsspec.
+
+    Without the listings cache (`use_listings_cache=False`, a documented fsspec/s3fs option): s3fs
+    otherwise answers `info`, hence `open`, `exists`, `isfile` and `size`, from the last listing of
+    the parent folder, so a completion marker a worker process wrote after the driver listed `_done/`
+    was "missing" (issue 22.1). Every answer here comes from the store. Chained URLs
+    (`simplecache::s3://…`) keep their filesystems' defaults.
+    """
     from fsspec.core import url_to_fs as _url_to_fs
 
-    return _url_to_fs(path)
+    if "::" in path:
+        return _url_to_fs(path)
+    try:
+        return _url_to_fs(path, use_listings_cache=False)
+    except TypeError:  # an implementation whose constructor takes no listing options (it caches none)
+        return _url_to_fs(path)
 
 
 def _is_local_fs(fs: Any) -> bool:
@@ -91,6 +106,61 @@ def _unstrip(fs: Any, inner: str, like: str) -> str:
     return f"{proto}://{fs._strip_protocol(inner)}"
 
 
+# ---------------------------------------------------------------- transient faults
+
+# Attempts of one operation on a store (each itself retried by s3fs/botocore for what they know to be
+# transient): waits of 0.2, 0.4, 0.8, 1.6 s between them, 3 s in all. PENEIRA_IO_TRIES changes it.
+TRIES = int(os.environ.get("PENEIRA_IO_TRIES", "5"))
+_PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    """Errors a store's client raises for a fault that may pass: any OSError but the permanent ones
+    above, and the HTTP clients' own connection and payload errors (aiohttp's `ClientPayloadError`,
+    a body cut mid-way, is no OSError), which s3fs re-raises once its own retries are spent."""
+    found: list[type[BaseException]] = [OSError]
+    with contextlib.suppress(ImportError):
+        import aiohttp
+
+        found.append(aiohttp.ClientError)
+    with contextlib.suppress(ImportError):
+        import botocore.exceptions
+
+        found.append(botocore.exceptions.BotoCoreError)
+    return tuple(found)
+
+
+def retrying(fn: Callable[..., Any], *args: Any, tries: int | None = None) -> Any:
+    """`fn(*args)`, called again after a transient fault (bounded, with exponential backoff), else raised.
+
+    A missing file (FileNotFoundError) and the other permanent errors are raised at once: a caller
+    that needs the file says so loudly, one that may do without it decides. Call it around a whole
+    operation (read a small file, upload one, read a Parquet file's rows), so a retry starts clean.
+    """
+    transient = _transient_errors()
+    tries = max(1, tries or TRIES)
+    for attempt in range(tries):
+        try:
+            return fn(*args)
+        except _PERMANENT:
+            raise
+        except transient:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.2 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _store_info(filesystem: Any, inner: str) -> dict | None:
+    """The store's entry for a path, None when there is none. Unlike fsspec's `exists`/`isfile`, which
+    answer False to *any* error, a fault that outlasts the retries is raised (issue 22.2): a read fault
+    taken for "no such file" made a dedup phase read no decisions and keep every duplicate."""
+    try:
+        return retrying(filesystem.info, inner)
+    except FileNotFoundError:
+        return None
+
+
 # ---------------------------------------------------------------- reading and inspecting
 
 
@@ -100,7 +170,17 @@ def open(path: str | os.PathLike, mode: str = "rb", **kwargs) -> IO:  # noqa: A0
     if not is_url(path):
         return builtins.open(path, mode, **kwargs)
     fs, inner = url_to_fs(path)
-    return fs.open(inner, mode, **kwargs)
+    return retrying(lambda: fs.open(inner, mode, **kwargs))
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The whole content of a (small) file; on a store the read is retried as a whole after a transient fault."""
+    path = os.fspath(path)
+    if not is_url(path):
+        with builtins.open(path, "rb") as f:
+            return f.read()
+    filesystem, inner = url_to_fs(path)
+    return retrying(filesystem.cat_file, inner)
 
 
 def _either(path: str | os.PathLike, local: Callable[[str], Any], remote: Callable[[Any, str], Any]) -> Any:
@@ -113,15 +193,20 @@ def _either(path: str | os.PathLike, local: Callable[[str], Any], remote: Callab
 
 
 def exists(path: str | os.PathLike) -> bool:
-    return _either(path, os.path.exists, lambda fs, p: fs.exists(p))
+    return _either(path, os.path.exists, lambda fs, p: _store_info(fs, p) is not None)
 
 
 def isfile(path: str | os.PathLike) -> bool:
-    return _either(path, os.path.isfile, lambda fs, p: fs.isfile(p))
+    return _either(path, os.path.isfile, lambda fs, p: (_store_info(fs, p) or {}).get("type") == "file")
+
+
+def isdir(path: str | os.PathLike) -> bool:
+    """A directory; on object stores a prefix with objects under it (faults raised, as for `isfile`)."""
+    return _either(path, os.path.isdir, lambda fs, p: (_store_info(fs, p) or {}).get("type") == "directory")
 
 
 def size(path: str | os.PathLike) -> int:
-    return _either(path, os.path.getsize, lambda fs, p: fs.size(p))
+    return _either(path, os.path.getsize, lambda fs, p: retrying(fs.size, p))
 
 
 def makedirs(path: str | os.PathLike) -> None:
@@ -139,7 +224,7 @@ def listdir(path: str | os.PathLike) -> list[str]:
     fs, inner = url_to_fs(path)
     fs.invalidate_cache(inner)  # another process may have written since we last listed
     try:
-        found = fs.ls(inner, detail=False)
+        found = retrying(lambda: fs.ls(inner, detail=False))
     except FileNotFoundError:
         return []
     return [posixpath.basename(p.rstrip("/")) for p in found if p.rstrip("/") != inner.rstrip("/")]
@@ -160,9 +245,9 @@ def listdir_prefix(path: str | os.PathLike, prefix: str) -> list[str]:
     fs.invalidate_cache(inner)  # else s3fs answers from a cached listing of the whole directory, maybe stale
     try:
         if _filters_prefix(fs):
-            found = fs.find(inner, maxdepth=1, prefix=prefix)  # files only; a partial listing, never cached
+            found = retrying(lambda: fs.find(inner, maxdepth=1, prefix=prefix))  # files only, never cached
         else:
-            found = [e["name"] for e in fs.ls(inner, detail=True) if e.get("type") == "file"]
+            found = [e["name"] for e in retrying(lambda: fs.ls(inner, detail=True)) if e.get("type") == "file"]
     except FileNotFoundError:
         return []
     names = (posixpath.basename(p) for p in found if posixpath.dirname(p).rstrip("/") == inner.rstrip("/"))
@@ -189,7 +274,7 @@ def glob(pattern: str | os.PathLike, files_only: bool = True) -> list[str]:
         return sorted(p for p in hits if not files_only or os.path.isfile(p))
     fs, inner = url_to_fs(pattern)
     fs.invalidate_cache()
-    found = fs.glob(inner, detail=True)
+    found = retrying(lambda: fs.glob(inner, detail=True))
     return sorted(_unstrip(fs, p, pattern) for p, info in found.items() if not files_only or info.get("type") == "file")
 
 
@@ -219,30 +304,50 @@ def cat_files(paths: list[str]) -> list[bytes]:
         return out
     fs, _ = url_to_fs(paths[0])
     inner = [url_to_fs(p)[1] for p in paths]
-    got = fs.cat(inner, on_error="raise")
+    got = retrying(lambda: fs.cat(inner, on_error="raise"))
     return [got[p] for p in inner]
 
 
+def _arrow_fs(filesystem: Any):
+    """An fsspec filesystem as a pyarrow one whose opens raise the store's real error.
+
+    pyarrow's `FSSpecHandler` asks `fs.isfile` before opening, and fsspec's `isfile` answers False to
+    any error, so a connection reset became FileNotFoundError, which readers of optional files took
+    for "no rows" (issue 22.2). This handler opens directly: a missing file is FileNotFoundError, a
+    fault is the fault."""
+    from pyarrow import PythonFile
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    class Handler(FSSpecHandler):
+        def open_input_file(self, path):
+            return PythonFile(retrying(self.fs.open, path, "rb"), mode="r")
+
+        open_input_stream = open_input_file
+
+    return PyFileSystem(Handler(filesystem))
+
+
 def parquet_file(path: str | os.PathLike):
-    """`pyarrow.parquet.ParquetFile` of a local path or URL (read through fsspec, seekable)."""
+    """`pyarrow.parquet.ParquetFile` of a local path or URL (read through fsspec, seekable; its footer read
+    is retried after a transient fault, the row groups a caller reads later are not: see `retrying`)."""
     import pyarrow.parquet as pq
 
     path = os.fspath(path)
     if not is_url(path):
         return pq.ParquetFile(path)
     fs, inner = url_to_fs(path)
-    return pq.ParquetFile(inner, filesystem=fs)
+    return retrying(lambda: pq.ParquetFile(inner, filesystem=_arrow_fs(fs)))
 
 
 def read_table(path: str | os.PathLike, **kwargs):
-    """`pyarrow.parquet.read_table` of a local path or URL."""
+    """`pyarrow.parquet.read_table` of a local path or URL (on a store, retried whole after a transient fault)."""
     import pyarrow.parquet as pq
 
     path = os.fspath(path)
     if not is_url(path):
         return pq.read_table(path, **kwargs)
     fs, inner = url_to_fs(path)
-    return pq.read_table(inner, filesystem=fs, **kwargs)
+    return retrying(lambda: pq.read_table(inner, filesystem=_arrow_fs(fs), **kwargs))
 
 
 def dataset(paths: list[str], **kwargs):
@@ -252,7 +357,7 @@ def dataset(paths: list[str], **kwargs):
     if not paths or not is_url(paths[0]):
         return ds.dataset(paths, **kwargs)
     fs, _ = url_to_fs(paths[0])
-    return ds.dataset([url_to_fs(p)[1] for p in paths], filesystem=fs, **kwargs)
+    return ds.dataset([url_to_fs(p)[1] for p in paths], filesystem=_arrow_fs(fs), **kwargs)
 
 
 def load_npy(path: str | os.PathLike, mmap: bool = False):
@@ -262,11 +367,39 @@ def load_npy(path: str | os.PathLike, mmap: bool = False):
     path = os.fspath(path)
     if not is_url(path):
         return np.load(path, mmap_mode="r" if mmap else None)
-    with open(path, "rb") as f:
-        return np.load(f)
+    import io
+
+    return np.load(io.BytesIO(read_bytes(path)))
 
 
 # ---------------------------------------------------------------- atomic publish
+
+
+# The names this package gives temporary files beside their final one on a local disk: `Staged`'s default
+# `.NAME.tmp.PID`, `NAME.tmp.PID` (atomic_write_text, dedup tables, quality scores), `NAME.npy.tmp.PID.npy`
+# (MinHash signatures) and the Parquet writers' `.STEM-NNN.PID.parquet.tmp` and `.NAME.PID.tmp`.
+TEMP_NAME = re.compile(r".+\.tmp\.\d+(\.npy)?|\..+\.\d+(\.parquet)?\.tmp")
+
+
+def remove_temp_files(root: str | os.PathLike) -> list[str]:
+    """Delete the temporary files that killed attempts left under a folder of ours (issue 22.17); their paths.
+
+    Only names of `TEMP_NAME`, only under `root` (links not followed), only on a local disk (on an object
+    store they live in the spool, never under the output). Call it when no task writing under `root` runs:
+    at the end of a run, when every task has finished.
+    """
+    local = local_path(root)
+    if local is None or not os.path.isdir(local):
+        return []
+    gone = []
+    for directory, _dirs, files in os.walk(local):
+        for name in files:
+            if TEMP_NAME.fullmatch(name):
+                path = os.path.join(directory, name)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+                    gone.append(path)
+    return gone
 
 
 def spool_dir() -> str:
@@ -308,10 +441,10 @@ class Staged:
             parent = posixpath.dirname(inner)
             try:
                 try:
-                    fs.put_file(self.tmp, inner)
+                    retrying(fs.put_file, self.tmp, inner)  # one whole object: an upload retried is the same upload
                 except FileNotFoundError:  # a filesystem with real folders (sftp, hdfs): make them, once
                     fs.makedirs(parent, exist_ok=True)
-                    fs.put_file(self.tmp, inner)
+                    retrying(fs.put_file, self.tmp, inner)
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(self.tmp)

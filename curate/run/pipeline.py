@@ -208,6 +208,7 @@ class Run:
         self._check_all_failed(all_stats)
         manifest = self._manifest(all_stats, shards, time.time() - t0)
         atomic_write_text(fs.join(self.out, "manifest.json"), json.dumps(manifest, indent=1, default=str))
+        fs.remove_temp_files(self.out)  # what killed attempts left: every task of the run has finished now
         return manifest
 
     def _stream(self, k: int, stage: StreamStage, inputs: list[str], out_dir: str):

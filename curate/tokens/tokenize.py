@@ -395,10 +395,7 @@ def tokenize(
     todo = [t for t in tasks if f"part-{t.index:05d}.json" not in done]
     if todo:
         executor.map(_tokenize_file, todo, desc="tokenize", labels=[t.path for t in todo])
-    results = []
-    for t in tasks:
-        with fs.open(_done_path(out, t.index), "r", encoding="utf-8") as f:
-            results.append(json.load(f))
+    results = [json.loads(fs.read_bytes(_done_path(out, t.index))) for t in tasks]  # each must exist: it ran
     manifest = _manifest(results, tok, tokenizer, tok_hash, dtype, val_fraction, _mix_plans(specs))
     if manifest["splits"]["train"]["docs"] == 0:
         raise UsageError(f"no documents were tokenized from {inputs}")
@@ -409,6 +406,7 @@ def tokenize(
         )
     manifest["seconds"] = round(time.time() - t0, 3)
     atomic_write_text(fs.join(out, MANIFEST), json.dumps(manifest, indent=1))
+    fs.remove_temp_files(out)  # what killed attempts left: every task has finished now
     return manifest
 
 

@@ -31,7 +31,9 @@ class _PoolProgress:
 class LocalExecutor(Executor):
     """One process per worker (forkserver, so workers never inherit a parent's threads or locks).
 
-    With `workers=1` tasks run in this process: easiest to debug, and no pickling at all.
+    With `workers=1` tasks run in this process: easiest to debug, and no pickling at all. With more,
+    every task runs in a pool process, even the only task of a phase: run here, a phase of one task
+    (one hash partition) made the driver's peak memory grow with the corpus (issue 22.16).
     """
 
     def __init__(self, workers: int = 1, progress: bool = True):
@@ -45,7 +47,7 @@ class LocalExecutor(Executor):
         bar = Progress(len(items), desc, self.progress, live=live)
         outcomes: list[tuple[bool, Any]] = [(False, ("not run", ""))] * len(items)
         try:
-            if self.workers == 1 or len(items) <= 1:
+            if self.workers == 1 or not items:
                 for i, item in enumerate(items):
                     outcomes[i] = call_captured(fn, item, bar.add_docs if live else None)
                     bar.done(outcomes[i][1] if outcomes[i][0] else None)

@@ -14,7 +14,7 @@ from curate.io import fs
 from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, MemberStarts, Resyncing, Tracked
 from curate.io.readers.base import Reader, figure, note, parse_date, repair_text
 from curate.io.readers.charsets import decode_html
-from curate.io.readers.framing import Framed, HeaderTooLong
+from curate.io.readers.framing import Framed
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 RAW_FACTOR = 4  # a record's content may be this many times `max_html_bytes` before decoding: no page shrinks 4x
@@ -126,16 +126,23 @@ class Warc(Reader):
             if plain or n > 1 or framed.starts > max(n, 1):  # more records: what follows the break is lost
                 self.skip(stats, "truncated_record" if truncated else "corrupt_stream")
                 figure(stats, "records_before_corrupt_stream", n)
-                if not plain and framed.starts > n:  # the broken record's start included
-                    figure(stats, "records_lost_in_corrupt_stream", framed.starts - n)
             elif stats.docs_in == counted:
-                rule = "header_too_long" if isinstance(e, HeaderTooLong) else "bad_header"
-                self.skip(stats, "truncated_record" if truncated else rule)
+                self.skip(stats, "truncated_record" if truncated else "bad_header")
+            self._passed_over(framed, stats, state)
             return
         if pending is not None:
             yield pending
+        self._passed_over(framed, stats, state)
         if stats.docs_in == counted and not plain and m.pos:  # bytes that held no record FastWARC could frame
             self.skip(stats, "truncated_record" if m.truncated else "bad_header")
+
+    def _passed_over(self, framed: Framed, stats: StepStats, state: _FileState) -> None:
+        """Count what `Framed` kept from the parser: an oversized header is a WARC record (a file of only
+        those is no `read:not_warc`); other bytes that start no record are one `read:bad_header` a run."""
+        state.records += framed.skipped["header_too_long"]
+        for reason, runs in framed.skipped.items():
+            for _ in range(runs):
+                self.skip(stats, reason)
 
     def _lost(self, stats: StepStats, pending: Document | None, counted: int, rule: str) -> None:
         """A damaged member: its held-back document becomes a drop, or it is counted once if nothing was."""
@@ -201,6 +208,9 @@ class Warc(Reader):
 
         The content is read only if it is at most `RAW_FACTOR * max_html_bytes`, and decoded (HTTP
         head split, chunked and Content-Encoding undone) with an output cap of `max_html_bytes`."""
+        if header("Content-Length") is None:  # what `Framed` passes over, for FastWARC's native reading
+            self.skip(stats, "bad_header")
+            return None
         if kind not in ("response", "conversion"):
             self.skip(stats, kind or "unknown_record")
             return None

@@ -10,13 +10,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from curate.core.document import CORE_COLUMNS, Document
+from curate.core.document import CORE_COLUMNS, SHARD_MARK, Document
 from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.members import CHUNK, Tracked
 from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_BOM = b"\xef\xbb\xbf"
+MAX_LINE_BYTES = 32 << 20  # a JSONL record: reading one costs ~25x its size in memory (bytes, str, objects)
 
 
 @contextlib.contextmanager
@@ -82,20 +84,28 @@ class Jsonl(Reader):
     text (`read:no_text`) costs itself; a line that is not UTF-8 is decoded with U+FFFD and lone
     surrogates (`"\\ud800"`, which Arrow cannot write) are replaced by U+FFFD: figures
     `read:invalid_utf8` and `read:text_repaired`. A compressed stream that breaks ends the file with
-    one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`).
+    one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`). A line over
+    `max_line_bytes` is passed over without being held in memory (`read:too_large`). A UTF-8 byte-order
+    mark at the start of the file is no part of the first record.
     """
 
     def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", url_key: str = "url",
-                 unique_ids: bool = True):
+                 unique_ids: bool = True, max_line_bytes: int = MAX_LINE_BYTES):
         super().__init__(source)
         self.text_key, self.id_key, self.url_key = text_key, id_key, url_key
         self.unique_ids = unique_ids  # False: ids as given (a finished corpus read back, e.g. by `curate mix`)
+        self.max_line_bytes = max_line_bytes
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         with _open_bytes(path) as (f, raw):
             lineno, before = -1, stats.docs_in
             try:
-                for lineno, line in enumerate(f):
+                for lineno, line in enumerate(_lines(f, self.max_line_bytes)):
+                    if line is None:
+                        self.skip(stats, "too_large")
+                        continue
+                    if lineno == 0 and line.startswith(_BOM):
+                        line = line[len(_BOM):]
                     if not line.strip():
                         continue
                     doc = self._parse(line, key or path, lineno, stats)
@@ -136,10 +146,25 @@ class Jsonl(Reader):
                         url=url if isinstance(url, str) else None, metadata=rec)
 
 
+def _lines(f: Any, limit: int) -> Iterator[bytes | None]:
+    """The lines of `f`, each read only up to `limit` bytes: a longer one is read on in chunks to its end,
+    never held whole, and comes out as None."""
+    while line := f.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = f.readline(CHUNK)
+        yield None
+
+
 class Parquet(Reader):
-    """Parquet files. Shards in the text contract come back whole, ids included (the run that wrote them
-    made them unique); other files need `text_key`, and get ids like JSONL's (`unique_id`, from the
-    file and row), their own id column staying in `metadata` under its own name.
+    """Parquet files. A shard this project wrote (`SHARD_MARK` in its schema's metadata) comes back whole,
+    ids included (the run that wrote it made them unique). Every other file gets ids like JSONL's
+    (`unique_id`, from the file and row), its own id staying in `metadata` under its own name: one with
+    the contract's columns (`id`, `text`, `source`) keeps its other columns as a shard's are read, any
+    other needs `text_key`. Only the mark is trusted: third-party files reuse ids, and trusting them
+    lets a global step that drops one id drop a unique text that shares it.
 
     Row groups are read one by one: one that does not decode (a damaged page, a bad page checksum)
     costs its own rows (`read:bad_row_group`, one count per row), and reading goes on with the next.
@@ -172,7 +197,8 @@ class Parquet(Reader):
             self.skip(stats, "bad_schema")
             note(stats, path, f"no column {self.text_key!r} (columns: {names})")
             return
-        contract = all(c in names for c in ("id", "text", "source"))
+        shaped = self.text_key == "text" and all(c in names for c in ("id", "text", "source"))
+        contract = "ours" if shaped and _ours(pf.schema_arrow) else "shaped" if shaped else None
         row = 0
         for g in range(pf.metadata.num_row_groups):
             size, done = pf.metadata.row_group(g).num_rows, 0
@@ -191,14 +217,29 @@ class Parquet(Reader):
                     self.skip(stats, "bad_row_group")
             row += size
 
-    def _doc(self, rec: dict, contract: bool, key: str, row: int, stats: StepStats) -> Document | None:
+    def _shaped(self, rec: dict, key: str, row: int) -> Document | None:
+        """A row of a file with the contract's columns that this project did not write, read as a shard
+        but with its id made unique (`unique_id`); None where its columns do not read as a shard's."""
+        try:
+            doc = Document.from_record(rec)
+        except ValueError:  # a `metadata` column that is not JSON
+            return None
+        if not isinstance(doc.source, str) or not isinstance(doc.metadata, dict):
+            return None
+        doc.metadata.setdefault(self.id_key, doc.id)
+        doc.id = unique_id(doc.source, doc.id, f"{key}:{row}")
+        return doc
+
+    def _doc(self, rec: dict, contract: str | None, key: str, row: int, stats: StepStats) -> Document | None:
         text = rec.get(self.text_key)
         if not isinstance(text, str):
             self.skip(stats, "no_text")
             return None
         stats.docs_in += 1
-        if contract:
+        if contract == "ours":
             return Document.from_record(rec)
+        if contract == "shaped" and (doc := self._shaped(rec, key, row)) is not None:
+            return doc
         rec.pop(self.text_key)
         return Document(
             id=unique_id(self.source, rec.get(self.id_key), f"{key}:{row}"),
@@ -207,6 +248,12 @@ class Parquet(Reader):
             url=rec.pop("url", None),
             metadata={k: v for k, v in rec.items() if k not in CORE_COLUMNS or k == self.id_key},
         )
+
+
+def _ours(schema: Any) -> bool:
+    """Whether a Parquet schema carries `SHARD_MARK` (a shard this project wrote)."""
+    meta = schema.metadata or {}
+    return all(meta.get(k) == v for k, v in SHARD_MARK.items())
 
 
 def _pylist(batch: Any, stats: StepStats) -> list[dict]:

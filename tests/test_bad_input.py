@@ -498,3 +498,17 @@ def test_third_party_parquet_with_the_contract_columns_keeps_its_unique_text(tmp
     shards = sorted((tmp_path / "out/data").glob("*.parquet"))  # our own shards: ids kept as written
     ours, _ = read(readers.Parquet(), shards[0])
     assert [d.id for d in ours] == pq.read_table(shards[0]).column("id").to_pylist()
+
+
+def test_jsonl_zst_bomb_is_decompressed_in_bounded_pieces(tmp_path):
+    """zstandard's decompressobj has no output cap: 64 KiB of zstd can hold GBs. Fed 256 bytes at a time,
+    a 64 MiB line in 3 KB of zstd is passed over without holding more than a few MiB."""
+    import zstandard
+
+    c = zstandard.ZstdCompressor().compressobj()
+    data = c.compress(b'{"text": "before"}\n{"text": "') + b"".join(c.compress(b"y" * (1 << 20)) for _ in range(64))
+    path = tmp_path / "bomb.jsonl.zst"
+    path.write_bytes(data + c.compress(b'"}\n{"text": "after"}\n') + c.flush())
+    (docs, stats), peak = traced_peak(lambda: read(readers.Jsonl(max_line_bytes=1 << 16), path))
+    assert [d.text for d in docs] == ["before", "after"] and dict(stats.dropped) == {"read:too_large": 1}
+    assert peak < 32 << 20, peak  # at most 8 MiB out of one piece, a few copies of it; the line is 64 MiB

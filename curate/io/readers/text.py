@@ -18,6 +18,7 @@ from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = b"\xef\xbb\xbf"
+ZSTD_SLICE = 256  # compressed bytes fed to zstd at once: at most 8 MiB out (zstd has no output cap)
 MAX_LINE_BYTES = 32 << 20  # a JSONL record: reading one costs ~25x its size in memory (bytes, str, objects)
 
 
@@ -41,28 +42,35 @@ class _StrictZstd(io.RawIOBase):
 
     zstandard's own reader returns a truncated file's prefix as if it were whole, which would turn a
     half-copied shard into silently missing documents instead of a counted `read:corrupt_stream`.
+    Its `decompressobj` has no output cap, so it is fed `ZSTD_SLICE` compressed bytes at a time: one
+    zstd block of at most 128 KiB can take 4 bytes (RLE), so a call gives at most 32768 x the slice.
     """
 
     def __init__(self, raw: Any):
         import zstandard
 
         self._new = zstandard.ZstdDecompressor().decompressobj
-        self.raw, self.dec, self.pending = raw, self._new(), b""
+        self.raw, self.dec, self.pending, self.out = raw, self._new(), memoryview(b""), 0  # output, how far read
+        self.chunk, self.at = memoryview(b""), 0  # compressed bytes read, and how far they were fed
         self.in_frame = False  # bytes of a frame were fed and its end not seen yet
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buf: Any) -> int:
-        while not self.pending:
-            chunk = self.raw.read(1 << 16)
-            if not chunk:
-                if self.in_frame:
-                    raise EOFError("zstd input ends inside a frame (truncated file)")
-                return 0
-            self.pending = self._feed(chunk)
-        n = min(len(buf), len(self.pending))
-        buf[:n], self.pending = self.pending[:n], self.pending[n:]
+        while self.out >= len(self.pending):
+            if self.at >= len(self.chunk):
+                self.chunk, self.at = memoryview(self.raw.read(1 << 16)), 0
+                if not self.chunk:
+                    if self.in_frame:
+                        raise EOFError("zstd input ends inside a frame (truncated file)")
+                    return 0
+            piece = self.chunk[self.at : self.at + ZSTD_SLICE]
+            self.at += len(piece)
+            self.pending, self.out = memoryview(self._feed(bytes(piece))), 0
+        n = min(len(buf), len(self.pending) - self.out)
+        buf[:n] = self.pending[self.out : self.out + n]
+        self.out += n
         return n
 
     def _feed(self, chunk: bytes) -> bytes:

@@ -47,6 +47,12 @@ class Warc(Reader):
     if it breaks, the rest of it is one `read:corrupt_stream`. A document is only yielded once the
     gzip CRC of its member has checked out.
 
+    warcio (FastWARC in `FastWarc`) only frames records, over `Framed`, which bounds each header block
+    (`read:header_too_long`) and passes over bytes that start no record (`read:bad_header`, reading
+    goes on at the next `WARC/` line); `_build` makes the document, the same for both readers: content
+    over `RAW_FACTOR * max_html_bytes` is not read, HTTP heads are split by `_split_http`, and bodies
+    decoded by `_http_payload` with an output cap of `max_html_bytes` (`read:too_large`).
+
     Ids are unique per run: `blake2b(source, file key, record position)` (see `Reader.read`); the
     WARC-Record-ID is kept in `metadata.warc_record_id`.
     """
@@ -290,7 +296,7 @@ def _dechunk(raw: bytes) -> bytes:
 
 
 def _http_payload(raw: bytes, transfer: str, encoding: str, limit: int) -> bytes:
-    """Decode an HTTP body the way warcio's content_stream does, falling back to the raw bytes on error.
+    """Decode an HTTP body the way warcio's content_stream did, falling back to the raw bytes on error.
 
     Crawlers often record `Transfer-Encoding: chunked` over a body that was stored de-chunked, or a
     `Content-Encoding` the stored body no longer has; warcio then quietly keeps the raw bytes, and
@@ -331,9 +337,9 @@ def _unbrotli(raw: bytes, limit: int) -> bytes | None:
 class FastWarc(Warc):
     """WARC/WET reader on FastWARC (extra `fast`): the same documents, ids and skip reasons as `Warc`.
 
-    FastWARC only frames records here; HTTP heads and bodies are decoded by `_split_http` and
-    `_http_payload`, which keep warcio's leniency (bare-LF headers, mislabelled chunked bodies) that
-    FastWARC's own HTTP parsing lacks. Tested for equality with `Warc` on the real crawls.
+    FastWARC only frames records here; documents are made by `Warc._build`, whose `_split_http` and
+    `_http_payload` keep warcio's leniency (bare-LF headers, mislabelled chunked bodies) that FastWARC's
+    own HTTP parsing lacks. Tested for equality with `Warc` on the real crawls and in the fuzz test.
 
     A seekable `.warc.gz` is read natively (FastWARC's own gzip; members in Python take ~1.6x the CPU
     time, docs/benchmarks.md) while every record has a gzip member of its own; from the first sign of trouble (an error, a record

@@ -26,24 +26,25 @@ _CHUNK = 1 << 16
 _START = b"\nWARC/"
 _CONTENT_LENGTH = re.compile(rb"(?im)^content-length:[ \t]*(\d+)[ \t]*\r?$")
 _BLOCK_END = re.compile(rb"\n\r?\n")
+_BLANKS = re.compile(rb"[\r\n]*")
 
 
 class Framed(io.RawIOBase):
     """The records of `raw` (decompressed WARC bytes), bytes that frame no record left out (see module).
 
-    `starts` counts the lines that start a WARC record in everything read from `raw`, so that after a
-    parser error the reader can tell whether the rest of the stream held more records.
+    `records` counts the header blocks passed on; `drain()` frames the rest after a parser error, so
+    that the reader can tell whether the stream held more records than the parser read.
     """
 
     def __init__(self, raw: Any):
         self.raw, self.pos, self.eof = raw, 0, False
-        self.out = bytearray()  # framed bytes not yet read by the parser
+        self.out = bytearray()  # framed bytes being gathered
+        self.ready, self.at = memoryview(b""), 0  # framed bytes the parser reads, and how far it has
         self.body = 0  # bytes of the current record's content still to pass
-        self.head = bytearray()  # the blank lines and header block of the next record, read so far
+        self.head = b""  # the start of the next header block (or of a `_START` searched for), split by a read
         self.skipping = False  # passing over bytes up to the next line that starts with `WARC/`
         self.skipped: Counter = Counter()  # runs passed over, by reason
-        self.starts = 0
-        self.tail = b"\n"  # the last bytes of `raw` read, for a `_START` split between two reads
+        self.records = 0
 
     def readable(self) -> bool:
         return True
@@ -59,36 +60,31 @@ class Framed(io.RawIOBase):
         return self.pos
 
     def readinto(self, buf: Any) -> int:
-        while not self.out and not self.eof:
-            self._feed(self._read())
-        n = min(len(buf), len(self.out))
-        buf[:n] = self.out[:n]
-        del self.out[:n]
+        if self.at >= len(self.ready):  # served by offset: a parser's small reads copy only what they take
+            while not self.out and not self.eof:
+                self._feed(self.raw.read(_CHUNK))
+            self.ready, self.at, self.out = memoryview(bytes(self.out)), 0, bytearray()
+        n = min(len(buf), len(self.ready) - self.at)
+        buf[:n] = self.ready[self.at : self.at + n]
+        self.at += n
         self.pos += n
         return n
 
     def drain(self) -> None:
-        """Read `raw` to its end (after a parser error), counting the record starts in it."""
-        while self._read():
-            pass
+        """Frame the rest of `raw` without a parser (after a parser error), counting its records."""
+        while not self.eof:
+            self._feed(self.raw.read(_CHUNK))
+            self.out = bytearray()
 
-    def _read(self) -> bytes:
-        data = self.raw.read(_CHUNK)
-        if not data:
+    def _feed(self, chunk: bytes) -> None:
+        """Frame `chunk`; at the end of `raw` (`chunk` empty) an unfinished header goes to the parser as it is."""
+        if not chunk:
             self.eof = True
-            return b""
-        k = len(_START) - 1
-        self.starts += (self.tail + data[:k]).count(_START) + data.count(_START)
-        self.tail = (self.tail + data)[-k:]
-        return data
-
-    def _feed(self, data: bytes) -> None:
-        """Frame `data`; at the end of `raw` (`data` empty) an unfinished header goes to the parser as it is."""
-        if not data:
             if not self.skipping:
                 self.out += self.head  # blank lines, or a header cut by the end of the file (the parser counts it)
-            self.head = bytearray()
+            self.head = b""
             return
+        data = memoryview(chunk)
         while data:
             if self.body:
                 k = min(self.body, len(data))
@@ -99,38 +95,40 @@ class Framed(io.RawIOBase):
             else:
                 data = self._header(data)
 
-    def _skip(self, data: bytes) -> bytes:
-        """`data` from the next line that starts with `WARC/` (b"" if none yet: the search goes on)."""
-        seen = bytes(self.head) + data  # `head` holds the last bytes passed over
+    def _skip(self, data: memoryview) -> memoryview:
+        """`data` from the next line that starts with `WARC/` (empty if none yet: the search goes on)."""
+        seen = self.head + bytes(data)  # `head`: the last bytes passed over, for a start split by a read
         i = seen.find(_START)
         if i < 0:
-            self.head = bytearray(seen[-(len(_START) - 1):])
-            return b""
-        self.skipping, self.head = False, bytearray()
-        return seen[i + 1:]
+            self.head = seen[-(len(_START) - 1):]
+            return memoryview(b"")
+        self.skipping, self.head = False, b""
+        return memoryview(seen)[i + 1:]
 
-    def _header(self, data: bytes) -> bytes:
+    def _header(self, data: memoryview) -> memoryview:
         """Gather the next header block; pass it on whole, or pass it over. Returns the bytes after it."""
-        self.head += data
-        start = len(self.head) - len(self.head.lstrip(b"\r\n"))  # blank lines between records
-        lead = bytes(self.head[start:start + 5])
+        buf = memoryview(self.head + bytes(data)) if self.head else data
+        start = _BLANKS.match(buf).end()  # blank lines between records
+        lead = bytes(buf[start : start + 5])
         if lead != b"WARC/"[: len(lead)]:
-            return self._pass_over("bad_header", start)
-        end = _BLOCK_END.search(self.head, start)
-        if end is None or end.end() > MAX_HEADER_BYTES:
-            if end is None and len(self.head) <= MAX_HEADER_BYTES:
-                return b""  # wait for more
-            return self._pass_over("header_too_long", start)
-        length = _CONTENT_LENGTH.search(self.head, start, end.end())
+            return self._pass_over("bad_header", buf, start)
+        end = _BLOCK_END.search(buf, start, MAX_HEADER_BYTES)
+        if end is None:
+            if len(buf) <= MAX_HEADER_BYTES:
+                self.head = bytes(buf)  # wait for more
+                return memoryview(b"")
+            return self._pass_over("header_too_long", buf, start)
+        length = _CONTENT_LENGTH.search(buf, start, end.end())
         if length is None:  # no way to find the record's end
-            return self._pass_over("bad_header", start)
-        if start == 0 and self.pos + len(self.out):  # warcio takes a line right after a record for its tail
-            self.out += b"\r\n\r\n"
-        self.out += self.head[: end.end()]
-        self.body, rest, self.head = int(length.group(1)), bytes(self.head[end.end():]), bytearray()
-        return rest
+            return self._pass_over("bad_header", buf, start)
+        if start == 0 and self.pos + len(self.out) + len(self.ready) - self.at:  # warcio takes a line
+            self.out += b"\r\n\r\n"  # right after a record for that record's tail
+        self.out += buf[: end.end()]
+        self.records += 1
+        self.body, self.head = int(length.group(1)), b""
+        return buf[end.end():]
 
-    def _pass_over(self, reason: str, start: int) -> bytes:
+    def _pass_over(self, reason: str, buf: memoryview, start: int) -> memoryview:
         self.skipped[reason] += 1
-        self.skipping, rest, self.head = True, bytes(self.head[start + 1:]), bytearray()
-        return rest
+        self.skipping, self.head = True, b""
+        return buf[start + 1:]

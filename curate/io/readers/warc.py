@@ -129,7 +129,7 @@ class Warc(Reader):
                 with contextlib.suppress(BadMember):
                     framed.drain()
             truncated = getattr(m, "truncated", False)
-            if plain or n > 1 or framed.starts > max(n, 1):  # more records: what follows the break is lost
+            if plain or n > 1 or framed.records > max(n, 1):  # more records: what follows the break is lost
                 self.skip(stats, "truncated_record" if truncated else "corrupt_stream")
                 figure(stats, "records_before_corrupt_stream", n)
             elif stats.docs_in == counted:

@@ -512,3 +512,17 @@ def test_jsonl_zst_bomb_is_decompressed_in_bounded_pieces(tmp_path):
     (docs, stats), peak = traced_peak(lambda: read(readers.Jsonl(max_line_bytes=1 << 16), path))
     assert [d.text for d in docs] == ["before", "after"] and dict(stats.dropped) == {"read:too_large": 1}
     assert peak < 32 << 20, peak  # at most 8 MiB out of one piece, a few copies of it; the line is 64 MiB
+
+
+def test_parquet_row_group_over_the_limit_is_counted_not_decoded(tmp_path):
+    """A 16 MiB text in a few KB of zstd: pyarrow would decode it whole. Its row group (by the file's
+    metadata) is over the limit: its rows are counted, the other groups read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "big.parquet"
+    texts = ["first", "y" * (16 << 20), "third", "fourth"]
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=2, compression="zstd")
+    (docs, stats), peak = traced_peak(lambda: read(readers.Parquet(max_row_group_bytes=1 << 20), path))
+    assert [d.text for d in docs] == ["third", "fourth"] and dict(stats.dropped) == {"read:too_large": 2}
+    assert peak < 8 << 20, peak

@@ -19,6 +19,7 @@ from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = b"\xef\xbb\xbf"
 ZSTD_SLICE = 256  # compressed bytes fed to zstd at once: at most 8 MiB out (zstd has no output cap)
+MAX_ROW_GROUP_BYTES = 1 << 30  # a Parquet row group's decoded size (its metadata's): a batch can hold all of it
 MAX_LINE_BYTES = 32 << 20  # a JSONL record: reading one costs ~25x its size in memory (bytes, str, objects)
 
 
@@ -176,12 +177,17 @@ class Parquet(Reader):
 
     Row groups are read one by one: one that does not decode (a damaged page, a bad page checksum)
     costs its own rows (`read:bad_row_group`, one count per row), and reading goes on with the next.
-    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`).
+    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`). A row group whose
+    decoded size (by the file's metadata) is over `max_row_group_bytes` is not read: one value can be
+    all of it (a 2 GB text in 2 MB of zstd), and pyarrow decodes a value whole (`read:too_large`, one
+    count per row).
     """
 
-    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024):
+    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024,
+                 max_row_group_bytes: int = MAX_ROW_GROUP_BYTES):
         super().__init__(source)
         self.text_key, self.id_key, self.batch_size = text_key, id_key, batch_size
+        self.max_row_group_bytes = max_row_group_bytes
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         import pyarrow.parquet as pq
@@ -210,6 +216,12 @@ class Parquet(Reader):
         row = 0
         for g in range(pf.metadata.num_row_groups):
             size, done = pf.metadata.row_group(g).num_rows, 0
+            if (decoded := pf.metadata.row_group(g).total_byte_size) > self.max_row_group_bytes:
+                note(stats, path, f"row group {g}: {decoded} bytes decoded, over max_row_group_bytes")
+                for _ in range(size):
+                    self.skip(stats, "too_large")
+                row += size
+                continue
             try:
                 for batch in pf.iter_batches(batch_size=self.batch_size, row_groups=[g]):
                     for rec in _pylist(batch, stats):

@@ -259,14 +259,14 @@ def test_fuzz_warc_readers(warc_segments, tmp_path, name, mutations):
         want, reasons = Counter(s.rid for s in segs if s.rid), []
         for cls in (readers.Warc, readers.FastWarc):
             docs, stats = read(cls(), path)
-            reasons.append(dict(stats.dropped))
+            reasons.append((dict(stats.dropped), [d.id for d in docs]))
             got = Counter(d.metadata["warc_record_id"] for d in docs)
             assert got == want, (name, i, kinds, cls.__name__, want - got, got - want, dict(stats.dropped))
             assert len({d.id for d in docs}) == len(docs)  # duplicated records get distinct ids
             u16 = {s.rid for s in segs if s.utf16}
             assert not any("\x00" in d.html for d in docs if d.metadata["warc_record_id"] in u16), (i, kinds)
             account(docs, stats, units=units(segs))
-        assert reasons[0] == reasons[1], (name, i, kinds)  # the same reason for the same record (docs/pipelines.md)
+        assert reasons[0] == reasons[1], (name, i, kinds)  # the same reasons and ids (docs/pipelines.md)
 
 
 # ---------------------------------------------------------------- JSONL

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -306,3 +307,222 @@ def test_parquet_string_that_is_not_utf8_is_decoded_with_replacement_and_counted
     pq.write_table(pa.table({"text": text, "id": ["x", "y"]}), tmp_path / "bad.parquet")
     docs, stats = read(readers.Parquet(), tmp_path / "bad.parquet")
     assert [d.text for d in docs] == ["caf\ufffd", "fine"] and stats.extra == {"read:invalid_utf8": 1}
+
+
+# ---------------------------------------------------------------- issue 22: hostile input, every limit bounded
+
+
+def traced_peak(fn):
+    """(fn(), the peak of Python's allocations while it ran): a memory bound checked without wall clocks."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def http_response(url: str, http_head: bytes, body: bytes, rid: str) -> bytes:
+    h = {"WARC-Type": "response", "WARC-Target-URI": url, "WARC-Record-ID": rid,
+         "Content-Type": "application/http; msgtype=response"}
+    return record(h, b"HTTP/1.1 200 OK\r\n" + http_head + b"\r\n" + body)
+
+
+def brotli_bomb(mib: int) -> bytes:
+    import brotli
+
+    c = brotli.Compressor(quality=1)
+    zeros = bytes(1 << 20)
+    return c.process(b"") + b"".join(c.process(zeros) for _ in range(mib)) + c.finish()
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+def test_brotli_bomb_costs_its_record_and_bounded_memory(tmp_path, cls):
+    """64 MiB of zeros in 12 KB of brotli: decoded only up to max_html_bytes, counted, the next page read."""
+    path = tmp_path / "bomb.warc.gz"
+    path.write_bytes(http_response("http://bomb.example/", b"Content-Type: text/html\r\nContent-Encoding: br\r\n",
+                                   brotli_bomb(64), "<u:bomb>")
+                     + response("http://ok.example/", GOOD_HTML, rid="<u:ok>"))
+    (docs, stats), peak = traced_peak(lambda: read(cls(max_html_bytes=1_000_000), path))
+    assert dict(stats.dropped) == {"read:too_large": 1} and [d.url for d in docs] == ["http://ok.example/"]
+    assert peak < 16 << 20, peak  # the whole bomb would be 64 MiB
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+def test_brotli_page_is_read_like_a_plain_one(tmp_path, cls):
+    """warcio 1.8.1 cannot build a decompressor with brotli >= 1.2: `Warc` dropped such pages as bad_record."""
+    import brotli
+
+    path = tmp_path / "br.warc.gz"
+    path.write_bytes(http_response("http://br.example/", b"Content-Type: text/html\r\nContent-Encoding: br\r\n",
+                                   brotli.compress(GOOD_HTML), "<u:br>")
+                     + http_response("http://cut.example/", b"Content-Type: text/html\r\nContent-Encoding: br\r\n",
+                                     brotli.compress(GOOD_HTML)[:-5], "<u:cut>"))
+    docs, stats = read(cls(), path)
+    assert not stats.dropped and len(docs) == 2  # a cut stream: its raw bytes, as warcio does for gzip
+    assert docs[0].html == GOOD_HTML.decode()
+
+
+def long_header_record(n: int) -> bytes:
+    """A gzip member whose WARC header has an `n`-byte line: a few KB compressed."""
+    head = b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://long.example/\r\nX-Long: "
+    body = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n" + GOOD_HTML
+    return gzip.compress(head + b"a" * n + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body + b"\r\n\r\n", mtime=0)
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+def test_huge_warc_header_line_is_counted_in_linear_time_and_bounded_memory(tmp_path, cls):
+    """warcio's readline is quadratic in a line's length (16 MB: 6.6 s) and holds it whole; FastWARC
+    refuses a header block over 32 KiB with a different reason. Both now: read:header_too_long."""
+    path = tmp_path / "header.warc.gz"
+    path.write_bytes(response("http://a.example/", GOOD_HTML, rid="<u:a>") + long_header_record(8 << 20)
+                     + response("http://b.example/", GOOD_HTML, rid="<u:b>"))
+    (docs, stats), peak = traced_peak(lambda: read(cls(), path))
+    assert dict(stats.dropped) == {"read:header_too_long": 1}
+    assert [d.url for d in docs] == ["http://a.example/", "http://b.example/"]
+    assert peak < 4 << 20, peak  # the line alone is 8 MiB
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+def test_header_block_at_the_limit_is_read_and_one_byte_over_is_not(tmp_path, cls):
+    from curate.io.readers.framing import MAX_HEADER_BYTES
+
+    fixed = gzip.decompress(long_header_record(0)).index(b"\r\n\r\n") + 4  # the header block without the line
+    for extra, want in ((0, {}), (1, {"read:header_too_long": 1})):
+        path = tmp_path / f"edge{extra}.warc.gz"
+        path.write_bytes(long_header_record(MAX_HEADER_BYTES - fixed + extra))
+        docs, stats = read(cls(), path)
+        assert dict(stats.dropped) == want and len(docs) == 1 - extra
+
+
+def single_stream(shared, edit) -> bytes:
+    """dolma_sample-0001 (19 non-HTML records, 15 pages) gzipped as one stream after `edit(raw)`."""
+    raw = gzip.decompress((shared / "warc/wget/dolma_sample-0001.warc.gz").read_bytes())
+    return gzip.compress(edit(raw), mtime=0)
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+@pytest.mark.parametrize("short", [40, 200])  # the record's tail: one line, several lines
+def test_single_stream_with_a_short_content_length_keeps_the_later_records(shared, tmp_path, cls, short):
+    """The first record's Content-Length is `short` bytes too small: its tail is bytes that start no
+    record (one read:bad_header), and every later record is read (main: FastWarc lost all 34 records
+    and counted only the warcinfo; warcio recovered from a one-line tail only)."""
+    import re
+
+    def edit(raw):
+        m = re.search(rb"Content-Length: (\d+)", raw)
+        return raw[: m.start(1)] + str(int(m.group(1)) - short).encode() + raw[m.end(1):]
+
+    whole, cut = tmp_path / "whole.warc.gz", tmp_path / "short.warc.gz"
+    whole.write_bytes(single_stream(shared, lambda raw: raw))
+    cut.write_bytes(single_stream(shared, edit))
+    want, want_stats = read(cls(), whole)
+    docs, stats = read(cls(), cut)
+    assert [d.html for d in docs] == [d.html for d in want] and len(docs) == 15
+    assert stats.dropped == want_stats.dropped + Counter({"read:bad_header": 1})
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+def test_single_stream_with_a_huge_header_line_keeps_the_later_records(shared, tmp_path, cls):
+    def edit(raw):
+        at = raw.index(b"WARC/1.0", 10)
+        return raw[:at] + long_header_raw(1 << 20) + raw[at:]
+
+    path = tmp_path / "long.warc.gz"
+    path.write_bytes(single_stream(shared, edit))
+    docs, stats = read(cls(), path)
+    assert len(docs) == 15 and stats.dropped["read:header_too_long"] == 1 and stats.docs_in == 35
+
+
+def long_header_raw(n: int) -> bytes:
+    return gzip.decompress(long_header_record(n))
+
+
+@pytest.mark.parametrize("cls", WARC_READERS)
+@pytest.mark.parametrize("enc", ["utf-16-le", "utf-16-be"])
+def test_utf16_page_without_a_bom_is_decoded(tmp_path, cls, enc):
+    """NUL-interleaved ASCII is valid UTF-8: without the check the raw markup became the kept text."""
+    html = "<html><body><p>Olá! Uma página em UTF-16 sem marca de ordem, 日本語も少し。</p></body></html>"
+    path = tmp_path / "u16.warc.gz"
+    path.write_bytes(response("http://u16.example/", html.encode(enc), ctype="text/html")
+                     + response("http://ok.example/", GOOD_HTML, rid="<u:2>"))
+    docs, stats = read(cls(), path)
+    assert [d.html for d in docs] == [html, GOOD_HTML.decode()] and docs[0].metadata["charset"] == enc
+    assert not stats.dropped
+
+
+def test_jsonl_line_over_the_limit_is_passed_over_in_bounded_memory(tmp_path):
+    """A 16 MiB line in 16 KB of gzip, read with a 64 KiB limit: counted, never held, the next line read."""
+    path = tmp_path / "long.jsonl.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(b'{"text": "before"}\n{"text": "')
+        for _ in range(16):
+            f.write(b"y" * (1 << 20))
+        f.write(b'"}\n{"text": "after"}\n')
+    (docs, stats), peak = traced_peak(lambda: read(readers.Jsonl(max_line_bytes=1 << 16), path))
+    assert [d.text for d in docs] == ["before", "after"] and dict(stats.dropped) == {"read:too_large": 1}
+    assert peak < 4 << 20, peak
+    edge = tmp_path / "edge.jsonl"  # a line of exactly the limit is read, one byte more is not
+    line = json.dumps({"text": "x" * 100}).encode()
+    edge.write_bytes(line + b"\n" + line[:-1] + b' }\n' + line)
+    docs, stats = read(readers.Jsonl(max_line_bytes=len(line)), edge)
+    assert len(docs) == 2 and dict(stats.dropped) == {"read:too_large": 1}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_jsonl_utf8_bom_does_not_cost_the_first_record(tmp_path, suffix):
+    path = tmp_path / f"bom{suffix}"
+    data = b"\xef\xbb\xbf" + b'{"id": "1", "text": "first"}\n{"id": "2", "text": "second"}\n'
+    path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    docs, stats = read(readers.Jsonl(), path)
+    assert [d.text for d in docs] == ["first", "second"] and not stats.dropped
+
+
+def test_third_party_parquet_with_the_contract_columns_keeps_its_unique_text(tmp_path):
+    """{b: X, a: X, b: Y}: with its ids trusted, exact dedup dropped "id b" and with it the unique Y."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from curate import dedup
+
+    path = tmp_path / "third.parquet"
+    pq.write_table(pa.table({"id": ["b", "a", "b"], "text": ["X text", "X text", "Y text"], "source": ["s"] * 3}), path)
+    docs, _ = read(readers.Parquet(), path)
+    assert len({d.id for d in docs}) == 3 and [d.metadata["id"] for d in docs] == ["b", "a", "b"]
+    steps = run(tmp_path, [path], reader=readers.Parquet(), steps=[dedup.Exact()])
+    assert steps["exact"]["dropped"] == {"exact:duplicate": 1}
+    kept = pq.read_table(tmp_path / "out/data").column("text").to_pylist()
+    assert sorted(kept) == ["X text", "Y text"]
+    shards = sorted((tmp_path / "out/data").glob("*.parquet"))  # our own shards: ids kept as written
+    ours, _ = read(readers.Parquet(), shards[0])
+    assert [d.id for d in ours] == pq.read_table(shards[0]).column("id").to_pylist()
+
+
+def test_jsonl_zst_bomb_is_decompressed_in_bounded_pieces(tmp_path):
+    """zstandard's decompressobj has no output cap: 64 KiB of zstd can hold GBs. Fed 256 bytes at a time,
+    a 64 MiB line in 3 KB of zstd is passed over without holding more than a few MiB."""
+    import zstandard
+
+    c = zstandard.ZstdCompressor().compressobj()
+    data = c.compress(b'{"text": "before"}\n{"text": "') + b"".join(c.compress(b"y" * (1 << 20)) for _ in range(64))
+    path = tmp_path / "bomb.jsonl.zst"
+    path.write_bytes(data + c.compress(b'"}\n{"text": "after"}\n') + c.flush())
+    (docs, stats), peak = traced_peak(lambda: read(readers.Jsonl(max_line_bytes=1 << 16), path))
+    assert [d.text for d in docs] == ["before", "after"] and dict(stats.dropped) == {"read:too_large": 1}
+    assert peak < 32 << 20, peak  # at most 8 MiB out of one piece, a few copies of it; the line is 64 MiB
+
+
+def test_parquet_row_group_over_the_limit_is_counted_not_decoded(tmp_path):
+    """A 16 MiB text in a few KB of zstd: pyarrow would decode it whole. Its row group (by the file's
+    metadata) is over the limit: its rows are counted, the other groups read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "big.parquet"
+    texts = ["first", "y" * (16 << 20), "third", "fourth"]
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=2, compression="zstd")
+    (docs, stats), peak = traced_peak(lambda: read(readers.Parquet(max_row_group_bytes=1 << 20), path))
+    assert [d.text for d in docs] == ["third", "fourth"] and dict(stats.dropped) == {"read:too_large": 2}
+    assert peak < 8 << 20, peak

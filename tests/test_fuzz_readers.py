@@ -10,6 +10,7 @@ json parses it to an object with a text string. Fixed seeds, so a failure reprod
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
@@ -60,6 +61,12 @@ class Seg:
     data: bytes
     rid: str | None
     counted: bool = True  # False only for the zero-length remainder of a cut at a boundary
+    tail: int = 0  # counts beyond the record's own: 1 for bytes after its Content-Length that start no record
+    utf16: bool = False  # a page made UTF-16 without a BOM: its HTML must come out without NULs
+
+
+def units(segs: list[Seg]) -> int:
+    return sum(1 + s.tail for s in segs)
 
 
 def members(data: bytes) -> list[bytes]:
@@ -93,6 +100,17 @@ def intact(original: bytes, mutated: bytes) -> bool:
     return d.eof and not d.unused_data and out == zlib.decompress(original, 16 + zlib.MAX_WBITS)
 
 
+def one_record(member: bytes) -> bool:
+    """Whether `member` is one whole gzip member holding a record `rewrite` can edit."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        raw = d.decompress(member)
+    except zlib.error:
+        return False
+    return d.eof and not d.unused_data and raw.startswith(b"WARC/") and b"\r\n\r\n" in raw and \
+        re.search(rb"Content-Length:\s*\d+", raw, re.I) is not None
+
+
 def rewrite(member: bytes, fn) -> bytes:
     """Decompress a member, change its record with `fn(header, block) -> (header, block)`, fix Content-Length."""
     raw = zlib.decompress(member, 16 + zlib.MAX_WBITS)
@@ -120,13 +138,48 @@ def inject_bytes(junk: bytes):
     return fn
 
 
-def mutate_warc(segs: list[Seg], donors: list[Seg], rng: random.Random) -> tuple[list[Seg], str]:
+def http_parts(block: bytes) -> tuple[bytes, bytes]:
+    """An HTTP block's head without the encodings of its body (which a mutation re-encodes), and its body."""
+    end = re.search(rb"\r?\n\r?\n", block)  # ClueWeb09's heads end in bare LFs
+    http, body = block[: end.start()], block[end.end():]
+    return re.sub(rb"(?im)^(Content|Transfer)-Encoding:[^\r\n]*(\r?\n|$)", b"", http), body
+
+
+def brotli_page(bomb: bool):
+    """The page's body as brotli (`Content-Encoding: br`), or a brotli bomb over `max_html_bytes` in its place."""
+    import brotli
+
+    def fn(head, block):
+        http, body = http_parts(block)
+        if bomb:
+            c = brotli.Compressor(quality=1)
+            body = c.process(b"") + b"".join(c.process(bytes(1 << 20)) for _ in range(6)) + c.finish()
+        else:
+            body = brotli.compress(body)
+        return head, http + b"\r\nContent-Encoding: br\r\n\r\n" + body
+    return fn
+
+
+def utf16_page(head, block):
+    """The page as UTF-16LE without a byte-order mark and without a declared charset."""
+    http, body = http_parts(block)
+    http = re.sub(rb"(?im)^(Content-Type:)[^\r\n]*", b"\\1 text/html", http)
+    return head, http + b"\r\n\r\n" + body.decode("utf-8", "replace").encode("utf-16-le")
+
+
+DAMAGE = ("bitflip", "bitflip", "truncate", "splice", "junk", "bad_header", "bad_http", "bad_charset", "bad_bytes",
+          "duplicate")
+# Hostile records (issue 22): pages that decode (brotli, UTF-16 without a BOM) or must be counted (a brotli
+# bomb, a header block over 32 KiB), and a Content-Length too short, whose tail must be passed over.
+HOSTILE = ("brotli", "brotli_bomb", "long_header", "utf16", "short_length", "duplicate", "splice")
+
+
+def mutate_warc(segs: list[Seg], donors: list[Seg], rng: random.Random, kinds=DAMAGE) -> tuple[list[Seg], str]:
     """One seeded mutation of the segment list; returns the new list and what was done."""
     segs = list(segs)
     k = rng.randrange(len(segs))
-    html = [i for i, s in enumerate(segs) if s.rid]
-    kind = rng.choice(["bitflip", "bitflip", "truncate", "splice", "junk", "bad_header", "bad_http",
-                       "bad_charset", "bad_bytes", "duplicate"])
+    html = [i for i, s in enumerate(segs) if s.rid and not s.tail]  # a record with a tail is not rewritten
+    kind = rng.choice(kinds)
     if kind == "bitflip":
         data = bytearray(segs[k].data)
         data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
@@ -139,7 +192,7 @@ def mutate_warc(segs: list[Seg], donors: list[Seg], rng: random.Random) -> tuple
         segs.insert(k, rng.choice(donors))
     elif kind == "junk":
         segs.insert(k, Seg(bytes([rng.randrange(32, 127) for _ in range(rng.randrange(1, 300))]), None))
-    elif kind == "bad_header":
+    elif kind == "bad_header" and not segs[k].tail:
         # (pattern, replacement, whether the record is lost): no version line or no WARC-Type is a lost
         # record; a header line without its colon is dropped by both parsers, the record is still read
         how = rng.choice([(rb"^WARC/[\d.]+", b"WARX/1.0", True), (rb"(?im)^WARC-Type:[^\r\n]*\r\n", b"", True),
@@ -157,6 +210,28 @@ def mutate_warc(segs: list[Seg], donors: list[Seg], rng: random.Random) -> tuple
         segs[k] = Seg(rewrite(segs[k].data, fn), segs[k].rid)  # still a whole page: read, decoded some way
     elif kind == "duplicate":
         segs.insert(k, segs[k])
+    elif kind in ("brotli", "brotli_bomb", "utf16") and html:  # a page read (decoded), or a bomb counted
+        k = rng.choice(html)
+        if kind == "utf16" and re.search(rb"(?im)^(Content|Transfer)-Encoding:", zlib.decompress(segs[k].data, 31)):
+            return segs, kind  # its stored body is encoded: re-encoding it as text would make no page
+        fn = utf16_page if kind == "utf16" else brotli_page(bomb=kind == "brotli_bomb")
+        segs[k] = Seg(rewrite(segs[k].data, fn), None if kind == "brotli_bomb" else segs[k].rid, utf16=kind == "utf16")
+    elif kind in ("long_header", "short_length") and not (whole := [i for i, s in enumerate(segs) if not s.tail and one_record(s.data)]):
+        pass
+    elif kind == "long_header":  # a header block over 32 KiB: the record is counted, the next one read
+        k = rng.choice(whole)
+        line = b"\r\nX-Long: " + b"a" * rng.choice([40_000, 1 << 20])
+        segs[k] = Seg(rewrite(segs[k].data, lambda h, b: (h + line, b)), None)
+    elif kind == "short_length":  # Content-Length too small: the record's tail, in its member, starts no record
+        k, cut = rng.choice(whole), rng.randrange(1, 200)
+        raw = zlib.decompress(rewrite(segs[k].data, lambda h, b: (h, b)), 16 + zlib.MAX_WBITS)
+        n = int(re.search(rb"Content-Length:\s*(\d+)", raw, re.I).group(1))
+        if n > cut:
+            raw = re.sub(rb"(Content-Length:\s*)\d+", lambda m: m.group(1) + str(n - cut).encode(), raw, count=1, flags=re.I)
+            end = raw.index(b"\r\n\r\n") + 4 + n - cut  # the record as its new Content-Length frames it
+            c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            segs[k] = Seg(c.compress(raw) + c.flush(), html_rid(raw[:end] + b"\r\n\r\n"),
+                          tail=int(bool(raw[end:].strip(b"\r\n"))))
     return segs, kind
 
 
@@ -169,33 +244,44 @@ def warc_segments(shared) -> dict[str, list[Seg]]:
 
 
 @pytest.mark.parametrize("name", WARCS)
-def test_fuzz_warc_readers(warc_segments, tmp_path, name):
-    rng = random.Random(f"warc:{name}")
+@pytest.mark.parametrize("mutations", ["damage", "hostile"])
+def test_fuzz_warc_readers(warc_segments, tmp_path, name, mutations):
+    rng = random.Random(f"warc:{name}" if mutations == "damage" else f"warc-{mutations}:{name}")
     donors = [s for other, segs in warc_segments.items() if other != name for s in segs if s.rid][:20]
-    for i in range(MUTANTS_PER_FILE):
+    for i in range(MUTANTS_PER_FILE if mutations == "damage" else MUTANTS_PER_FILE // 2):
         segs, kinds = warc_segments[name], []
         for _ in range(rng.randint(1, 3)):
-            segs, kind = mutate_warc(segs, donors, rng)
+            segs, kind = mutate_warc(segs, donors, rng, DAMAGE if mutations == "damage" else HOSTILE)
             kinds.append(kind)
         path = tmp_path / f"m{i}.warc.gz"
         path.write_bytes(b"".join(s.data for s in segs))
         FIGURES["mutated_files"] += 1
-        want = Counter(s.rid for s in segs if s.rid)
+        want, reasons = Counter(s.rid for s in segs if s.rid), []
         for cls in (readers.Warc, readers.FastWarc):
             docs, stats = read(cls(), path)
+            reasons.append((dict(stats.dropped), [d.id for d in docs]))
             got = Counter(d.metadata["warc_record_id"] for d in docs)
             assert got == want, (name, i, kinds, cls.__name__, want - got, got - want, dict(stats.dropped))
             assert len({d.id for d in docs}) == len(docs)  # duplicated records get distinct ids
-            account(docs, stats, units=len(segs))
+            u16 = {s.rid for s in segs if s.utf16}
+            assert not any("\x00" in d.html for d in docs if d.metadata["warc_record_id"] in u16), (i, kinds)
+            account(docs, stats, units=units(segs))
+        assert reasons[0] == reasons[1], (name, i, kinds)  # the same reasons and ids (docs/pipelines.md)
 
 
 # ---------------------------------------------------------------- JSONL
 
 
-def expected_jsonl(data: bytes) -> tuple[list[str], int]:
-    """Texts the reader must yield (json's reading, lone surrogates as U+FFFD) and the records in the file."""
+def expected_jsonl(data: bytes, limit: int | None = None) -> tuple[list[str], int]:
+    """Texts the reader must yield (json's reading, lone surrogates as U+FFFD) and the records in the file;
+    a line longer than `limit` bytes is a record, never read; a UTF-8 BOM is no part of the first line."""
     texts, units = [], 0
-    for line in data.split(b"\n"):
+    for n, line in enumerate(data.split(b"\n")):
+        if limit is not None and len(line) > limit:
+            units += 1
+            continue
+        if n == 0 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
         if not line.strip():
             continue
         units += 1
@@ -208,10 +294,15 @@ def expected_jsonl(data: bytes) -> tuple[list[str], int]:
     return texts, units
 
 
-def mutate_jsonl(lines: list[bytes], rng: random.Random) -> tuple[list[bytes], str]:
+JSONL_DAMAGE = ("bitflip", "truncate", "splice", "junk", "bad_charset", "surrogate", "duplicate_id")
+JSONL_HOSTILE = ("long_line", "bom", "truncate", "junk", "duplicate_id")  # issue 22: record size, BOM
+LINE_LIMIT = 1 << 14  # the hostile test's `max_line_bytes`: some real lines pass it, `long_line` always does
+
+
+def mutate_jsonl(lines: list[bytes], rng: random.Random, kinds=JSONL_DAMAGE) -> tuple[list[bytes], str]:
     lines = list(lines)
     k = rng.randrange(len(lines))
-    kind = rng.choice(["bitflip", "truncate", "splice", "junk", "bad_charset", "surrogate", "duplicate_id"])
+    kind = rng.choice(kinds)
     if kind == "bitflip":
         data = bytearray(lines[k])
         data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
@@ -230,6 +321,10 @@ def mutate_jsonl(lines: list[bytes], rng: random.Random) -> tuple[list[bytes], s
         lines[k] = lines[k][:at] + rng.choice([b"\\ud800", b"\\udfff x", b"\\ud83d"]) + lines[k][at:]
     elif kind == "duplicate_id":
         lines.insert(k, lines[k])
+    elif kind == "long_line":  # a valid record over the limit, of any length up to a few times it
+        lines.insert(k, json.dumps({"id": "long", "text": "x" * rng.randrange(LINE_LIMIT - 40, 4 * LINE_LIMIT)}).encode())
+    elif kind == "bom":
+        lines[0] = b"\xef\xbb\xbf" + lines[0]
     return lines, kind
 
 
@@ -246,6 +341,26 @@ def test_fuzz_jsonl_reader(shared, tmp_path):
         FIGURES["mutated_files"] += 1
         want, units = expected_jsonl(path.read_bytes())
         docs, stats = read(readers.Jsonl(), path)
+        assert [d.text for d in docs] == want, (i, kinds)
+        assert len({d.id for d in docs}) == len(docs)
+        account(docs, stats, units)
+
+
+def test_fuzz_jsonl_hostile(shared, tmp_path):
+    """Lines over `max_line_bytes` are counted, never read; a BOM costs nothing; the rest is read as before."""
+    rng = random.Random("jsonl-hostile")
+    base = (shared / "text/pt/bosque_docs.jsonl").read_bytes().rstrip(b"\n").split(b"\n")
+    for i in range(20):
+        lines, kinds = base, []
+        for _ in range(rng.randint(1, 4)):
+            lines, kind = mutate_jsonl(lines, rng, JSONL_HOSTILE)
+            kinds.append(kind)
+        path = tmp_path / (f"m{i}.jsonl.gz" if i % 2 else f"m{i}.jsonl")
+        data = b"\n".join(lines) + b"\n"
+        path.write_bytes(gzip.compress(data) if i % 2 else data)
+        FIGURES["mutated_files"] += 1
+        want, units = expected_jsonl(data, LINE_LIMIT)
+        docs, stats = read(readers.Jsonl(max_line_bytes=LINE_LIMIT), path)
         assert [d.text for d in docs] == want, (i, kinds)
         assert len({d.id for d in docs}) == len(docs)
         account(docs, stats, units)
@@ -316,15 +431,15 @@ def test_fuzz_parquet_reader(shared, tmp_path):
 def test_mutated_inputs_run_to_the_end_and_figures(shared, warc_segments, tmp_path):
     """A pipeline over a few mutated WARCs completes and its read stats add up; prints the module's figures."""
     rng = random.Random("run")
-    files, units = [], 0
+    files, n_units = [], 0
     for n, name in enumerate(WARCS):
         segs, _ = mutate_warc(warc_segments[name], [], rng)
         path = tmp_path / f"run{n}.warc.gz"
         path.write_bytes(b"".join(s.data for s in segs))
         files.append(str(path))
-        units += len(segs)
+        n_units += units(segs)
     Pipeline(name="fuzz", reader=readers.FastWarc(), steps=[]).run(inputs=files, output=str(tmp_path / "o"),
                                                                      progress=False)
     st = {s["name"]: s for s in json.loads((tmp_path / "o/stats.json").read_text())["steps"]}["read"]
-    assert st["docs_in"] == units and st["docs_out"] == st["docs_in"] - sum(st["dropped"].values())
+    assert st["docs_in"] == n_units and st["docs_out"] == st["docs_in"] - sum(st["dropped"].values())
     print("\nfuzz figures:", json.dumps(dict(sorted(FIGURES.items())), indent=1))

@@ -11,6 +11,9 @@ from typing import Any
 import pyarrow as pa
 
 # The text-shard contract (docs/data-contract.md). Steps may add flat columns (Step.columns) after these.
+# SHARD_MARK goes in the schema's metadata of every shard this project writes: only a file that carries
+# it has its ids trusted by readers.Parquet (a third-party file with the same columns does not).
+SHARD_MARK = {b"peneira.shard": b"text/1"}
 TEXT_SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
@@ -22,7 +25,8 @@ TEXT_SCHEMA = pa.schema(
         pa.field("lang_score", pa.float32()),
         pa.field("quality_score", pa.float32()),
         pa.field("metadata", pa.string()),
-    ]
+    ],
+    metadata=SHARD_MARK,
 )
 CORE_COLUMNS = tuple(TEXT_SCHEMA.names)
 

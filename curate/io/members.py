@@ -99,6 +99,7 @@ class Member(io.RawIOBase):
         self.pending, self.done, self.truncated = b"", False, False
         self.pos = 0  # decompressed bytes delivered
         self.history: list[bytes] | None = []  # compressed bytes consumed, to rescan after damage
+        self.history_bytes = 0
 
     def readable(self) -> bool:
         return True
@@ -138,7 +139,8 @@ class Member(io.RawIOBase):
         self.src.push_back(rest)
         if self.history is not None:
             self.history.append(chunk[: len(chunk) - len(rest)])
-            if sum(map(len, self.history)) > MAX_RESCAN:
+            self.history_bytes += len(chunk) - len(rest)  # a running total: summing the list was quadratic
+            if self.history_bytes > MAX_RESCAN:
                 self.history = None
         if self.dec.eof:
             self.done = True

@@ -45,8 +45,28 @@ def declared_charsets(body: bytes, content_type: str | None) -> tuple[list[str],
     return list(dict.fromkeys(usable)), len(labels) - len(usable)
 
 
+def utf16_without_bom(body: bytes, sample: int = 4096) -> str | None:
+    """"utf-16-le" or "utf-16-be" for UTF-16 text without a byte-order mark, else None.
+
+    Markup is mostly ASCII, which UTF-16 writes as the byte and a NUL, so at least a quarter of the
+    sampled pairs have their NUL on one side (odd bytes: little-endian) and almost none on the other.
+    No byte charset puts NULs in a page, and NUL-interleaved ASCII is valid UTF-8, so without this
+    check the raw markup would be kept as text.
+    """
+    head = body[: sample - sample % 2]
+    pairs = len(head) // 2
+    if pairs < 8:
+        return None
+    odd, even = head[1::2].count(0), head[0::2].count(0)
+    if odd >= pairs / 4 and even <= odd / 16:
+        return "utf-16-le"
+    if even >= pairs / 4 and odd <= even / 16:
+        return "utf-16-be"
+    return None
+
+
 def decode_html(body: bytes, content_type: str | None, stats: StepStats | None = None) -> tuple[str, str]:
-    """Decode HTML bytes: a BOM, then the HTTP charset, then <meta>, then detection (charset-normalizer).
+    """Decode HTML bytes: a BOM, then UTF-16 without a BOM (`utf16_without_bom`), then the HTTP charset, then <meta>, then detection (charset-normalizer).
 
     A declared charset the bytes do not decode in is passed over for the next one (mislabelled pages
     are common); if none decodes cleanly, the first declared is used with U+FFFD for the bad bytes. An
@@ -56,6 +76,10 @@ def decode_html(body: bytes, content_type: str | None, stats: StepStats | None =
     for bom, enc in _BOMS:
         if body.startswith(bom):
             return body[len(bom):].decode(enc, errors="replace"), enc
+    if (enc := utf16_without_bom(body)) is not None:
+        if stats is not None:
+            figure(stats, "charset_guessed")
+        return body.decode(enc, errors="replace"), enc
     declared, invalid = declared_charsets(body, content_type)
     if stats is not None and invalid:
         figure(stats, "charset_invalid", invalid)

@@ -10,13 +10,17 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from curate.core.document import CORE_COLUMNS, Document
+from curate.core.document import CORE_COLUMNS, SHARD_MARK, Document
 from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.members import CHUNK, Tracked
 from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_BOM = b"\xef\xbb\xbf"
+ZSTD_SLICE = 256  # compressed bytes fed to zstd at once: at most 8 MiB out (zstd has no output cap)
+MAX_ROW_GROUP_BYTES = 1 << 30  # a Parquet row group's decoded size (its metadata's): a batch can hold all of it
+MAX_LINE_BYTES = 32 << 20  # a JSONL record: reading one costs ~25x its size in memory (bytes, str, objects)
 
 
 @contextlib.contextmanager
@@ -39,28 +43,35 @@ class _StrictZstd(io.RawIOBase):
 
     zstandard's own reader returns a truncated file's prefix as if it were whole, which would turn a
     half-copied shard into silently missing documents instead of a counted `read:corrupt_stream`.
+    Its `decompressobj` has no output cap, so it is fed `ZSTD_SLICE` compressed bytes at a time: one
+    zstd block of at most 128 KiB can take 4 bytes (RLE), so a call gives at most 32768 x the slice.
     """
 
     def __init__(self, raw: Any):
         import zstandard
 
         self._new = zstandard.ZstdDecompressor().decompressobj
-        self.raw, self.dec, self.pending = raw, self._new(), b""
+        self.raw, self.dec, self.pending, self.out = raw, self._new(), memoryview(b""), 0  # output, how far read
+        self.chunk, self.at = memoryview(b""), 0  # compressed bytes read, and how far they were fed
         self.in_frame = False  # bytes of a frame were fed and its end not seen yet
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buf: Any) -> int:
-        while not self.pending:
-            chunk = self.raw.read(1 << 16)
-            if not chunk:
-                if self.in_frame:
-                    raise EOFError("zstd input ends inside a frame (truncated file)")
-                return 0
-            self.pending = self._feed(chunk)
-        n = min(len(buf), len(self.pending))
-        buf[:n], self.pending = self.pending[:n], self.pending[n:]
+        while self.out >= len(self.pending):
+            if self.at >= len(self.chunk):
+                self.chunk, self.at = memoryview(self.raw.read(1 << 16)), 0
+                if not self.chunk:
+                    if self.in_frame:
+                        raise EOFError("zstd input ends inside a frame (truncated file)")
+                    return 0
+            piece = self.chunk[self.at : self.at + ZSTD_SLICE]
+            self.at += len(piece)
+            self.pending, self.out = memoryview(self._feed(bytes(piece))), 0
+        n = min(len(buf), len(self.pending) - self.out)
+        buf[:n] = self.pending[self.out : self.out + n]
+        self.out += n
         return n
 
     def _feed(self, chunk: bytes) -> bytes:
@@ -82,20 +93,28 @@ class Jsonl(Reader):
     text (`read:no_text`) costs itself; a line that is not UTF-8 is decoded with U+FFFD and lone
     surrogates (`"\\ud800"`, which Arrow cannot write) are replaced by U+FFFD: figures
     `read:invalid_utf8` and `read:text_repaired`. A compressed stream that breaks ends the file with
-    one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`).
+    one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`). A line over
+    `max_line_bytes` is passed over without being held in memory (`read:too_large`). A UTF-8 byte-order
+    mark at the start of the file is no part of the first record.
     """
 
     def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", url_key: str = "url",
-                 unique_ids: bool = True):
+                 unique_ids: bool = True, max_line_bytes: int = MAX_LINE_BYTES):
         super().__init__(source)
         self.text_key, self.id_key, self.url_key = text_key, id_key, url_key
         self.unique_ids = unique_ids  # False: ids as given (a finished corpus read back, e.g. by `curate mix`)
+        self.max_line_bytes = max_line_bytes
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         with _open_bytes(path) as (f, raw):
             lineno, before = -1, stats.docs_in
             try:
-                for lineno, line in enumerate(f):
+                for lineno, line in enumerate(_lines(f, self.max_line_bytes)):
+                    if line is None:
+                        self.skip(stats, "too_large")
+                        continue
+                    if lineno == 0 and line.startswith(_BOM):
+                        line = line[len(_BOM):]
                     if not line.strip():
                         continue
                     doc = self._parse(line, key or path, lineno, stats)
@@ -136,19 +155,39 @@ class Jsonl(Reader):
                         url=url if isinstance(url, str) else None, metadata=rec)
 
 
+def _lines(f: Any, limit: int) -> Iterator[bytes | None]:
+    """The lines of `f`, each read only up to `limit` bytes: a longer one is read on in chunks to its end,
+    never held whole, and comes out as None."""
+    while line := f.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = f.readline(CHUNK)
+        yield None
+
+
 class Parquet(Reader):
-    """Parquet files. Shards in the text contract come back whole, ids included (the run that wrote them
-    made them unique); other files need `text_key`, and get ids like JSONL's (`unique_id`, from the
-    file and row), their own id column staying in `metadata` under its own name.
+    """Parquet files. A shard this project wrote (`SHARD_MARK` in its schema's metadata) comes back whole,
+    ids included (the run that wrote it made them unique). Every other file gets ids like JSONL's
+    (`unique_id`, from the file and row), its own id staying in `metadata` under its own name: one with
+    the contract's columns (`id`, `text`, `source`) keeps its other columns as a shard's are read, any
+    other needs `text_key`. Only the mark is trusted: third-party files reuse ids, and trusting them
+    lets a global step that drops one id drop a unique text that shares it.
 
     Row groups are read one by one: one that does not decode (a damaged page, a bad page checksum)
     costs its own rows (`read:bad_row_group`, one count per row), and reading goes on with the next.
-    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`).
+    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`). A row group whose
+    decoded size (by the file's metadata) is over `max_row_group_bytes` is not read: one value can be
+    all of it (a 2 GB text in 2 MB of zstd), and pyarrow decodes a value whole (`read:too_large`, one
+    count per row).
     """
 
-    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024):
+    def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024,
+                 max_row_group_bytes: int = MAX_ROW_GROUP_BYTES):
         super().__init__(source)
         self.text_key, self.id_key, self.batch_size = text_key, id_key, batch_size
+        self.max_row_group_bytes = max_row_group_bytes
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         import pyarrow.parquet as pq
@@ -172,10 +211,17 @@ class Parquet(Reader):
             self.skip(stats, "bad_schema")
             note(stats, path, f"no column {self.text_key!r} (columns: {names})")
             return
-        contract = all(c in names for c in ("id", "text", "source"))
+        shaped = self.text_key == "text" and all(c in names for c in ("id", "text", "source"))
+        contract = "ours" if shaped and _ours(pf.schema_arrow) else "shaped" if shaped else None
         row = 0
         for g in range(pf.metadata.num_row_groups):
             size, done = pf.metadata.row_group(g).num_rows, 0
+            if (decoded := pf.metadata.row_group(g).total_byte_size) > self.max_row_group_bytes:
+                note(stats, path, f"row group {g}: {decoded} bytes decoded, over max_row_group_bytes")
+                for _ in range(size):
+                    self.skip(stats, "too_large")
+                row += size
+                continue
             try:
                 for batch in pf.iter_batches(batch_size=self.batch_size, row_groups=[g]):
                     for rec in _pylist(batch, stats):
@@ -191,14 +237,29 @@ class Parquet(Reader):
                     self.skip(stats, "bad_row_group")
             row += size
 
-    def _doc(self, rec: dict, contract: bool, key: str, row: int, stats: StepStats) -> Document | None:
+    def _shaped(self, rec: dict, key: str, row: int) -> Document | None:
+        """A row of a file with the contract's columns that this project did not write, read as a shard
+        but with its id made unique (`unique_id`); None where its columns do not read as a shard's."""
+        try:
+            doc = Document.from_record(rec)
+        except ValueError:  # a `metadata` column that is not JSON
+            return None
+        if not isinstance(doc.source, str) or not isinstance(doc.metadata, dict):
+            return None
+        doc.metadata.setdefault(self.id_key, doc.id)
+        doc.id = unique_id(doc.source, doc.id, f"{key}:{row}")
+        return doc
+
+    def _doc(self, rec: dict, contract: str | None, key: str, row: int, stats: StepStats) -> Document | None:
         text = rec.get(self.text_key)
         if not isinstance(text, str):
             self.skip(stats, "no_text")
             return None
         stats.docs_in += 1
-        if contract:
+        if contract == "ours":
             return Document.from_record(rec)
+        if contract == "shaped" and (doc := self._shaped(rec, key, row)) is not None:
+            return doc
         rec.pop(self.text_key)
         return Document(
             id=unique_id(self.source, rec.get(self.id_key), f"{key}:{row}"),
@@ -207,6 +268,12 @@ class Parquet(Reader):
             url=rec.pop("url", None),
             metadata={k: v for k, v in rec.items() if k not in CORE_COLUMNS or k == self.id_key},
         )
+
+
+def _ours(schema: Any) -> bool:
+    """Whether a Parquet schema carries `SHARD_MARK` (a shard this project wrote)."""
+    meta = schema.metadata or {}
+    return all(meta.get(k) == v for k, v in SHARD_MARK.items())
 
 
 def _pylist(batch: Any, stats: StepStats) -> list[dict]:

@@ -14,8 +14,10 @@ from curate.io import fs
 from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, MemberStarts, Resyncing, Tracked
 from curate.io.readers.base import Reader, figure, note, parse_date, repair_text
 from curate.io.readers.charsets import decode_html
+from curate.io.readers.framing import Framed
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+RAW_FACTOR = 4  # a record's content may be this many times `max_html_bytes` before decoding: no page shrinks 4x
 
 
 class _FileState:
@@ -44,6 +46,12 @@ class Warc(Reader):
     next member. A file gzipped as one single stream is read whole (figure `read:single_gzip_stream`);
     if it breaks, the rest of it is one `read:corrupt_stream`. A document is only yielded once the
     gzip CRC of its member has checked out.
+
+    warcio (FastWARC in `FastWarc`) only frames records, over `Framed`, which bounds each header block
+    (`read:header_too_long`) and passes over bytes that start no record (`read:bad_header`, reading
+    goes on at the next `WARC/` line); `_build` makes the document, the same for both readers: content
+    over `RAW_FACTOR * max_html_bytes` is not read, HTTP heads are split by `_split_http`, and bodies
+    decoded by `_http_payload` with an output cap of `max_html_bytes` (`read:too_large`).
 
     Ids are unique per run: `blake2b(source, file key, record position)` (see `Reader.read`); the
     WARC-Record-ID is kept in `metadata.warc_record_id`.
@@ -95,9 +103,9 @@ class Warc(Reader):
         The document of a record is held back until the next record parses or the member ends with a
         good CRC, so that no document from a damaged member gets out.
         """
-        pending, n, counted = None, 0, stats.docs_in
+        pending, n, counted, framed = None, 0, stats.docs_in, Framed(m)
         try:
-            for rec, offset in self._records(m):
+            for rec, offset in self._records(framed):
                 if pending is not None:
                     yield pending
                     pending = None
@@ -117,20 +125,30 @@ class Warc(Reader):
             if pending is not None:
                 yield pending
             note(stats, path, e)
+            if not plain:
+                with contextlib.suppress(BadMember):
+                    framed.drain()
             truncated = getattr(m, "truncated", False)
-            if plain or n > 1:  # a stream with more records: what follows the break is lost with it
+            if plain or n > 1 or framed.records > max(n, 1):  # more records: what follows the break is lost
                 self.skip(stats, "truncated_record" if truncated else "corrupt_stream")
                 figure(stats, "records_before_corrupt_stream", n)
             elif stats.docs_in == counted:
                 self.skip(stats, "truncated_record" if truncated else "bad_header")
-            if not plain:
-                with contextlib.suppress(BadMember):
-                    m.drain()
+            self._passed_over(framed, stats, state)
             return
         if pending is not None:
             yield pending
+        self._passed_over(framed, stats, state)
         if stats.docs_in == counted and not plain and m.pos:  # bytes that held no record FastWARC could frame
             self.skip(stats, "truncated_record" if m.truncated else "bad_header")
+
+    def _passed_over(self, framed: Framed, stats: StepStats, state: _FileState) -> None:
+        """Count what `Framed` kept from the parser: an oversized header is a WARC record (a file of only
+        those is no `read:not_warc`); other bytes that start no record are one `read:bad_header` a run."""
+        state.records += framed.skipped["header_too_long"]
+        for reason, runs in framed.skipped.items():
+            for _ in range(runs):
+                self.skip(stats, reason)
 
     def _lost(self, stats: StepStats, pending: Document | None, counted: int, rule: str) -> None:
         """A damaged member: its held-back document becomes a drop, or it is counted once if nothing was."""
@@ -143,7 +161,7 @@ class Warc(Reader):
         """(record, its offset in the stream, to ask once its content is read: warcio's call consumes it)."""
         from warcio.archiveiterator import ArchiveIterator
 
-        records = ArchiveIterator(stream)
+        records = ArchiveIterator(stream, no_record_parse=True)  # HTTP heads are split by `_split_http`
         for rec in records:
             if rec.format != "warc":  # warcio falls back to ARC parsing on any text
                 raise ValueError("not a WARC record (ARC is not supported)")
@@ -186,45 +204,60 @@ class Warc(Reader):
         return False
 
     def _record(self, rec: Any, stats: StepStats) -> Document | None:
-        kind = rec.rec_type
+        h = rec.rec_headers
+        return self._build(h.get_header, rec.rec_type, rec.length or 0, rec.raw_stream.read, None, stats)
+
+    def _build(self, header: Callable[[str], str | None], kind: str | None, length: int, read: Callable[[], bytes],
+               block: bytes | None, stats: StepStats) -> Document | None:
+        """The document of one record, the same for both readers: `header(name)` gives a WARC header,
+        `length` is its Content-Length, `block` its content if already read, else `read()` reads it.
+
+        The content is read only if it is at most `RAW_FACTOR * max_html_bytes`, and decoded (HTTP
+        head split, chunked and Content-Encoding undone) with an output cap of `max_html_bytes`."""
+        if header("Content-Length") is None:  # what `Framed` passes over, for FastWARC's native reading
+            self.skip(stats, "bad_header")
+            return None
         if kind not in ("response", "conversion"):
             self.skip(stats, kind or "unknown_record")
             return None
+        if kind == "response" and (length == 0 or not _target_uri(header).startswith(("http:", "https:"))):
+            self.skip(stats, "no_http_headers")  # warcio's rule for HTTP records
+            return None
+        if length > RAW_FACTOR * self.max_html_bytes:  # bound memory before reading
+            self.skip(stats, "too_large")
+            return None
+        raw = read() if block is None else block
+        if len(raw) < length:  # the file ends inside this record
+            self.skip(stats, "truncated_record")
+            return None
         if kind == "conversion":
-            raw = rec.content_stream().read()
-            if rec.raw_stream.limit > 0:
-                self.skip(stats, "truncated_record")
-                return None
             stats.docs_in += 1
-            return self._doc(rec, text=raw.decode("utf-8", errors="replace"))
-        if rec.http_headers is None or not rec.http_headers.protocol.startswith("HTTP/"):  # warcio is lenient
+            return self._doc(header, raw.decode("utf-8", errors="replace"))
+        http = _split_http(raw)
+        if http is None:
             self.skip(stats, "no_http_headers")
             return None
-        ctype = rec.http_headers.get_header("Content-Type") or ""
+        status, h, payload = http
+        ctype = h.get("content-type", "")
         if not any(t in ctype.lower() for t in _HTML_TYPES):
             self.skip(stats, "not_html")
             return None
-        body = rec.content_stream().read(self.max_html_bytes + 1)
+        body = _http_payload(payload, h.get("transfer-encoding", ""), h.get("content-encoding", ""), self.max_html_bytes)
         if len(body) > self.max_html_bytes:
             self.skip(stats, "too_large")
             return None
-        if rec.raw_stream.limit > 0:  # the file ends inside this record (truncated download or gzip)
-            self.skip(stats, "truncated_record")
-            return None
         html, charset = decode_html(body, ctype, stats)
         stats.docs_in += 1
-        doc = self._doc(rec, text="")
+        doc = self._doc(header, "")
         doc.html = html
-        doc.metadata.update({"http_status": rec.http_headers.get_statuscode(), "charset": charset})
+        doc.metadata.update({"http_status": status, "charset": charset})
         return doc
 
-    def _doc(self, rec: Any, text: str) -> Document:
+    def _doc(self, header: Callable[[str], str | None], text: str) -> Document:
         """The document of a record, its id set by `_identify` from where the record lies."""
-        h = rec.rec_headers
-        url = h.get_header("WARC-Target-URI")
-        meta = {"warc_record_id": rid} if (rid := h.get_header("WARC-Record-ID")) else {}
-        date = parse_date(h.get_header("WARC-Date"))
-        return Document(id="", text=text, source=self.source, url=url, date=date, metadata=meta)
+        meta = {"warc_record_id": rid} if (rid := header("WARC-Record-ID")) else {}
+        date = parse_date(header("WARC-Date"))
+        return Document(id="", text=text, source=self.source, url=_target_uri(header) or None, date=date, metadata=meta)
 
 
 def _split_http(block: bytes) -> tuple[str, dict[str, str], bytes] | None:
@@ -263,7 +296,7 @@ def _dechunk(raw: bytes) -> bytes:
 
 
 def _http_payload(raw: bytes, transfer: str, encoding: str, limit: int) -> bytes:
-    """Decode an HTTP body the way warcio's content_stream does, falling back to the raw bytes on error.
+    """Decode an HTTP body the way warcio's content_stream did, falling back to the raw bytes on error.
 
     Crawlers often record `Transfer-Encoding: chunked` over a body that was stored de-chunked, or a
     `Content-Encoding` the stored body no longer has; warcio then quietly keeps the raw bytes, and
@@ -280,22 +313,33 @@ def _http_payload(raw: bytes, transfer: str, encoding: str, limit: int) -> bytes
                 return zlib.decompressobj(wbits).decompress(raw, limit + 1)
             except zlib.error:
                 continue
-    elif enc == "br":
-        try:
-            import brotli
-
-            return brotli.decompress(raw)
-        except Exception:
-            pass
+    elif enc == "br" and (decoded := _unbrotli(raw, limit)) is not None:
+        return decoded
     return raw
+
+
+def _unbrotli(raw: bytes, limit: int) -> bytes | None:
+    """Brotli-decoded `raw`, stopping past `limit` bytes (a 657-byte bomb decodes to 4 GB), with brotli's
+    streaming `Decompressor.process(data, output_buffer_limit=)` (brotli >= 1.2); None where it does not
+    decode (a damaged or cut stream, as `brotli.decompress` would raise) or brotli is not installed."""
+    try:
+        import brotli
+    except ImportError:
+        return None
+    dec = brotli.Decompressor()
+    try:
+        out = dec.process(raw, output_buffer_limit=limit + 1)
+    except brotli.error:
+        return None
+    return out if len(out) > limit or dec.is_finished() else None
 
 
 class FastWarc(Warc):
     """WARC/WET reader on FastWARC (extra `fast`): the same documents, ids and skip reasons as `Warc`.
 
-    FastWARC only frames records here; HTTP heads and bodies are decoded by `_split_http` and
-    `_http_payload`, which keep warcio's leniency (bare-LF headers, mislabelled chunked bodies) that
-    FastWARC's own HTTP parsing lacks. Tested for equality with `Warc` on the real crawls.
+    FastWARC only frames records here; documents are made by `Warc._build`, whose `_split_http` and
+    `_http_payload` keep warcio's leniency (bare-LF headers, mislabelled chunked bodies) that FastWARC's
+    own HTTP parsing lacks. Tested for equality with `Warc` on the real crawls and in the fuzz test.
 
     A seekable `.warc.gz` is read natively (FastWARC's own gzip; members in Python take ~1.6x the CPU
     time, docs/benchmarks.md) while every record has a gzip member of its own; from the first sign of trouble (an error, a record
@@ -338,7 +382,7 @@ class FastWarc(Warc):
     def _block(self, rec: Any) -> bytes:
         """The content `_fast_record` will need of a record (b"" where it reads none, as for a page too large)."""
         kind = rec.headers.get("WARC-Type")
-        if kind == "conversion" or (kind == "response" and rec.content_length <= 4 * self.max_html_bytes):
+        if kind in ("conversion", "response") and rec.content_length <= RAW_FACTOR * self.max_html_bytes:
             return rec.reader.read()
         return b""
 
@@ -354,56 +398,11 @@ class FastWarc(Warc):
 
     def _fast_record(self, rec: Any, block: bytes | None, stats: StepStats) -> Document | None:
         """The document of a FastWARC record; `block`: its content, if already read (else read here)."""
-        kind = rec.headers.get("WARC-Type") or ""
-        if kind not in ("response", "conversion"):
-            self.skip(stats, kind or "unknown_record")
-            return None
-        if kind == "conversion":
-            raw = rec.reader.read() if block is None else block
-            if len(raw) < rec.content_length:
-                self.skip(stats, "truncated_record")
-                return None
-            stats.docs_in += 1
-            return self._fast_doc(rec, raw.decode("utf-8", errors="replace"))
-        url = _target_uri(rec.headers)
-        if rec.content_length == 0 or not url.startswith(("http:", "https:")):  # warcio's rule for HTTP records
-            self.skip(stats, "no_http_headers")
-            return None
-        if rec.content_length > 4 * self.max_html_bytes:  # bound memory before reading: no page shrinks 4x
-            self.skip(stats, "too_large")
-            return None
-        block = rec.reader.read() if block is None else block
-        if len(block) < rec.content_length:  # the file ends inside this record
-            self.skip(stats, "truncated_record")
-            return None
-        http = _split_http(block)
-        if http is None:
-            self.skip(stats, "no_http_headers")
-            return None
-        status, h, raw = http
-        ctype = h.get("content-type", "")
-        if not any(t in ctype.lower() for t in _HTML_TYPES):
-            self.skip(stats, "not_html")
-            return None
-        body = _http_payload(raw, h.get("transfer-encoding", ""), h.get("content-encoding", ""), self.max_html_bytes)
-        if len(body) > self.max_html_bytes:
-            self.skip(stats, "too_large")
-            return None
-        html, charset = decode_html(body, ctype, stats)
-        stats.docs_in += 1
-        doc = self._fast_doc(rec, "")
-        doc.html = html
-        doc.metadata.update({"http_status": status, "charset": charset})
-        return doc
-
-    def _fast_doc(self, rec: Any, text: str) -> Document:
         h = rec.headers
-        meta = {"warc_record_id": rid} if (rid := h.get("WARC-Record-ID")) else {}
-        date = parse_date(h.get("WARC-Date"))
-        return Document(id="", text=text, source=self.source, url=_target_uri(h) or None, date=date, metadata=meta)
+        return self._build(h.get, h.get("WARC-Type"), rec.content_length, lambda: rec.reader.read(), block, stats)
 
 
-def _target_uri(headers: Any) -> str:
+def _target_uri(header: Callable[[str], str | None]) -> str:
     """WARC-Target-URI without the angle brackets that wget 1.19 wrapped it in (warcio strips them too)."""
-    uri = headers.get("WARC-Target-URI") or ""
+    uri = header("WARC-Target-URI") or ""
     return uri[1:-1] if uri.startswith("<") and uri.endswith(">") else uri

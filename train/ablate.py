@@ -244,22 +244,29 @@ def eval_plan(spec: Spec):
     return plan
 
 
+def trainable(tokens: int, seq_len: int) -> int:
+    """Tokens a run can train on without repeating any: whole windows of seq_len (+1 shared) tokens of the mix."""
+    return max(0, (tokens - 1) // seq_len * seq_len)
+
+
 def train_config(spec: Spec, data: Path, out: Path, seed: int, tokens: int, stop_at: int = 0):
-    """The trainer's config. Without [train] steps, the run trains on the budget once: steps = tokens //
-    batch_tokens; with them, more training tokens than the budget are refused (the mix would be repeated)."""
+    """The trainer's config. `tokens` is the smallest mix of all variants (whole documents rarely meet the budget
+    exactly). Without [train] steps, every run trains once over that many tokens: steps = its whole windows //
+    the windows per step; with them, more is refused (the mix would be repeated)."""
     from train.config import load_config
 
     keys = {k: v for k, v in spec.train.items() if k not in ("config", "seeds", "eval_points")}
     base = {**keys, "data": str(data), "out": str(out), "seed": seed, "stop_at": stop_at, "progress": False}
     cfg = load_config(spec.train.get("config"), base)
+    can = trainable(tokens, cfg.seq_len)
     if "steps" not in keys:
-        steps = tokens // cfg.batch_tokens
+        steps = can // cfg.batch_tokens
         if steps < 1:
             raise ValueError(f"the budget of {tokens:,} tokens is less than one batch of {cfg.batch_tokens:,}")
         cfg = load_config(spec.train.get("config"), {**base, "steps": steps})
-    elif cfg.steps * cfg.batch_tokens > tokens:
+    elif cfg.steps * cfg.batch_tokens > can:
         raise ValueError(f"[train] steps = {cfg.steps} x batch_tokens = {cfg.batch_tokens} trains on more than the "
-                         f"budget of {tokens:,} tokens: lower steps, or leave them out to train on the budget once")
+                         f"{can:,} tokens of the smallest mix: lower steps, or leave them out to train on it once")
     return cfg
 
 
@@ -332,8 +339,9 @@ def _train_job(spec: Spec, name: str, seed: int, tokens_key: str, tokens: int, p
 
 
 def prepare(spec: Spec, only: list[str] | None = None) -> tuple[int, dict[str, str], dict[str, int]]:
-    """Curate every variant (the budget depends on all of them), train the shared tokenizer, measure unique tokens,
-    fix the budget, and mix and tokenize the variants to be trained; returns (budget, token keys, unique tokens)."""
+    """Curate, measure and mix every variant (the budget and the steps depend on all of them: every run trains on as
+    many tokens as the smallest mix holds), after training the shared tokenizer; returns (the smallest mix's
+    tokens, the token keys of the variants to train, each variant's unique tokens)."""
     routes = input_routes(spec)
     keys = {v["name"]: curate_variant(spec, v, routes) for v in spec.variants}
     tok, tok_key = shared_tokenizer(spec)
@@ -342,9 +350,9 @@ def prepare(spec: Spec, only: list[str] | None = None) -> tuple[int, dict[str, s
     (spec.out / "budget.json").write_text(json.dumps({"tokens": tokens, "rule": spec.tokens,
                                                       "max_epochs": spec.max_epochs, "unique_tokens": unique}) + "\n")
     print(f"ablate: budget {tokens:,} tokens ({spec.tokens}; unique tokens {unique})", flush=True)
-    tkeys = {v["name"]: mix_and_tokenize(spec, v, keys[v["name"]], tok, tok_key, tokens)
-             for v in spec.variants if not only or v["name"] in only}
-    return tokens, tkeys, unique
+    tkeys = {v["name"]: mix_and_tokenize(spec, v, keys[v["name"]], tok, tok_key, tokens) for v in spec.variants}
+    mixed = min(read_mark(spec.out / "variants" / v["name"] / "mix")["tokens"] for v in spec.variants)
+    return mixed, {n: k for n, k in tkeys.items() if not only or n in only}, unique
 
 
 def run(spec: Spec, only: list[str] | None = None, jobs: int = 1, progress: bool = False) -> dict:

@@ -427,6 +427,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--docs", default=None, metavar="MARKDOWN",
                    help="with --report: write the generated tables into this file between its "
                         "<!-- ablate:NAME --> markers, and results.json/.md and the plots beside it")
+    p.add_argument("--deciles", default=None, metavar="TEXT:CLASSIFIER:MODELS",
+                   help="bits per byte of TEXT's kept documents by decile of CLASSIFIER's score, under the final "
+                        "checkpoints of MODELS (comma-separated variants); writes OUT/deciles.json and .md")
     p.add_argument("--no-progress", action="store_true", help="no progress bars for the evaluations (stderr)")
     args = p.parse_args(argv)
     if args.jobs < 1:
@@ -435,6 +438,8 @@ def main(argv: list[str]) -> int:
         spec = load_spec(args.spec)
         if args.verify is not None:
             return _verify_command(spec, args)
+        if args.deciles:
+            return _deciles_command(spec, args.deciles)
         from train.ablate_report import collect, write, write_docs
 
         if args.report:
@@ -462,3 +467,17 @@ def _verify_command(spec: Spec, args) -> int:
     print(f"ablate --verify: {len(spec.variants)} variants against {record}: "
           + ("the record reproduces" if not problems else f"{len(problems)} differences"))
     return 1 if problems else 0
+
+
+def _deciles_command(spec: Spec, arg: str) -> int:
+    from train.ablate_deciles import deciles, markdown
+
+    parts = arg.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"--deciles {arg!r}: expected TEXT:CLASSIFIER:MODELS, e.g. dedup:quality:extract,dedup")
+    result = deciles(spec, parts[0], parts[1], parts[2].split(","))
+    (spec.out / "deciles.json").write_text(json.dumps(result, indent=1) + "\n")
+    table = markdown(result)
+    (spec.out / "deciles.md").write_text(table + "\n")
+    print(table)
+    return 0

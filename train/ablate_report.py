@@ -221,12 +221,16 @@ def gap_table(results: dict, pairs: list[tuple[str, str]] | None = None) -> str:
 
 def write_docs(spec, results: dict, doc: Path) -> list[Path]:
     """The docs' numbers from results.json, never retyped: every `<!-- ablate:NAME -->` ... `<!-- /ablate:NAME -->`
-    block of `doc` is replaced by the generated table NAME (results, gaps), and results.json, results.md and the
+    block of `doc` is replaced by the generated table NAME (results, gaps, deciles), and results.json, results.md and the
     plots are copied beside it (DOC's stem as a folder: docs/ablation/ for docs/ablation.md)."""
     import re
     import shutil
 
     tables = {"results": markdown(results).split("## Seed-to-seed")[0].strip(), "gaps": gap_table(results)}
+    if (spec.out / "deciles.json").is_file():  # written by --deciles
+        from train.ablate_deciles import markdown as decile_markdown
+
+        tables["deciles"] = decile_markdown(json.loads((spec.out / "deciles.json").read_text()))
     text = doc.read_text()
     for name, table in tables.items():
         text = re.sub(rf"(<!-- ablate:{name} -->\n).*?(\n<!-- /ablate:{name} -->)",
@@ -237,7 +241,7 @@ def write_docs(spec, results: dict, doc: Path) -> list[Path]:
     folder = doc.parent / doc.stem
     folder.mkdir(exist_ok=True)
     written = [doc]
-    for f in ("results.json", "results.md", "curves.png", "tasks.png"):
+    for f in ("results.json", "results.md", "curves.png", "tasks.png", "deciles.json"):
         if (spec.out / f).is_file():
             shutil.copyfile(spec.out / f, folder / f)
             written.append(folder / f)

@@ -182,9 +182,14 @@ def evaluate_task(run: Loaded, task: Task, shots: int, seed: int = 1234, limit: 
     n = len(golds)
     if not n:
         raise ValueError(f"task {task.name}: every example's continuation is longer than the model's window")
-    per_example = len(requests) / n
-    report = None if progress is None else lambda k: progress(k / per_example)  # noqa: E731
-    spans = score_spans(run.model, requests, run.eos_id, batch_size, report)
+    scored = 0
+
+    def report(k: int) -> None:  # requests scored -> whole examples scored, for the bar
+        nonlocal scored
+        scored += k
+        progress(scored * n // len(requests) - (scored - k) * n // len(requests))
+
+    spans = score_spans(run.model, requests, run.eos_id, batch_size, None if progress is None else report)
     hits = {"acc": 0, "acc_per_token": 0, "acc_per_char": 0}
     chance = 0.0
     for rows, gold in zip(spans_of, golds, strict=True):

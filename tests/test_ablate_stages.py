@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from train.ablate import eval_plan, fingerprint, train_config, trainable
-from train.ablate_stages import Spec, budget, mark, read_mark, stage_lock, stage_state
+from train.ablate_stages import Spec, budget, mark, read_mark, stage_busy, stage_lock, stage_state
 from train.evaluate.cli import apply_max_bytes
 from train.evaluate.heldout import HeldoutSet
 
@@ -80,6 +80,7 @@ def test_the_stage_lock_lets_one_process_build_a_stage_and_the_other_find_it_don
     a = ctx.Process(target=_build, args=(str(stage), holding, release, str(tmp_path / "a")))
     a.start()
     assert holding.wait(60)  # A holds the lock, in the middle of building
+    assert stage_busy(stage)  # what a sequential run consults to train another run first
     go = ctx.Event()
     go.set()  # B, if it builds, does not wait
     b = ctx.Process(target=_build, args=(str(stage), ctx.Event(), go, str(tmp_path / "b")))
@@ -92,6 +93,7 @@ def test_the_stage_lock_lets_one_process_build_a_stage_and_the_other_find_it_don
     assert a.exitcode == 0 and b.exitcode == 0
     assert (tmp_path / "a").read_text() == "built" and (tmp_path / "b").read_text() == "skipped"
     assert (stage / "built").read_text() == "x" and read_mark(stage)["done"]
+    assert not stage_busy(stage)
 
 
 def test_fingerprint_counts_and_samples_ids_as_a_brute_force_does(tmp_path):

@@ -38,7 +38,18 @@ from pathlib import Path
 from curate.core.stats import StepStats
 from curate.io import readers
 from curate.io.readers import Reader
-from train.ablate_stages import Spec, budget, digest, load_spec, mark, read_mark, seeds_of, stage_lock, stage_state
+from train.ablate_stages import (
+    Spec,
+    budget,
+    digest,
+    load_spec,
+    mark,
+    read_mark,
+    seeds_of,
+    stage_busy,
+    stage_lock,
+    stage_state,
+)
 
 READERS = {"warc": readers.Warc, "fastwarc": readers.FastWarc, "jsonl": readers.Jsonl, "parquet": readers.Parquet}
 ID_SAMPLE = 20  # ids recorded per curation (the smallest by hash), compared by --verify
@@ -370,7 +381,9 @@ def run(spec: Spec, only: list[str] | None = None, jobs: int = 1, progress: bool
     tokens, tkeys, _ = prepare(spec, only)
     todo = [(name, seed) for v in spec.variants if (name := v["name"]) in tkeys for seed in seeds_of(spec, v)]
     if jobs <= 1:
-        for name, seed in todo:
+        while todo:  # the next run no other process is training now; when all are, wait for the first
+            name, seed = next((t for t in todo if not stage_busy(spec.out / "variants" / t[0] / f"seed{t[1]}")), todo[0])
+            todo.remove((name, seed))
             train_and_evaluate(spec, name, seed, tkeys[name], tokens, plan, progress)
             write(spec, collect(spec))  # partial results are readable while the rest trains
     else:

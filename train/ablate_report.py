@@ -7,6 +7,7 @@ range is tabulated on its own: a difference between variants smaller than that r
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 from typing import Any
@@ -185,8 +186,11 @@ def plot_tasks(results: dict, path: Path) -> None:
 
 def write(spec, results: dict[str, Any]) -> None:
     out = spec.out
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (out / "results.md").write_text(markdown(results))
+    for name, text in (("results.json", json.dumps(results, indent=1, default=str) + "\n"),
+                       ("results.md", markdown(results))):
+        tmp = out / f".{name}.{os.getpid()}.tmp"  # atomic, and several processes may write the report at once
+        tmp.write_text(text)
+        tmp.replace(out / name)
     if _columns(results):
         plot_curves(results, out / "curves.png")
         if any(not c.endswith(" bpb") for c in _columns(results)):

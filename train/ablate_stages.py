@@ -144,3 +144,17 @@ def stage_lock(path: Path):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def stage_busy(path: Path) -> bool:
+    """Whether another process holds the stage's lock now (a hint for ordering work; the lock itself decides)."""
+    lock = path.parent / f".{path.name}.ablate.lock"
+    if not lock.is_file():
+        return False
+    with open(lock, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False

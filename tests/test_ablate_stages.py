@@ -124,3 +124,37 @@ def test_max_bytes_is_one_number_or_a_table_by_set_name():
     assert [h.max_bytes for h in sets] == [100_000, 300_000]
     with pytest.raises(ValueError, match="NAME=N"):
         apply_max_bytes(sets, ["pt=lots"])
+
+
+def _results(values: dict[str, list[float]]) -> dict:
+    runs = lambda xs: [{"seed": i, "tokens_seen": 100, "epochs": 0.5,  # noqa: E731
+                        "eval": {"step": 1, "tokens": 100, "heldout": [{"set": "wiki", "bits_per_byte": x}], "tasks": []}}
+                       for i, x in enumerate(xs)]
+    return {"variants": [{"name": n, "curated": {}, "mix": {}, "runs": runs(xs)} for n, xs in values.items()]}
+
+
+def test_gap_table_states_each_steps_gap_with_the_seed_spread():
+    from train.ablate_report import gap_table
+
+    table = gap_table(_results({"dedup": [3.0, 3.2, 3.1], "quality": [3.3, 3.5]}), [("dedup", "quality")])
+    # gap = 3.1 - 3.4 = -0.3; sds 0.1 and 0.1414; standard error sqrt(0.01/3 + 0.02/2) = 0.1155; ranges apart
+    assert "| dedup → quality | 3, 2 | wiki | -0.3000 | 0.1414 | -2.1 | -2.6 | no |" in table
+    table = gap_table(_results({"dedup": [3.0, 3.4], "quality": [3.3, 3.5]}), [("dedup", "quality")])
+    assert table.endswith("| wiki | -0.2000 | 0.2828 | -0.7 | -0.9 | yes |")
+
+
+def test_docs_tables_are_replaced_between_their_markers(tmp_path):
+    from train.ablate_report import write_docs
+
+    doc = tmp_path / "ablation.md"
+    doc.write_text("intro\n<!-- ablate:gaps -->\nold numbers\n<!-- /ablate:gaps -->\nafter\n")
+    s = spec()
+    s.out = tmp_path / "out"
+    s.out.mkdir()
+    (s.out / "results.json").write_text("{}")
+    results = _results({"extract": [4.0, 4.2], "heuristics": [3.9, 3.95]})
+    write_docs(s, results, doc)
+    text = doc.read_text()
+    assert "old numbers" not in text and text.startswith("intro\n<!-- ablate:gaps -->\n| step |")
+    assert "| extract → heuristics | 2, 2 | wiki | +0.1750 |" in text and text.endswith("<!-- /ablate:gaps -->\nafter\n")
+    assert (tmp_path / "ablation" / "results.json").read_text() == "{}"

@@ -205,22 +205,28 @@ GAPS = [("extract", "heuristics"), ("heuristics", "dedup"), ("dedup", "quality")
 
 def gap_table(results: dict, pairs: list[tuple[str, str]] | None = None) -> str:
     """Each step's gap in held-out bits per byte (before - after: positive = the step helps), next to the seed
-    spread: the larger of the two variants' seed standard deviations, and whether any seeds of the two overlap."""
+    spread: the larger of the two variants' standard deviations over seeds, the standard error of the gap
+    (sqrt(sd_a^2/n_a + sd_b^2/n_b)) and whether the two variants' ranges of seeds overlap."""
     by = {v["name"]: [metrics(r) for r in v["runs"]] for v in results["variants"] if v["runs"]}
     sets = [c for c in _columns(results) if c.endswith(" bpb")]
-    rows = ["| step | set | gap (bpb) | seed sd (larger) | gap / sd | seeds overlap |", "|---|---|---|---|---|---|"]
+    rows = ["| step | seeds | set | gap (bpb) | seed sd (larger) | gap / sd | gap / its standard error | seeds overlap |",
+            "|---|---|---|---|---|---|---|---|"]
     for a, b in pairs or GAPS:
         if a not in by or b not in by:
             continue
         for k in sets:
             xa, xb = [r[k] for r in by[a]], [r[k] for r in by[b]]
             gap = statistics.mean(xa) - statistics.mean(xb)
-            sd = max(statistics.stdev(x) if len(x) > 1 else 0.0 for x in (xa, xb))
+            sds = [statistics.stdev(x) if len(x) > 1 else 0.0 for x in (xa, xb)]
+            se = (sds[0] ** 2 / len(xa) + sds[1] ** 2 / len(xb)) ** 0.5
             overlap = max(min(xa), min(xb)) <= min(max(xa), max(xb))
-            ratio = f"{gap / sd:+.1f}" if sd else "-"
-            rows.append(f"| {a} → {b} | {k.removesuffix(' bpb')} | {gap:+.4f} | {sd:.4f} | {ratio} | "
-                        f"{'yes' if overlap else 'no'} |")
+            rows.append(f"| {a} → {b} | {len(xa)}, {len(xb)} | {k.removesuffix(' bpb')} | {gap:+.4f} | {max(sds):.4f} | "
+                        f"{_ratio(gap, max(sds))} | {_ratio(gap, se)} | {'yes' if overlap else 'no'} |")
     return "\n".join(rows)
+
+
+def _ratio(x: float, y: float) -> str:
+    return f"{x / y:+.1f}" if y else "-"
 
 
 def write_docs(spec, results: dict, doc: Path) -> list[Path]:

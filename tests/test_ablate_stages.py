@@ -158,3 +158,6 @@ def test_docs_tables_are_replaced_between_their_markers(tmp_path):
     assert "old numbers" not in text and text.startswith("intro\n<!-- ablate:gaps -->\n| step |")
     assert "| extract → heuristics | 2, 2 | wiki | +0.1750 |" in text and text.endswith("<!-- /ablate:gaps -->\nafter\n")
     assert (tmp_path / "ablation" / "results.json").read_text() == "{}"
+    doc.write_text("<!-- ablate:results -->\n<!-- /ablate:results -->\n")  # an empty block is filled too
+    write_docs(s, results, doc)
+    assert "| heuristics | 0 / 0 |" in doc.read_text() and doc.read_text().endswith("|\n<!-- /ablate:results -->\n")

@@ -128,7 +128,15 @@ def fingerprint(curated: Path) -> dict:
                 elif h < -smallest[0][0]:
                     heapq.heapreplace(smallest, (-h, i))
     return {"docs_written": docs, "chars_written": chars, "ids_digest": f"{total:016x}",
-            "id_sample": [i for _, i in sorted(smallest, reverse=True)]}
+            "id_sample": [i for _, i in sorted(smallest, reverse=True)], "dropped": drop_reasons(curated)}
+
+
+def drop_reasons(curated: Path) -> dict[str, int]:
+    """Documents each step dropped, by reason (the run's stats.json): why two curations kept different counts,
+    e.g. `extract:timeout`, which depends on the machine's speed and load."""
+    stats = curated / "stats.json"
+    steps = json.loads(stats.read_text())["steps"] if stats.is_file() else []
+    return {reason: n for s in steps for reason, n in sorted(s.get("dropped", {}).items())}
 
 
 def curate_variant(spec: Spec, variant: dict, routes: dict[str, Reader]) -> str:
@@ -139,7 +147,7 @@ def curate_variant(spec: Spec, variant: dict, routes: dict[str, Reader]) -> str:
         state = stage_state(out, key)
         if state == "done":
             record = read_mark(out)
-            if "ids_digest" not in record:  # recorded before fingerprints were: add it, the output is the same
+            if "dropped" not in record:  # recorded before fingerprints were: add it, the output is the same
                 info = {k: v for k, v in record.items() if k not in ("key", "done")}
                 mark(out, key, True, **{**info, **fingerprint(out)})
             return key
@@ -414,12 +422,16 @@ def verify(spec: Spec, record_file: Path) -> list[str]:
         print(f"ablate: verifying {v['name']} with {v['pipeline']}", flush=True)
         now = curate_into(spec, v, routes, out)
         shutil.rmtree(out, ignore_errors=True)
-        for k in ("docs_read", "docs_written", "chars_written", "ids_digest", "id_sample"):
+        for k in ("docs_read", "docs_written", "chars_written", "ids_digest", "id_sample", "dropped"):
             was = record[v["name"]].get(k)
             if was is None:
                 problems.append(f"{v['name']}: the record has no {k}")
             elif was != now[k]:
-                if k == "id_sample":
+                if k == "dropped":
+                    moved = sorted(r for r in set(was) | set(now[k]) if was.get(r, 0) != now[k].get(r, 0))
+                    problems.append(f"{v['name']}: documents dropped, recorded -> now: "
+                                    + ", ".join(f"{r} {was.get(r, 0)} -> {now[k].get(r, 0)}" for r in moved))
+                elif k == "id_sample":
                     gone, new = sorted(set(was) - set(now[k])), sorted(set(now[k]) - set(was))
                     problems.append(f"{v['name']}: id sample differs: {len(gone)} recorded ids missing "
                                     f"(e.g. {gone[:2]}), {len(new)} new (e.g. {new[:2]})")

@@ -65,6 +65,10 @@ def metrics(run: dict) -> dict[str, float]:
     return out
 
 
+def _examples(counts: dict | None) -> str:
+    return ", ".join(f"{n} {k}" for k, n in (counts or {}).items()) or "-"
+
+
 def _cell(values: list[float], digits: int) -> str:
     if not values:
         return "-"
@@ -104,8 +108,8 @@ def markdown(results: dict) -> str:
     if cards:
         rows = ["| variant | classifier | held-out ROC AUC | average precision | held-out examples |",
                 "|---|---|---|---|---|"]
-        rows += [f"| {n} | {c['model']} | {c['roc_auc']} | {c['average_precision']} | {c['heldout_examples']} |"
-                 for n, c in cards]
+        rows += [f"| {n} | {c['model']} (chunks of {c['chunk_words']} words) | {c['roc_auc']} | "
+                 f"{c['average_precision']} | {_examples(c['heldout_examples'])} |" for n, c in cards]
         parts += ["## The quality classifiers on their own held-out examples", "", "\n".join(rows), ""]
     spread = [(v, [metrics(r) for r in v["runs"]]) for v in results["variants"] if len(v["runs"]) > 1]
     if spread:
@@ -200,7 +204,7 @@ def write(spec, results: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------- docs
 
 GAPS = [("extract", "heuristics"), ("heuristics", "dedup"), ("dedup", "quality"), ("dedup", "quality_top"),
-        ("extract", "dedup"), ("extract", "quality")]  # (before, after) pairs shown when both variants ran
+        ("dedup", "quality_chunk100"), ("extract", "dedup"), ("extract", "quality")]  # (before, after) pairs shown when both variants ran
 
 
 def gap_table(results: dict, pairs: list[tuple[str, str]] | None = None) -> str:
@@ -243,8 +247,8 @@ def write_docs(spec, results: dict, doc: Path) -> list[Path]:
         tables["deciles"] = decile_markdown(json.loads((spec.out / "deciles.json").read_text()))
     text = doc.read_text()
     for name, table in tables.items():
-        text = re.sub(rf"(<!-- ablate:{name} -->\n).*?(\n<!-- /ablate:{name} -->)",
-                      lambda m, t=table: m.group(1) + t + m.group(2), text, flags=re.S)
+        text = re.sub(rf"(<!-- ablate:{name} -->\n)(?:.*?\n)?(<!-- /ablate:{name} -->)",
+                      lambda m, t=table: m.group(1) + t + "\n" + m.group(2), text, flags=re.S)
     tmp = doc.with_suffix(".tmp")
     tmp.write_text(text)
     tmp.replace(doc)

@@ -29,13 +29,12 @@ def one_thread():
     torch.set_num_threads(n)
 
 
-def write_spec(tmp, shared, gopher_seeds=(0,), gopher_text=GOPHER):
+def write_spec(tmp, shared, gopher_seeds=(0,), gopher_text=GOPHER, budget='tokens = "40K"\nmax_epochs = 50'):
     (tmp / "gopher.py").write_text(gopher_text)
     book = shared / "text/clean_en/botchan_gutenberg8868.txt"
     spec = f'''
 out = "{tmp / 'abl'}"
-tokens = "40K"
-max_epochs = 50
+{budget}
 vocab_size = 320
 tokenizer_chars = 2e5
 [[input]]
@@ -116,3 +115,27 @@ def test_tiny_ablation_end_to_end_then_resumes(shared, tmp_path, monkeypatch, ca
     trained.clear()
     run(load_spec(write_spec(tmp_path, shared, gopher_seeds=(0, 1), gopher_text=GOPHER + "# changed\n")))
     assert trained and all("/gopher/" in p for p in trained)  # a changed pipeline file: that variant is redone
+
+    trained.clear()
+    # a budget that repeats a variant's text more than max_epochs is refused, before anything is trained
+    with pytest.raises(ValueError, match=r"tokens = 10M repeats variants more than max_epochs = 1: extract [0-9,]+ unique tokens"):
+        run(load_spec(write_spec(tmp_path, shared, (0, 1), GOPHER + "# changed\n", 'tokens = "10M"\nmax_epochs = 1')))
+    assert trained == []
+
+    # --verify curates every variant again and compares with the record: the same, then a record that differs
+    spec_file = write_spec(tmp_path, shared, (0, 1), GOPHER + "# changed\n")
+    run(load_spec(spec_file))
+    capsys.readouterr()
+    assert main(["--spec", str(spec_file), "--verify", str(out / "results.json")]) == 0
+    assert "the record reproduces" in capsys.readouterr().out
+    record = json.loads((out / "results.json").read_text())
+    gopher = record["variants"][1]["curated"]
+    assert gopher["docs_written"] > 0 and len(gopher["id_sample"]) == min(20, gopher["docs_written"])
+    gopher["chars_written"] += 1
+    gopher["id_sample"][0] = "not-an-id"
+    (tmp_path / "other.json").write_text(json.dumps(record))
+    assert main(["--spec", str(spec_file), "--verify", str(tmp_path / "other.json")]) == 1
+    said = capsys.readouterr().out
+    assert f"gopher: chars_written {gopher['chars_written']} recorded, {gopher['chars_written'] - 1} now" in said
+    assert "gopher: id sample differs: 1 recorded ids missing (e.g. ['not-an-id'])" in said
+    assert "extract:" not in said and "2 differences" in said

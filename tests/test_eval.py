@@ -245,3 +245,18 @@ def test_command_line_writes_json_markdown_and_a_plot(web_run, shared, tmp_path,
     assert (tmp_path / "out/eval.png").stat().st_size > 0 and (tmp_path / "out/eval.md").is_file()
     assert eval_main([str(a), "--task", "nosuchtask", "--icl-dir", str(tmp_path)]) == 2  # one line, no traceback
     assert "error:" in capsys.readouterr().err
+
+
+def test_progress_bars_go_to_stderr_and_no_progress_silences_them(web_run, shared, tmp_path, capsys):
+    a = tmp_path / "a"
+    _save_checkpoint(web_run, a, 10)
+    held = str(shared / "text/clean_en/botchan_gutenberg8868.txt")
+    args = [str(a), "--heldout", f"book={held}", "--max-bytes", "3000", "--icl-dir", str(shared / ICL),
+            "--task", "copa", "--limit", "4"]
+    assert eval_main(args) == 0
+    err = capsys.readouterr().err
+    assert "eval book" in err and "/3.00k" in err and "eval copa 0-shot" in err and "/4 " in err  # bytes, examples
+    assert eval_main(args + ["--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    assert eval_main(args + ["--max-bytes", "nosuchset=10"]) == 2  # a per-set limit for a set not held out
+    assert "nosuchset" in capsys.readouterr().err

@@ -1,6 +1,8 @@
-"""The package's import graph: no cycles, and no module imports from a layer above its own.
+"""The packages' import graph: no cycles, and no module imports from a layer above its own.
 
-The graph is read from the source (every `import` / `from … import` of a `curate` module, at module level
+The graph covers `curate` and `train` (the trainer sits above all of curate: it reads curate's outputs and may
+use its readers, and curate never imports it). It is read from the source (every `import` / `from … import` of a
+`curate` or `train` module, at module level
 or inside functions, since a lazy import is a dependency all the same); imports under `if TYPE_CHECKING:`
 are annotations only and are left out. The layer table is the one in docs/architecture.md.
 """
@@ -13,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "curate"
+PACKAGES = [ROOT / "curate", ROOT / "train"]
+TOP = {p.name for p in PACKAGES}
 
 # Bottom up; a module may import from its own layer and the ones below it.
 LAYERS = [
@@ -23,6 +26,7 @@ LAYERS = [
     ("run", ["curate.run"]),
     ("tokens", ["curate.tokens"]),
     ("apps", ["curate.report", "curate.cli", "curate.demo", "curate.__main__", "curate"]),
+    ("train", ["train"]),
 ]
 
 
@@ -52,7 +56,7 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
 
 
 def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The curate modules `path` imports (a `from pkg import name` that names a submodule counts as it)."""
+    """The curate and train modules `path` imports (a `from pkg import name` naming a submodule counts as it)."""
     tree = ast.parse(path.read_text(), str(path))
     skip = _type_checking_nodes(tree)
     found: set[str] = set()
@@ -60,8 +64,8 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
         if id(node) in skip:
             continue
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == "curate")
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "curate":
+            found.update(a.name for a in node.names if a.name.split(".")[0] in TOP)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in TOP:
             for a in node.names:
                 sub = f"{node.module}.{a.name}"
                 found.add(sub if sub in modules else node.module)
@@ -70,7 +74,7 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
 
 
 def graph() -> dict[str, set[str]]:
-    files = sorted(PACKAGE.rglob("*.py"))
+    files = sorted(f for p in PACKAGES for f in p.rglob("*.py"))
     modules = {module_name(f) for f in files}
     return {module_name(f): imports_of(f, modules) for f in files}
 

@@ -7,38 +7,52 @@ range is tabulated on its own: a difference between variants smaller than that r
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 from typing import Any
 
+from train.ablate_stages import read_mark, seeds_of
 from train.evaluate.icl import primary
 from train.evaluate.report import task_label
 
 
-def _mark(path: Path) -> dict:
-    from train.ablate import mark_file
-
-    f = mark_file(path)
-    return json.loads(f.read_text()) if f.is_file() else {}
+def classifier_card(variant: dict) -> dict | None:
+    """The held-out quality of the variant's quality classifier (the card `curate quality train` writes beside
+    the model), so its effect on the model can be read next to how well it separates its own classes."""
+    model = variant.get("env", {}).get("PENEIRA_QUALITY_MODEL")
+    card = Path(f"{model}.json") if model else None
+    if card is None or not card.is_file():
+        return None
+    c = json.loads(card.read_text())
+    m = c.get("heldout_metrics", {})
+    return {"model": model, "roc_auc": m.get("roc_auc"), "average_precision": m.get("average_precision"),
+            "heldout_examples": c.get("heldout_examples"), "chunk_words": c.get("config", {}).get("chunk_words")}
 
 
 def collect(spec) -> dict:
-    """Everything measured so far (variants whose runs have not finished are listed without scores)."""
-    from train.ablate import seeds_of
-
+    """Everything measured so far (variants whose runs have not finished are listed without scores). Each variant's
+    unique tokens, the tokens each run trained on and the epochs of its text that makes."""
+    budget_file = spec.out / "budget.json"
+    budget = json.loads(budget_file.read_text()) if budget_file.is_file() else {}
     variants = []
     for v in spec.variants:
         base = spec.out / "variants" / v["name"]
+        unique = read_mark(base / "unique").get("tokens")
         runs = []
         for seed in seeds_of(spec, v):
             d = base / f"seed{seed}"
             if (d / "eval.json").is_file():
                 curve = [json.loads(line) for line in (d / "curve.jsonl").read_text().splitlines()]
-                runs.append({"seed": seed, "eval": json.loads((d / "eval.json").read_text()), "curve": curve})
-        variants.append({"name": v["name"], "pipeline": v["pipeline"], "curated": _mark(base / "curated"),
-                         "mix": _mark(base / "mix"), "runs": runs})
-    return {"inputs": spec.inputs, "tokens": spec.tokens, "vocab_size": spec.vocab_size, "train": spec.train,
-            "eval": spec.eval, "variants": variants}
+                e = json.loads((d / "eval.json").read_text())
+                runs.append({"seed": seed, "eval": e, "curve": curve, "tokens_seen": e["tokens"],
+                             "epochs": e["tokens"] / unique if unique else None})
+        curated = {k: x for k, x in read_mark(base / "curated").items() if k != "key"}
+        variants.append({"name": v["name"], "pipeline": v["pipeline"], "curated": curated, "unique_tokens": unique,
+                         "mix": {k: x for k, x in read_mark(base / "mix").items() if k != "key"},
+                         "classifier": classifier_card(v), "runs": runs})
+    return {"inputs": spec.inputs, "tokens": spec.tokens, "max_epochs": spec.max_epochs, "budget": budget,
+            "vocab_size": spec.vocab_size, "train": spec.train, "eval": spec.eval, "variants": variants}
 
 
 def metrics(run: dict) -> dict[str, float]:
@@ -49,6 +63,10 @@ def metrics(run: dict) -> dict[str, float]:
     if e["tasks"]:
         out["tasks (centred mean)"] = e["aggregate"]["centred"]
     return out
+
+
+def _examples(counts: dict | None) -> str:
+    return ", ".join(f"{n} {k}" for k, n in (counts or {}).items()) or "-"
 
 
 def _cell(values: list[float], digits: int) -> str:
@@ -68,17 +86,31 @@ def _columns(results: dict) -> list[str]:
 
 def markdown(results: dict) -> str:
     cols = _columns(results)
-    head = ["variant", "docs kept / read", "chars kept", "mix tokens", "epochs", "seeds"] + cols
+    head = ["variant", "docs kept / read", "chars kept", "unique tokens", "mix tokens", "tokens seen", "epochs",
+            "seeds"] + cols
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in results["variants"]:
         c, m = v["curated"], v["mix"]
         per_run = [metrics(r) for r in v["runs"]]
+        seen = sorted({r["tokens_seen"] for r in v["runs"]})
+        epochs = sorted({round(r["epochs"], 2) for r in v["runs"] if r.get("epochs") is not None})
         cells = [v["name"], f"{c.get('docs_written', 0):,} / {c.get('docs_read', 0):,}", f"{c.get('chars_written', 0):,}",
-                 f"{m.get('tokens', 0):,}" + (" (capped)" if m.get("limited") else ""), f"{m.get('epochs', 0):.2f}",
+                 f"{v.get('unique_tokens') or 0:,}", f"{m.get('tokens', 0):,}" + (" (capped)" if m.get("limited") else ""),
+                 ", ".join(f"{t:,}" for t in seen) or "-", ", ".join(f"{e:.2f}" for e in epochs) or "-",
                  str(len(v["runs"]))]
         cells += [_cell([r[k] for r in per_run if k in r], 4 if k.endswith("bpb") else 3) for k in cols]
         lines.append("| " + " | ".join(cells) + " |")
-    parts = ["## Results", "", "\n".join(lines), ""]
+    b = results.get("budget", {})
+    rule = (f"Budget: {b['tokens']:,} tokens (`tokens = {b['rule']}`, `max_epochs = {b['max_epochs']}`); epochs = "
+            "tokens seen / the variant's unique tokens." if b else "")
+    parts = ["## Results", "", rule, "", "\n".join(lines), ""]
+    cards = [(v["name"], v["classifier"]) for v in results["variants"] if v.get("classifier")]
+    if cards:
+        rows = ["| variant | classifier | held-out ROC AUC | average precision | held-out examples |",
+                "|---|---|---|---|---|"]
+        rows += [f"| {n} | {c['model']} (chunks of {c['chunk_words']} words) | {c['roc_auc']} | "
+                 f"{c['average_precision']} | {_examples(c['heldout_examples'])} |" for n, c in cards]
+        parts += ["## The quality classifiers on their own held-out examples", "", "\n".join(rows), ""]
     spread = [(v, [metrics(r) for r in v["runs"]]) for v in results["variants"] if len(v["runs"]) > 1]
     if spread:
         head = ["variant (seeds)"] + cols
@@ -105,17 +137,24 @@ def plot_curves(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sets = [c.removesuffix(" bpb") for c in _columns(results) if c.endswith(" bpb")]
-    fig, axes = plt.subplots(1, len(sets), figsize=(4.5 * len(sets), 3.6), squeeze=False)
-    for ax, name in zip(axes[0], sets, strict=True):
+    ncols = min(3, len(sets))
+    nrows = -(-len(sets) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.8 * nrows), squeeze=False)
+    for ax in axes.flat[len(sets):]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat[: len(sets)], sets, strict=True):
         for i, v in enumerate(results["variants"]):
             color = f"C{i}"
             for j, r in enumerate(v["runs"]):
                 pts = [(c["tokens"], c["heldout"][name]) for c in r["curve"] if name in c["heldout"]]
                 ax.plot([t / 1e6 for t, _ in pts], [b for _, b in pts], "o-", color=color, ms=3, lw=1.2 if j == 0 else 0.8, alpha=1 if j == 0 else 0.5,
                         label=v["name"] if j == 0 else None)
-        ax.set(title=name, xlabel="training tokens (millions)", ylabel="bits per byte")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("training tokens (millions)", fontsize=8)
+        ax.set_ylabel("bits per byte", fontsize=8)
+        ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -151,9 +190,73 @@ def plot_tasks(results: dict, path: Path) -> None:
 
 def write(spec, results: dict[str, Any]) -> None:
     out = spec.out
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (out / "results.md").write_text(markdown(results))
+    for name, text in (("results.json", json.dumps(results, indent=1, default=str) + "\n"),
+                       ("results.md", markdown(results))):
+        tmp = out / f".{name}.{os.getpid()}.tmp"  # atomic, and several processes may write the report at once
+        tmp.write_text(text)
+        tmp.replace(out / name)
     if _columns(results):
         plot_curves(results, out / "curves.png")
         if any(not c.endswith(" bpb") for c in _columns(results)):
             plot_tasks(results, out / "tasks.png")
+
+
+# ---------------------------------------------------------------------------------------------- docs
+
+GAPS = [("extract", "heuristics"), ("heuristics", "dedup"), ("dedup", "quality"), ("dedup", "quality_top"),
+        ("dedup", "quality_chunk100"), ("extract", "dedup"), ("extract", "quality")]  # (before, after) pairs shown when both variants ran
+
+
+def gap_table(results: dict, pairs: list[tuple[str, str]] | None = None) -> str:
+    """Each step's gap in held-out bits per byte (before - after: positive = the step helps), next to the seed
+    spread: the larger of the two variants' standard deviations over seeds, the standard error of the gap
+    (sqrt(sd_a^2/n_a + sd_b^2/n_b)) and whether the two variants' ranges of seeds overlap."""
+    by = {v["name"]: [metrics(r) for r in v["runs"]] for v in results["variants"] if v["runs"]}
+    sets = [c for c in _columns(results) if c.endswith(" bpb")]
+    rows = ["| step | seeds | set | gap (bpb) | seed sd (larger) | gap / sd | gap / its standard error | seeds overlap |",
+            "|---|---|---|---|---|---|---|---|"]
+    for a, b in pairs or GAPS:
+        if a not in by or b not in by:
+            continue
+        for k in sets:
+            xa, xb = [r[k] for r in by[a]], [r[k] for r in by[b]]
+            gap = statistics.mean(xa) - statistics.mean(xb)
+            sds = [statistics.stdev(x) if len(x) > 1 else 0.0 for x in (xa, xb)]
+            se = (sds[0] ** 2 / len(xa) + sds[1] ** 2 / len(xb)) ** 0.5
+            overlap = max(min(xa), min(xb)) <= min(max(xa), max(xb))
+            rows.append(f"| {a} → {b} | {len(xa)}, {len(xb)} | {k.removesuffix(' bpb')} | {gap:+.4f} | {max(sds):.4f} | "
+                        f"{_ratio(gap, max(sds))} | {_ratio(gap, se)} | {'yes' if overlap else 'no'} |")
+    return "\n".join(rows)
+
+
+def _ratio(x: float, y: float) -> str:
+    return f"{x / y:+.1f}" if y else "-"
+
+
+def write_docs(spec, results: dict, doc: Path) -> list[Path]:
+    """The docs' numbers from results.json, never retyped: every `<!-- ablate:NAME -->` ... `<!-- /ablate:NAME -->`
+    block of `doc` is replaced by the generated table NAME (results, gaps, deciles), and results.json, results.md and the
+    plots are copied beside it (DOC's stem as a folder: docs/ablation/ for docs/ablation.md)."""
+    import re
+    import shutil
+
+    tables = {"results": markdown(results).split("## Seed-to-seed")[0].strip(), "gaps": gap_table(results)}
+    if (spec.out / "deciles.json").is_file():  # written by --deciles
+        from train.ablate_deciles import markdown as decile_markdown
+
+        tables["deciles"] = decile_markdown(json.loads((spec.out / "deciles.json").read_text()))
+    text = doc.read_text()
+    for name, table in tables.items():
+        text = re.sub(rf"(<!-- ablate:{name} -->\n)(?:.*?\n)?(<!-- /ablate:{name} -->)",
+                      lambda m, t=table: m.group(1) + t + "\n" + m.group(2), text, flags=re.S)
+    tmp = doc.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(doc)
+    folder = doc.parent / doc.stem
+    folder.mkdir(exist_ok=True)
+    written = [doc]
+    for f in ("results.json", "results.md", "curves.png", "tasks.png", "deciles.json"):
+        if (spec.out / f).is_file():
+            shutil.copyfile(spec.out / f, folder / f)
+            written.append(folder / f)
+    return written

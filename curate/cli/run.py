@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 
 from curate.cli.common import add_overwrite, add_progress
@@ -31,16 +30,7 @@ def add_parser(sub):
 
 
 def load_pipeline(path: str) -> Pipeline:
-    if not os.path.isfile(path):
-        raise UsageError(f"pipeline file {path!r} does not exist")
-    try:
-        namespace = runpy.run_path(path, run_name="__pipeline__")
-    except (ValueError, TypeError) as e:  # a bad config value or argument in the file (UsageError included)
-        raise UsageError(f"{path}: {e}") from e
-    pipeline = namespace.get("pipeline")
-    if not isinstance(pipeline, Pipeline):
-        raise UsageError(f"{path} defines no `pipeline = Pipeline(...)`")
-    return pipeline
+    return Pipeline.from_file(path)
 
 
 def main(args) -> int:

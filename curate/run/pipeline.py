@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import posixpath
+import runpy
 import time
 import traceback
 from collections import Counter
@@ -118,6 +119,22 @@ class Pipeline:
             else:
                 stages.append(StreamStage(ParquetReader(), [s], self.writer))  # contract shards: ids kept
         return stages
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> Pipeline:
+        """The `pipeline = Pipeline(...)` a Python file defines: what `curate run FILE` and `python -m train ablate`
+        run. A bad value in the file is the user's input, so it is a UsageError, with the file named."""
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise UsageError(f"pipeline file {path!r} does not exist")
+        try:
+            namespace = runpy.run_path(path, run_name="__pipeline__")
+        except (ValueError, TypeError) as e:  # a bad config value or argument in the file (UsageError included)
+            raise UsageError(f"{path}: {e}") from e
+        pipeline = namespace.get("pipeline")
+        if not isinstance(pipeline, Pipeline):
+            raise UsageError(f"{path} defines no `pipeline = Pipeline(...)`")
+        return pipeline
 
     def describe(self) -> dict:
         return {"name": self.name, "reader": repr(self.reader), "steps": [repr(s) for s in self.steps]}

@@ -10,6 +10,7 @@ order, so the same checkpoint and inputs give the same numbers on every run.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,14 @@ import torch
 from train.evaluate.heldout import HeldoutSet, bits_per_byte
 from train.evaluate.icl import Task, evaluate_task, primary
 from train.generate import load_checkpoint
+
+
+def bar(enabled: bool, desc: str, total: int | None, unit: str):
+    """A tqdm bar on stderr, or one that shows nothing (`--no-progress`)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit == "B", disable=not enabled, leave=False,
+                file=sys.stderr, dynamic_ncols=True)
 
 
 @dataclass
@@ -38,15 +47,19 @@ def checkpoint_info(path: str | Path) -> dict:
             "seed": state["config"].get("seed"), "data": state["config"].get("data")}
 
 
-def evaluate(path: str | Path, plan: EvalPlan, device: str = "cpu") -> dict:
-    """Every held-out set and task of the plan on one checkpoint."""
+def evaluate(path: str | Path, plan: EvalPlan, device: str = "cpu", progress: bool = False) -> dict:
+    """Every held-out set and task of the plan on one checkpoint. With `progress`, a bar per set and task on
+    stderr (bytes scored, examples scored): an evaluation can take many minutes on a loaded CPU."""
     run = load_checkpoint(path, device)
     result = {**checkpoint_info(path), "heldout": [], "tasks": []}
     for hs in plan.heldout:
-        result["heldout"].append(bits_per_byte(run, hs, plan.batch_size))
+        with bar(progress, f"eval {hs.name}", hs.max_bytes, "B") as b:
+            result["heldout"].append(bits_per_byte(run, hs, plan.batch_size, b.update))
     for task, shots in plan.tasks:
         for k in shots:
-            result["tasks"].append(evaluate_task(run, task, k, plan.seed, plan.limit, plan.batch_size))
+            n = len(task.examples) if plan.limit is None else min(plan.limit, len(task.examples))
+            with bar(progress, f"eval {task.name} {k}-shot", n, "ex") as b:
+                result["tasks"].append(evaluate_task(run, task, k, plan.seed, plan.limit, plan.batch_size, b.update))
     scores = [primary(t) for t in result["tasks"]]
     raw = [t["acc_centred"] for t in result["tasks"]]
     result["aggregate"] = {"centred": sum(scores) / len(scores) if scores else None,

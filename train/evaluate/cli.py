@@ -19,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heldout", action="append", default=[], metavar="[NAME=]PATH",
                    help="held-out text: JSONL, Parquet, plain text, a run output or a token directory (repeatable)")
     p.add_argument("--max-docs", type=int, default=None, help="documents per held-out set (default: all)")
-    p.add_argument("--max-bytes", type=float, default=None, help="UTF-8 bytes per held-out set (default: all)")
+    p.add_argument("--max-bytes", action="append", default=[], metavar="[NAME=]N",
+                   help="UTF-8 bytes per held-out set: N for every set, NAME=N for one (repeatable; default: all)")
     p.add_argument("--task", action="append", default=[], metavar="NAME_OR_PATH[:K,K]",
                    help="an in-context task and its numbers of shots, e.g. copa, arc_easy:0,10 (repeatable)")
     p.add_argument("--icl-dir", default=None, help="directory of the llm-foundry task files (NAME.jsonl)")
@@ -29,19 +30,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     p.add_argument("--name", action="append", default=None, help="a label per checkpoint for the tables")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
     p.add_argument("--out", default=None, help="write eval.json, eval.md (and eval.png for several checkpoints) here")
     return p
 
 
 def plan_from_args(args: argparse.Namespace) -> EvalPlan:
-    max_bytes = int(args.max_bytes) if args.max_bytes else None
-    plan = EvalPlan(heldout=[parse_set(s, args.max_docs, max_bytes) for s in args.heldout],
+    plan = EvalPlan(heldout=[parse_set(s, args.max_docs) for s in args.heldout],
                     limit=args.limit, seed=args.seed, batch_size=args.batch_size)
+    apply_max_bytes(plan.heldout, args.max_bytes)
     default_shots = [int(k) for k in args.shots.split(",")]
     for spec in args.task:
         name, path, shots = parse_spec(spec, args.icl_dir, default_shots)
         plan.tasks.append((load_task(name, path), shots))
     return plan
+
+
+def apply_max_bytes(sets: list, limits: list[str]) -> None:
+    """`--max-bytes N` caps every set, `--max-bytes NAME=N` one set (and wins over N): a mixed-language set may need
+    more bytes than the others to show its split."""
+    named = {}
+    for item in limits:
+        name, eq, value = item.rpartition("=")
+        try:
+            n = int(float(value))
+        except ValueError:
+            raise ValueError(f"--max-bytes {item!r}: expected N or NAME=N") from None
+        named[name if eq else "*"] = n
+    unknown = set(named) - {"*"} - {h.name for h in sets}
+    if unknown:
+        raise ValueError(f"--max-bytes names sets that are not held out: {sorted(unknown)}")
+    for h in sets:
+        h.max_bytes = named.get(h.name, named.get("*"))
 
 
 def main(argv: list[str]) -> int:
@@ -53,7 +73,7 @@ def main(argv: list[str]) -> int:
         parser.error(f"{len(args.name)} --name for {len(args.checkpoints)} checkpoints")
     try:
         plan = plan_from_args(args)
-        results = [evaluate(c, plan, args.device) for c in args.checkpoints]
+        results = [evaluate(c, plan, args.device, progress=not args.no_progress) for c in args.checkpoints]
     except (FileNotFoundError, ValueError) as e:  # the user's input: one line, not a traceback
         print(f"python -m train eval: error: {e}", file=sys.stderr)
         return 2

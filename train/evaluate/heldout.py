@@ -20,7 +20,7 @@ import gzip
 import io
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from curate.core.stats import StepStats
@@ -117,20 +117,26 @@ def documents(hs: HeldoutSet) -> Iterator[tuple[str, str]]:
         hs.skipped[reason] = hs.skipped.get(reason, 0) + n
 
 
-def bits_per_byte(run: Loaded, hs: HeldoutSet, batch_size: int = 32) -> dict:
-    """Bits per byte of one held-out set, overall and per source."""
+def bits_per_byte(run: Loaded, hs: HeldoutSet, batch_size: int = 32,
+                  progress: Callable[[int], object] | None = None) -> dict:
+    """Bits per byte of one held-out set, overall and per source; `progress(n)` is told the bytes scored."""
     T = run.model.cfg.seq_len
     total, per_source = Totals(), {}
     pending: list[tuple[list[int], int]] = []
     owners: list[str] = []
+    unreported = 0  # bytes of the documents whose windows are pending
 
     def flush() -> None:
+        nonlocal unreported
         for src, span in zip(owners, score_spans(run.model, pending, run.eos_id, batch_size), strict=True):
             for t in (total, per_source[src]):
                 t.nll -= span.logprob
                 t.tokens += span.tokens
         pending.clear()
         owners.clear()
+        if progress is not None:
+            progress(unreported)
+        unreported = 0
 
     for source, text in documents(hs):
         ids = [run.eos_id] + run.tokenizer.encode(text, add_special_tokens=False).ids
@@ -138,6 +144,7 @@ def bits_per_byte(run: Loaded, hs: HeldoutSet, batch_size: int = 32) -> dict:
         for t in (total, per_source.setdefault(source, Totals())):
             t.bytes += n_bytes
             t.docs += 1
+        unreported += n_bytes
         for s in range(0, len(ids) - 1, T):
             window = ids[s : s + T + 1]
             pending.append((window, len(window) - 1))

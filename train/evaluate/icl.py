@@ -27,6 +27,7 @@ import io
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from curate.io import fs
@@ -159,7 +160,7 @@ def candidates(task: Task, index: int, shots: int, seed: int) -> tuple[list[Cand
 
 
 def evaluate_task(run: Loaded, task: Task, shots: int, seed: int = 1234, limit: int | None = None,
-                  batch_size: int = 32) -> dict:
+                  batch_size: int = 32, progress: Callable[[int], object] | None = None) -> dict:
     """Accuracies of one task at one number of shots over its first `limit` examples (all when None). An example
     with a continuation longer than the model's window cannot be scored (llm-foundry refuses the whole task); it is
     left out and counted in `skipped_too_long`."""
@@ -181,7 +182,14 @@ def evaluate_task(run: Loaded, task: Task, shots: int, seed: int = 1234, limit: 
     n = len(golds)
     if not n:
         raise ValueError(f"task {task.name}: every example's continuation is longer than the model's window")
-    spans = score_spans(run.model, requests, run.eos_id, batch_size)
+    scored = 0
+
+    def report(k: int) -> None:  # requests scored -> whole examples scored, for the bar
+        nonlocal scored
+        scored += k
+        progress(scored * n // len(requests) - (scored - k) * n // len(requests))
+
+    spans = score_spans(run.model, requests, run.eos_id, batch_size, None if progress is None else report)
     hits = {"acc": 0, "acc_per_token": 0, "acc_per_char": 0}
     chance = 0.0
     for rows, gold in zip(spans_of, golds, strict=True):

@@ -9,7 +9,7 @@ back in request order, and the same requests always form the same batches, so sc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -27,8 +27,9 @@ class Span:
 
 @torch.no_grad()
 def score_spans(model: GPT, requests: Sequence[tuple[Sequence[int], int]], pad_id: int,
-                batch_size: int = 32) -> list[Span]:
-    """For each (ids, k): the log-likelihood of the last k ids given the ids before them (at least one)."""
+                batch_size: int = 32, progress: Callable[[int], object] | None = None) -> list[Span]:
+    """For each (ids, k): the log-likelihood of the last k ids given the ids before them (at least one).
+    `progress(n)` is called after each batch with the number of requests it scored."""
     window = model.cfg.seq_len + 1
     for ids, k in requests:
         if not 1 <= k < len(ids) or k >= window:
@@ -51,4 +52,6 @@ def score_spans(model: GPT, requests: Sequence[tuple[Sequence[int], int]], pad_i
             # normalised only where a token is scored: a task's continuation is a few of the row's positions
             lp = F.log_softmax(logits[r, end - k : end, :vocab].float(), dim=-1).cpu()
             out[i] = Span(float(lp.gather(1, target[:, None]).sum()), k, bool((lp.argmax(-1) == target).all()))
+        if progress is not None:
+            progress(len(rows))
     return out  # type: ignore[return-value]

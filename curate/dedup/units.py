@@ -93,7 +93,7 @@ def _sentence_cuts(text: str, lang: str) -> list[int]:
             if cut > cuts[-1]:
                 cuts.append(cut)
             seen_end = False
-        if any(c in "。！？." for c in chunk[1:-1]):
+        if any(c in "。！？." for c in chunk[1:-1]) and chunk.strip(_PREFIXES) not in abbreviations:
             cuts.extend(c for c in _inner_cuts(chunk, m.start()) if c > cuts[-1])
         end = m.end()
         seen_end = _ends_sentence(chunk, abbreviations)

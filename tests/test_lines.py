@@ -101,7 +101,7 @@ def split_units(text: str, unit: str) -> tuple[list[str], str]:
     return units(body, "sentence"), tail
 
 
-def brute_force(rows: list[dict], unit: str, span: int, min_words: int = 0) -> dict[str, str]:
+def brute_force(rows: list[dict], unit: str, span: int, min_words: int = 0, min_units: int = 0) -> dict[str, str]:
     """Every span of `span` units seen before, in documents by id and units by position, is removed."""
     seen, out = set(), {}
     for row in sorted(rows, key=lambda r: r["id"]):
@@ -119,7 +119,8 @@ def brute_force(rows: list[dict], unit: str, span: int, min_words: int = 0) -> d
             out[row["id"]] = row["text"]
             continue
         text = ("".join(u for u, g in zip(us, gone, strict=True) if not g) + tail).lstrip()
-        if text.strip() and len(text.split()) >= min_words:
+        left = sum(not g and u.strip() != "" for u, g in zip(us, gone, strict=True))
+        if text.strip() and len(text.split()) >= min_words and left >= min_units:
             out[row["id"]] = text
     return out
 
@@ -194,6 +195,14 @@ def test_min_words_drops_changed_documents_only_and_rejected_keeps_every_cut(sha
                                                                     for r in rejected)
 
 
+def test_min_units_drops_changed_documents_left_with_fewer_sentences(shared, tmp_path):
+    rows = corpus(shared, seed=7)
+    run(rows, tmp_path / "out", dedup.Lines(unit="sentence", span=3, min_units=3))
+    want = brute_force(rows, "sentence", 3, min_units=3)
+    assert kept(tmp_path / "out") == want
+    assert len(want) < len(brute_force(rows, "sentence", 3))  # the rule dropped some
+
+
 def test_workers_partitions_and_input_order_do_not_change_the_result(shared, tmp_path):
     rows = corpus(shared, seed=2)
     run(rows, tmp_path / "a", dedup.Lines(unit="sentence", span=3), files=1)
@@ -230,7 +239,6 @@ def test_lines_on_s3_is_the_local_run(shared, tmp_path, s3_bucket):
 
     rows = corpus(shared, seed=4)
     files = run(rows, tmp_path / "local", dedup.Lines(partitions=2), files=2)
-    run(files, f"{s3_bucket}/out", dedup.Lines(partitions=2)) if False else None
     pipe = Pipeline(name="lines", reader=readers.Jsonl(), steps=[dedup.Lines(partitions=2)])
     pipe.run(inputs=files, output=f"{s3_bucket}/out", executor=LocalExecutor(1, progress=False), rejected=True,
              progress=False)
@@ -269,15 +277,17 @@ def test_bloom_filter_false_positive_rate_is_the_target(fp_rate):
     assert f.bytes == dedup.Lines.bloom_bytes(n, fp_rate) < 2 * n
 
 
-def test_bloom_false_positives_remove_lines_at_the_stated_rate(shared, tmp_path):
-    """With a filter sized for far fewer n-grams than it gets, false positives remove unique lines; the step
-    reports the filter's end false-positive rate, which the share of wrongly removed unique lines follows."""
+def test_bloom_mode_states_its_memory_and_reports_the_filters_rate(shared, tmp_path):
+    """The filter is the size `bloom_bytes` says before the run; sized from the text (the default) it ends
+    under its target rate, and an overfull one (sized for far fewer n-grams than it gets) reports more."""
     rows = [{"id": f"d{i:04d}", "text": t} for i, t in enumerate(web_texts(shared)[:300])]
-    step = dedup.Lines(method="bloom", ngram=1, min_ngram=1, threshold=0.0, expected_ngrams=2000, fp_rate=0.01)
-    run(rows, tmp_path / "out", step)
-    extra = stats(tmp_path / "out")["extra"]
-    assert extra["fp_rate_end"] > 0.01  # overfull: more n-grams than it was sized for
-    assert extra["bloom_bytes"] == dedup.Lines.bloom_bytes(2000, 0.01)
+    run(rows, tmp_path / "sized", dedup.Lines(method="bloom", fp_rate=0.01))
+    extra = stats(tmp_path / "sized")["extra"]
+    assert extra["ngrams"] < extra["expected_ngrams"] and extra["fp_rate_end"] < 0.01
+    assert extra["bloom_bytes"] == dedup.Lines.bloom_bytes(extra["expected_ngrams"], 0.01)
+    run(rows, tmp_path / "overfull", dedup.Lines(method="bloom", expected_ngrams=2000, fp_rate=0.01))
+    extra = stats(tmp_path / "overfull")["extra"]
+    assert extra["fp_rate_end"] > 0.01 and extra["bloom_bytes"] == dedup.Lines.bloom_bytes(2000, 0.01)
 
 
 def test_configuration_errors():

@@ -202,12 +202,13 @@ class Emitter:
     name: str
     min_chars: int
     min_words: int
+    min_units: int
     out: object
     rej: object | None
     stats: Counter = field(default_factory=Counter)
 
-    def emit(self, table: pa.Table, changes: dict[int, tuple[str, str, int]]) -> None:
-        """Write a batch; `changes` maps a row to (kept text, removed text, units removed)."""
+    def emit(self, table: pa.Table, changes: dict[int, tuple[str, str, int, int]]) -> None:
+        """Write a batch; `changes` maps a row to (kept text, removed text, units removed, units left)."""
         chars = pc.utf8_length(table["text"])
         self.stats["docs_in"] += table.num_rows
         self.stats["chars_in"] += pc.sum(chars).as_py() or 0
@@ -215,11 +216,12 @@ class Emitter:
         if changes:
             texts = table["text"].to_pylist()
             cut_rows, cut_texts = [], []
-            for i, (kept, removed, n_units) in sorted(changes.items()):
+            for i, (kept, removed, n_units, n_left) in sorted(changes.items()):
                 self.stats["docs_changed"] += 1
                 self.stats["units_removed"] += n_units
                 self.stats["chars_removed"] += len(texts[i]) - len(kept)
-                if not kept.strip() or len(kept) < self.min_chars or len(kept.split()) < self.min_words:
+                if (not kept.strip() or len(kept) < self.min_chars or len(kept.split()) < self.min_words
+                        or n_left < self.min_units):
                     keep[i] = False
                     self.stats["dropped"] += 1
                     self.stats["dropped_chars"] += len(texts[i])
@@ -260,6 +262,12 @@ class RewriteTask:
     language: str
     min_chars: int
     min_words: int
+    min_units: int
+
+
+def _left(text: str, cuts: list[int], gone: list[bool]) -> int:
+    """Units kept that hold more than whitespace."""
+    return sum(not g and not text[a:b].isspace() for g, a, b in zip(gone, cuts, cuts[1:], strict=False))
 
 
 def _open(task_writer: Parquet, output: str, rejected: str | None, schema: pa.Schema):
@@ -282,7 +290,7 @@ def rewrite_shard(task: RewriteTask) -> dict:
     order = np.lexsort((pos, rows))
     rows, pos = rows[order], pos[order]
     out, rej = _open(task.writer, task.output, task.rejected, schema)
-    em = Emitter(task.name, task.min_chars, task.min_words, out, rej)
+    em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej)
     try:
         start = 0
         for batch in pf.iter_batches(batch_size=8192):
@@ -298,7 +306,7 @@ def rewrite_shard(task: RewriteTask) -> dict:
                     for p in pos[lo:hi][rows[lo:hi] == r].tolist():
                         gone[p:p + task.span] = [True] * len(gone[p:p + task.span])
                     kept, removed = rewrite(texts[i], c, gone)
-                    changes[i] = (kept, removed, sum(gone))
+                    changes[i] = (kept, removed, sum(gone), _left(texts[i], c, gone))
             em.emit(table, changes)
             start += table.num_rows
         out.commit()
@@ -332,6 +340,7 @@ class BloomTask:
     batch_docs: int
     min_chars: int
     min_words: int
+    min_units: int
 
 
 def bloom_all(task: BloomTask) -> dict:
@@ -341,7 +350,7 @@ def bloom_all(task: BloomTask) -> dict:
     shards, seen, found = [], 0, 0
     for i, path in enumerate(task.inputs):
         out, rej = _open(task.writer, task.outputs[i], task.rejected[i] if task.rejected else None, schema)
-        em = Emitter(task.name, task.min_chars, task.min_words, out, rej)
+        em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej)
         try:
             for batch in fs.parquet_file(path).iter_batches(batch_size=task.batch_docs):
                 table = conform(batch, schema)
@@ -361,7 +370,7 @@ def bloom_all(task: BloomTask) -> dict:
                 for d in np.flatnonzero(touched).tolist():
                     gone = removed[doc_units[d]:doc_units[d + 1]] | whole[d]
                     kept, cut_text = rewrite(texts[d], cuts[d], gone.tolist())
-                    changes[d] = (kept, cut_text, int(gone.sum()))
+                    changes[d] = (kept, cut_text, int(gone.sum()), _left(texts[d], cuts[d], gone.tolist()))
                 em.emit(table, changes)
             out.commit()
             if rej is not None:
@@ -385,7 +394,7 @@ class Lines(GlobalStep):
     `unit`: "line", "paragraph" (blank-line separated) or "sentence"; `span`: units per window (C4:
     three sentences). Exact (`method="exact"`): a window whose match form occurs earlier, by (document
     id, position), is removed with its units; every copy but one goes. Documents left with no text, or
-    under `min_chars` characters or `min_words` words, are dropped (`lines:emptied`); what was cut is in
+    under `min_chars` characters, `min_words` words or `min_units` units, are dropped (`lines:emptied`); what was cut is in
     `rejected/` (`lines:duplicate`). `language` chooses the sentence rules when a document has no `lang`.
 
     `method="bloom"`: DCLM's BFF, one pass with a Bloom filter sized for `expected_ngrams` word
@@ -396,7 +405,7 @@ class Lines(GlobalStep):
     name: ClassVar[str] = "lines"
 
     def __init__(self, unit: str = "line", span: int = 1, method: str = "exact", language: str = "en",
-                 min_chars: int = 0, min_words: int = 0, ngram: int = 13, min_ngram: int | None = None,
+                 min_chars: int = 0, min_words: int = 0, min_units: int = 0, ngram: int = 13, min_ngram: int | None = None,
                  threshold: float = 0.8, fp_rate: float = 0.01, expected_ngrams: int | None = None,
                  partitions: int | None = None, batch_docs: int = 4096):
         self.unit = check(self, "unit", unit, choices=UNITS)
@@ -405,6 +414,7 @@ class Lines(GlobalStep):
         self.language = check(self, "language", language, str)
         self.min_chars = check(self, "min_chars", min_chars, int, lo=0)
         self.min_words = check(self, "min_words", min_words, int, lo=0)
+        self.min_units = check(self, "min_units", min_units, int, lo=0)
         self.ngram = check(self, "ngram", ngram, int, lo=1)
         self.min_ngram = check(self, "min_ngram", ngram if min_ngram is None else min_ngram, int, lo=1)
         self.threshold = check(self, "threshold", threshold, float, lo=0, hi=1)
@@ -460,7 +470,7 @@ class Lines(GlobalStep):
         written = common.run_phase(ctx, "rewrite", rewrite_shard, [
             RewriteTask(self.name, i, p, hashed[i]["rows"], removals, fs.join(ctx.output_dir, fs.basename(p)),
                         self._rejected(ctx, p), ctx.writer, schema_bytes, self.unit, self.span, self.language,
-                        self.min_chars, self.min_words)
+                        self.min_chars, self.min_words, self.min_units)
             for i, p in enumerate(ctx.inputs)], names)
         seconds["rewrite"] = time.perf_counter() - t
         return self._stats(written, {
@@ -478,7 +488,8 @@ class Lines(GlobalStep):
         task = BloomTask(self.name, ctx.inputs, [fs.join(ctx.output_dir, fs.basename(p)) for p in ctx.inputs],
                          [self._rejected(ctx, p) for p in ctx.inputs] if ctx.rejected_dir else None,
                          ctx.writer, ctx.schema.serialize().to_pybytes(), self.unit, self.ngram, self.min_ngram,
-                         self.threshold, self.fp_rate, expected, self.batch_docs, self.min_chars, self.min_words)
+                         self.threshold, self.fp_rate, expected, self.batch_docs, self.min_chars, self.min_words,
+                         self.min_units)
         [res] = common.run_phase(ctx, "bloom", bloom_all, [task], ["all"])
         return self._stats(res.pop("shards"), {"method": "bloom", "expected_ngrams": expected,
                                                "fp_rate_target": self.fp_rate, **res},

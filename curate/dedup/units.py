@@ -26,7 +26,8 @@ from curate.dedup._abbreviations import ABBREVIATIONS
 UNITS = ("line", "paragraph", "sentence")
 # spaCy's Sentencizer.default_punct_chars, less the rarely seen scripts: a token of these ends a sentence
 SENTENCE_END = frozenset("!.?։؟۔܀܁܂߹।॥၊။።፧፨᙮᜵᜶᠃᠉᥄᥅᪨᪩᪪᪫᭚᭛᭞᭟᰻᰼᱾᱿‼‽⁇⁈⁉⸮⸼꓿꘎꘏꛳꛷꡶꡷꣎꣏꤯꧈꧉꩝꩞꩟꫰꫱꯫﹒﹖﹗！．？｡。")
-_CHUNK = re.compile(r"\S+")
+_CANDIDATE = re.compile(r"\S*[" + re.escape("".join(sorted(SENTENCE_END))) + r"]\S*")
+_NEXT = re.compile(r"(\s+)(\S+)")
 # what spaCy splits off the end (and start) of a token: its LIST_PUNCT, LIST_QUOTES and brackets
 _AFFIXES = frozenset("…,:;!?¿؟¡()[]{}<>_#*&。？！，、；：～·।،۔؛٪'\"”“`‘´’‚„»«「」『』（）〔〕【】《》〈〉")
 _PREFIXES = "".join(_AFFIXES)
@@ -76,27 +77,32 @@ def _inner_cuts(chunk: str, start: int) -> list[int]:
 
 
 def _sentence_cuts(text: str, lang: str) -> list[int]:
+    """Sentence starts: only chunks holding a stop are looked at, then the chunks after a sentence end."""
     abbreviations = ABBREVIATIONS.get(lang, frozenset())
-    cuts, end, seen_end = [0], 0, False
-    for m in _CHUNK.finditer(text):
+    cuts, done = [0], 0
+    for m in _CANDIDATE.finditer(text):
+        if m.start() < done:
+            continue  # punctuation already taken into the sentence before
         chunk = m.group()
-        if seen_end and text[end:m.start()] != " ":  # spaCy makes other whitespace a token, which ends it
-            if end > cuts[-1]:
-                cuts.append(end)
-            seen_end = False
-        if seen_end:
-            if _all_punct(chunk):  # punctuation after the stop stays with its sentence
-                end = m.end()
-                continue
-            lead = len(chunk) - len(chunk.lstrip(_PREFIXES))
-            cut = m.start() + lead if lead else end
-            if cut > cuts[-1]:
-                cuts.append(cut)
-            seen_end = False
         if any(c in "。！？." for c in chunk[1:-1]) and chunk.strip(_PREFIXES) not in abbreviations:
             cuts.extend(c for c in _inner_cuts(chunk, m.start()) if c > cuts[-1])
-        end = m.end()
-        seen_end = _ends_sentence(chunk, abbreviations)
+        if not _ends_sentence(chunk, abbreviations):
+            continue
+        end, cut = m.end(), None
+        while (n := _NEXT.match(text, end)) is not None:
+            if n.group(1) != " ":  # spaCy makes other whitespace a token, which starts the next sentence
+                cut = end
+                break
+            nxt = n.group(2)
+            if _all_punct(nxt):  # punctuation after the stop stays with its sentence
+                end = n.end()
+                continue
+            lead = len(nxt) - len(nxt.lstrip(_PREFIXES))
+            cut = n.start(2) + lead if lead else end
+            break
+        if cut is not None and cut > cuts[-1]:
+            cuts.append(cut)
+        done = end
     return cuts
 
 

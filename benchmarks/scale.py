@@ -243,7 +243,7 @@ def run(docs: int, corpus: Path, workers: int, work: Path, tokens: bool = True) 
             "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
 
 
-def run_lines(docs: int, corpus: Path, workers: int, work: Path) -> dict:
+def run_lines(docs: int, corpus: Path, workers: int, work: Path, methods: tuple[str, ...] = ("exact", "bloom")) -> dict:
     """`dedup.Lines(unit="sentence", span=3)` (partitions as `run`), then its Bloom mode, alone on the corpus."""
     from curate import Pipeline, dedup, readers
 
@@ -253,8 +253,10 @@ def run_lines(docs: int, corpus: Path, workers: int, work: Path) -> dict:
     rss_dir = work / f"rss-lines-{docs}"
     ex = fresh_executor(workers, rss_dir, *(work / f"lines-{m}-{docs}" for m in ("exact", "bloom")))
     parts, seconds, steps = partitions(docs), {}, {}
-    for method, step in (("exact", dedup.Lines(unit="sentence", span=3, partitions=parts)),
-                         ("bloom", dedup.Lines(method="bloom", ngram=13, threshold=0.8, fp_rate=0.01))):
+    steps_by_method = {"exact": dedup.Lines(unit="sentence", span=3, partitions=parts),
+                       "bloom": dedup.Lines(method="bloom", ngram=13, threshold=0.8, fp_rate=0.01)}
+    for method in methods:
+        step = steps_by_method[method]
         out = work / f"lines-{method}-{docs}"
         t0 = time.perf_counter()
         Pipeline(name="scale", reader=readers.Parquet(source="web"), steps=[step]).run(
@@ -460,6 +462,7 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/peneira-scale/corpus"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp/peneira-scale"))
+    ap.add_argument("--methods", default="exact,bloom", help="lines: which modes of dedup.Lines")
     ap.add_argument("--skip-tokens", action="store_true", help="run: stop after the pipeline (then `tokens`)")
     args = ap.parse_args()
     if args.what == "generate":
@@ -485,14 +488,15 @@ def main() -> int:
     if args.what == "tokens":
         result = run_tokens_only(args.docs, args.workers, args.work)
     elif args.what == "lines":
-        result = run_lines(args.docs, args.dir, args.workers, args.work)
+        result = run_lines(args.docs, args.dir, args.workers, args.work, tuple(args.methods.split(",")))
     elif args.what == "token-files":
         result = token_files(args.files, args.file_docs, args.workers, args.work)
     else:
         result = run(args.docs, args.dir, args.workers, args.work, tokens=not args.skip_tokens)
     report(result)
     size = args.files if args.what == "token-files" else args.docs
-    with open(args.work / f"result-{size}-{args.what}.json", "w") as f:
+    what = f"lines-{args.methods.replace(',', '-')}" if args.what == "lines" else args.what
+    with open(args.work / f"result-{size}-{what}.json", "w") as f:
         json.dump(result, f, indent=1)
     return 0
 

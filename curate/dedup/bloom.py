@@ -60,8 +60,7 @@ class Filter:
 
     def fp_rate(self) -> float:
         """The chance that an n-gram never inserted is reported present now: the product of the partitions' fill."""
-        per = self.words.reshape(self.hashes, -1)
-        fill = np.unpackbits(per.view(np.uint8), axis=1).sum(axis=1) / self.part_bits
+        fill = _popcounts(self.words.reshape(self.hashes, -1)) / self.part_bits
         return float(np.prod(fill))
 
     def contains(self, hashes: np.ndarray) -> np.ndarray:
@@ -69,6 +68,20 @@ class Filter:
 
     def insert(self, hashes: np.ndarray) -> None:
         _insert_many(self.words, self.hashes, self.part_bits, hashes.astype(np.uint64))
+
+
+@numba.njit(cache=True)
+def _popcounts(rows):
+    """Set bits per row of a uint64 matrix, without a copy (unpacking bits would take 8 bytes per bit)."""
+    out = np.zeros(rows.shape[0], dtype=np.int64)
+    for r in range(rows.shape[0]):
+        n = 0
+        for w in rows[r]:
+            while w:
+                w &= w - np.uint64(1)
+                n += 1
+        out[r] = n
+    return out
 
 
 @numba.njit(cache=True, inline="always")

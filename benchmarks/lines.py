@@ -125,14 +125,57 @@ def compare(docs: list[dict], theirs: dict[str, str], ours: dict[str, str]) -> d
             "changed_by_ours": sum(ours.get(d["id"]) != d["text"] for d in docs), "different_ids": diffs}
 
 
+def bloom_check(docs: list[dict]) -> dict:
+    """The Bloom filter's measured false-positive rate at its sized count, and the Bloom mode (DCLM's settings,
+    sized from the text) against the same run with a ~exact filter (fp 1e-9) on the corpus."""
+    import numpy as np
+
+    from curate.dedup.bloom import Filter
+
+    out = {"filter": {}}
+    rng = np.random.default_rng(0)
+    for p in (0.01, 0.001):
+        f = Filter.sized(1_000_000, p)
+        f.insert(rng.integers(0, 2**63, 1_000_000, dtype=np.uint64))
+        measured = float(f.contains(rng.integers(0, 2**63, 2_000_000, dtype=np.uint64)).mean())
+        out["filter"][str(p)] = {"measured": measured, "estimated": f.fp_rate(), "bytes": f.bytes}
+    kept = {}
+    for name, fp in (("bloom_0.01", 0.01), ("exact_set", 1e-9)):
+        work = Path(tempfile.mkdtemp(prefix="lines-bloom-"))
+        try:
+            src = work / "in.jsonl"
+            src.write_text("".join(json.dumps(d) + "\n" for d in docs))
+            step = dedup.Lines(method="bloom", ngram=13, threshold=0.8, fp_rate=fp)
+            Pipeline(name="b", reader=readers.Jsonl(), steps=[step]).run(
+                inputs=str(src), output=str(work / "out"), executor=LocalExecutor(1, progress=False), progress=False)
+            import pyarrow.parquet as pq
+
+            kept[name] = {r["id"]: r["text"] for p in (work / "out").glob("data/*.parquet")
+                          for r in pq.read_table(p, columns=["id", "text"]).to_pylist()}
+            out[name] = json.loads((work / "out" / "stats.json").read_text())["steps"][-1]["extra"]
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    a, b = kept["bloom_0.01"], kept["exact_set"]
+    out["docs_identical_to_exact_set"] = sum(a.get(i) == b.get(i) for i in set(a) | set(b))
+    out["docs"] = len(set(a) | set(b))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plant", action="store_true", help="also the set with planted boilerplate copies")
     ap.add_argument("--out", default=None, help="write the results here (JSON)")
     ap.add_argument("--dump", action="store_true", help="with --out: also each differing document's three texts")
     ap.add_argument("--only-planted", action="store_true", help="skip the set without planted copies")
+    ap.add_argument("--bloom", action="store_true", help="only the Bloom mode's false-positive check (no datatrove)")
     args = ap.parse_args()
     base = load()
+    if args.bloom:
+        res = bloom_check(plant(base))
+        print(json.dumps(res, indent=1))
+        if args.out:
+            Path(args.out).write_text(json.dumps(res, indent=1))
+        return
     sets = {"real": base, **({"planted": plant(base)} if args.plant or args.only_planted else {})}
     if args.only_planted:
         del sets["real"]

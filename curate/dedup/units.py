@@ -84,6 +84,10 @@ def _sentence_cuts(text: str, lang: str) -> list[int]:
         if m.start() < done:
             continue  # punctuation already taken into the sentence before
         chunk = m.group()
+        if chunk[0] in "!?" and (rest := chunk.lstrip("!?")) and not _all_punct(rest):
+            cut_at = m.end() - len(rest.lstrip(_PREFIXES))  # spaCy splits a leading ! or ? off: a sentence
+            if cut_at > cuts[-1]:
+                cuts.append(cut_at)
         if any(c in "。！？." for c in chunk[1:-1]) and chunk.strip(_PREFIXES) not in abbreviations:
             cuts.extend(c for c in _inner_cuts(chunk, m.start()) if c > cuts[-1])
         if not _ends_sentence(chunk, abbreviations):

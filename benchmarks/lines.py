@@ -50,7 +50,7 @@ def plant(docs: list[dict], seed: int = 0) -> list[dict]:
     for d in docs:
         units = {ln.strip() for ln in d["text"].split("\n") if len(ln.split()) >= 4}
         units |= {p.strip() for p in d["text"].split("\n\n") if len(p.split()) >= 8}
-        seen_in.update({match_form(u): u for u in units}.values())
+        seen_in.update({match_form(u): u for u in sorted(units)}.values())  # sorted: the same set every run
     boiler = sorted(u for u, n in seen_in.items() if n >= 2)
     out = []
     for d in docs:

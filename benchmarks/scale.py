@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/scale.py run --docs 5000000 --skip-tokens ...; ... tokens --docs 5000000
     .venv/bin/python benchmarks/scale.py tasks --docs 1000000   # one task per phase, alone, on a finished run
     .venv/bin/python benchmarks/scale.py token-files --files 60 --work /tmp/peneira-tokmem   # mix/tokenize vs files
+    .venv/bin/python benchmarks/scale.py lines --docs 1000000 --dir /tmp/peneira-scale/corpus   # dedup.Lines alone
 
 `generate` writes a corpus of short documents (40-70 words, about 300 characters) in Parquet shards
 of 100,000: words drawn i.i.d. from the unigram frequencies of real text (WikiText, Botchan for the
@@ -242,6 +243,33 @@ def run(docs: int, corpus: Path, workers: int, work: Path, tokens: bool = True) 
             "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
 
 
+def run_lines(docs: int, corpus: Path, workers: int, work: Path, methods: tuple[str, ...] = ("exact", "bloom")) -> dict:
+    """`dedup.Lines(unit="sentence", span=3)` (partitions as `run`), then its Bloom mode, alone on the corpus."""
+    from curate import Pipeline, dedup, readers
+
+    shards = sorted(corpus.glob("shard-*.parquet"))[: (docs + SHARD_DOCS - 1) // SHARD_DOCS]
+    if len(shards) * SHARD_DOCS < docs:
+        raise SystemExit(f"{corpus} has {len(shards)} shards; generate --docs {docs} first")
+    rss_dir = work / f"rss-lines-{docs}"
+    ex = fresh_executor(workers, rss_dir, *(work / f"lines-{m}-{docs}" for m in ("exact", "bloom")))
+    parts, seconds, steps = partitions(docs), {}, {}
+    steps_by_method = {"exact": dedup.Lines(unit="sentence", span=3, partitions=parts),
+                       "bloom": dedup.Lines(method="bloom", ngram=13, threshold=0.8, fp_rate=0.01)}
+    for method in methods:
+        step = steps_by_method[method]
+        out = work / f"lines-{method}-{docs}"
+        t0 = time.perf_counter()
+        Pipeline(name="scale", reader=readers.Parquet(source="web"), steps=[step]).run(
+            inputs=[str(p) for p in shards], output=str(out), executor=ex, progress=False)
+        seconds[method] = time.perf_counter() - t0
+        s = json.loads((out / "stats.json").read_text())["steps"][-1]
+        steps[f"lines-{method}"] = {"docs_in": s["docs_in"], "docs_out": s["docs_out"], "extra": s.get("extra", {})}
+        shutil.rmtree(out / "data", ignore_errors=True)  # the outputs are not needed, only the figures
+    return {"docs": docs, "parts": parts, "shards": len(shards), "seconds": seconds, "tokens": "lines only",
+            "phases": phase_peaks(str(rss_dir)), "timeline": ex.phases, "steps": steps,
+            "driver_peak_mib": _kib_to_mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)}
+
+
 def run_tokens(out: Path, work: Path, ex, seconds: dict, data: Path | None = None, chars: int | None = None) -> str:
     """`curate.tokens.mix` then `tokenize` on the curated shards (OUT/data, or `data` holding `chars` characters)
     to 80% of its tokens at 4 characters per token (the token engineer's API; skipped if it fails)."""
@@ -426,7 +454,7 @@ def report(r: dict) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["generate", "prepare", "run", "tokens", "tasks", "one-task", "token-files",
-                                     "token-corpus", "one-token-task"])
+                                     "token-corpus", "one-token-task", "lines"])
     ap.add_argument("--phase", choices=TASK_PHASES + TOKEN_PHASES, help="one-task, one-token-task: which phase")
     ap.add_argument("--files", type=int, default=10, help="token-files: how many input files")
     ap.add_argument("--file-docs", type=int, default=20_000, help="token-files: documents per file")
@@ -434,6 +462,7 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/peneira-scale/corpus"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp/peneira-scale"))
+    ap.add_argument("--methods", default="exact,bloom", help="lines: which modes of dedup.Lines")
     ap.add_argument("--skip-tokens", action="store_true", help="run: stop after the pipeline (then `tokens`)")
     args = ap.parse_args()
     if args.what == "generate":
@@ -458,13 +487,16 @@ def main() -> int:
         return 0
     if args.what == "tokens":
         result = run_tokens_only(args.docs, args.workers, args.work)
+    elif args.what == "lines":
+        result = run_lines(args.docs, args.dir, args.workers, args.work, tuple(args.methods.split(",")))
     elif args.what == "token-files":
         result = token_files(args.files, args.file_docs, args.workers, args.work)
     else:
         result = run(args.docs, args.dir, args.workers, args.work, tokens=not args.skip_tokens)
     report(result)
     size = args.files if args.what == "token-files" else args.docs
-    with open(args.work / f"result-{size}-{args.what}.json", "w") as f:
+    what = f"lines-{args.methods.replace(',', '-')}" if args.what == "lines" else args.what
+    with open(args.work / f"result-{size}-{what}.json", "w") as f:
         json.dump(result, f, indent=1)
     return 0
 

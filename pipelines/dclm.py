@@ -24,15 +24,18 @@ heuristics), the paper's section 4 and appendix (extraction, dedup, classifier).
 |   | counter lines ("12 likes"), lines < 2 words, "items in    | rules, and the page dropped when they      |
 |   | cart" / "Read more..." / "Sign-in" snippets; page dropped | remove > 5% of its words                   |
 |   | when they remove > 5% of its words                        |                                            |
-| 7 | BFF Bloom-filter dedup: 13-grams, paragraphs and          | `dedup.Exact()`, then `dedup.MinHash`      |
-|   | documents, threshold 0.8                                  | `.for_threshold(0.8, ngram=13)`            |
+| 7 | BFF Bloom-filter dedup (`--remove-type old-both`):        | `dedup.Lines(method="bloom", ngram=13,     |
+|   | 13-grams, paragraphs (newline-separated) and documents,   | threshold=0.8, fp_rate=0.01)`: the same    |
+|   | threshold 0.8, false-positive rate 0.01                   | rule, one pass, filter sized up front      |
 | 8 | fastText OH-2.5 + ELI5 classifier (bigrams, dim 100,      | `quality.TopFraction(model, fraction=0.1)` |
 |   | lr 0.1, 5 epochs), keep the top 10% by score              | with the model at $PENEIRA_QUALITY_MODEL   |
 
 Where it cannot be the same: DCLM's classifier was trained on 200k OpenHermes-2.5 and ELI5 examples
 against RefinedWeb pages, which are not available offline; `curate quality train` uses the same recipe
-on examples you give it (docs/quality.md). BFF removes duplicated paragraphs inside kept documents;
-MinHash removes whole near-duplicate documents only. The top 10% is of this run's corpus, as DCLM's
+on examples you give it (docs/quality.md). BFF's words are Unicode word segments with
+punctuation, case-sensitive; `dedup.Lines` counts the words of the match form (docs/dedup.md), so case,
+punctuation and digits do not hide a repeat. The filter's size comes from an estimate of the n-grams
+(text bytes / 5) unless `expected_ngrams=` is given, and is printed before the run. The top 10% is of this run's corpus, as DCLM's
 0.018112 threshold was the 90th percentile of its pool.
 """
 
@@ -52,8 +55,7 @@ pipeline = Pipeline(
         filters.GopherQuality(min_stop_words=2, stop_words_counted="occurrences"),
         filters.GopherRepetition(),
         filters.RefinedWebLines(max_removed_word_ratio=0.05),
-        dedup.Exact(),
-        dedup.MinHash.for_threshold(0.8, ngram=13),
+        dedup.Lines(method="bloom", unit="line", ngram=13, threshold=0.8, fp_rate=0.01),
         quality.TopFraction(MODEL, fraction=0.1),
     ],
     writer=writers.Parquet(),

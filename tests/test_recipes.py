@@ -59,10 +59,11 @@ def test_c4_matches_tfds(monkeypatch):
     """TFDS c4/en: URL dedup, clean (5 words, 3 sentences, 1000-char words, . ? ! \"), dedup, English at
     0.99, bad words."""
     p = load("c4", monkeypatch)
-    assert [type(s) for s in p.steps] == [extract.Trafilatura, dedup.Exact, filters.C4, dedup.Exact,
+    assert [type(s) for s in p.steps] == [extract.Trafilatura, dedup.Exact, filters.C4, dedup.Lines,
                                           filters.Language, filters.BadWords]
-    _, by_url, c4, by_text, lang, bad = p.steps
-    assert (by_url.key, by_text.key) == ("url", "text")
+    _, by_url, c4, spans, lang, bad = p.steps
+    assert by_url.key == "url"
+    assert (spans.unit, spans.span, spans.method, spans.min_units) == ("sentence", 3, "exact", 3)
     assert (c4.min_words_per_line, c4.min_sentences, c4.max_word_length) == (5, 3, 1000)
     assert c4.require_terminal_punct and c4.end_marks == (".", "?", "!", '"')
     assert (lang.languages, lang.threshold) == (("en",), 0.99)
@@ -75,15 +76,16 @@ def test_dclm_matches_its_config(monkeypatch, tmp_path):
     repetition, line modifiers with the 5% removed-words rule; then dedup and the classifier's top 10%."""
     p = load("dclm", monkeypatch, PENEIRA_QUALITY_MODEL=str(tmp_path / "q.bin"))
     assert [type(s) for s in p.steps] == [extract.Resiliparse, filters.Url, filters.Language, filters.GopherQuality,
-                                          filters.GopherRepetition, filters.RefinedWebLines, dedup.Exact,
-                                          dedup.MinHash, quality.TopFraction]
-    _, url, lang, gq, _, lines, _, mh, top = p.steps
+                                          filters.GopherRepetition, filters.RefinedWebLines, dedup.Lines,
+                                          quality.TopFraction]
+    _, url, lang, gq, _, lines, bff, top = p.steps
     assert (lang.languages, lang.threshold) == (("en",), 0.65)
     assert (gq.min_words, gq.max_words, gq.min_mean_word_length, gq.max_mean_word_length) == (50, 100_000, 3, 10)
     assert (gq.max_hash_ratio, gq.max_bullet_lines_ratio, gq.max_ellipsis_lines_ratio) == (0.1, 0.9, 0.3)
     assert (gq.min_alpha_words_ratio, gq.min_stop_words, gq.stop_words_counted) == (0.8, 2, "occurrences")
     assert (lines.max_uppercase_ratio, lines.min_words_per_line, lines.max_removed_word_ratio) == (0.5, 2, 0.05)
-    assert (mh.ngram, mh.threshold) == (13, 0.8)
+    assert (bff.method, bff.unit, bff.ngram, bff.min_ngram, bff.threshold, bff.fp_rate) == ("bloom", "line", 13, 13,
+                                                                                          0.8, 0.01)
     assert top.fraction == 0.1 and top.model_path == str(tmp_path / "q.bin")
 
 

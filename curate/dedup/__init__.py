@@ -1,13 +1,15 @@
-"""Deduplication: `Exact` (equal normalised text or URL) and `MinHash` (near-duplicates), as global steps.
+"""Deduplication as global steps: `Exact` (equal normalised text or URL), `MinHash` (near-duplicates) and
+`Lines` (lines, paragraphs or sentence spans repeated across documents, exact or through a Bloom filter).
 
-Both run in phases through the pipeline's executor and keep their intermediate files and phase
+All run in phases through the pipeline's executor and keep their intermediate files and phase
 markers in the work directory, so they scale past memory and an interrupted run resumes. See
 docs/dedup.md.
 """
 
 from curate.dedup.exact import Exact
+from curate.dedup.lines import Lines
 from curate.dedup.minhash import MinHash
 from curate.dedup.sketch import signatures
 from curate.dedup.text import match_form, shingles
 
-__all__ = ["Exact", "MinHash", "match_form", "shingles", "signatures"]
+__all__ = ["Exact", "Lines", "MinHash", "match_form", "shingles", "signatures"]

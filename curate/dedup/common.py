@@ -30,7 +30,7 @@ from curate.core.document import conform
 from curate.core.step import GlobalContext
 from curate.core.validate import check, config_error
 from curate.io import fs
-from curate.io.writers import Parquet, atomic_write_text
+from curate.io.writers import Parquet, atomic_write_text, together
 
 KEEP_POLICIES = ("smallest_id", "longest", "quality")
 ROWS_PER_PARTITION = 16_000_000  # rows one grouping task holds in memory (about 0.5 GB with polars)
@@ -276,16 +276,8 @@ def filter_shard(task: FilterTask) -> dict:
     out = task.writer.open_file(task.output, schema)
     rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
     rej = task.writer.open_file(task.rejected, rej_schema) if task.rejected else None
-    try:
+    with together(out, rej):
         stats = _filter_rows(task, pf, schema, dec, out, rej)
-        out.commit()
-        if rej is not None:
-            rej.commit()
-    except BaseException:
-        for w in (out, rej):
-            if w is not None:
-                w.abort()
-        raise
     stats["seconds"] = time.perf_counter() - t0
     return stats
 

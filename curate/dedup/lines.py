@@ -48,7 +48,7 @@ from curate.dedup.bloom import Filter, bff_batch
 from curate.dedup.text import match_form_batch
 from curate.dedup.units import UNITS, cut, rewrite
 from curate.io import fs
-from curate.io.writers import Parquet
+from curate.io.writers import Parquet, together
 
 METHODS = ("exact", "bloom")
 WINDOWS_PER_PARTITION = 8_000_000  # hashes one `spans` task holds (16 bytes each, with polars' overhead ~0.3 GB)
@@ -291,7 +291,7 @@ def rewrite_shard(task: RewriteTask) -> dict:
     rows, pos = rows[order], pos[order]
     out, rej = _open(task.writer, task.output, task.rejected, schema)
     em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej)
-    try:
+    with together(out, rej):
         start = 0
         for batch in pf.iter_batches(batch_size=8192):
             table = conform(batch, schema)
@@ -309,14 +309,6 @@ def rewrite_shard(task: RewriteTask) -> dict:
                     changes[i] = (kept, removed, sum(gone), _left(texts[i], c, gone))
             em.emit(table, changes)
             start += table.num_rows
-        out.commit()
-        if rej is not None:
-            rej.commit()
-    except BaseException:
-        for w in (out, rej):
-            if w is not None:
-                w.abort()
-        raise
     return {**em.stats, "seconds": time.perf_counter() - t0}
 
 
@@ -351,7 +343,7 @@ def bloom_all(task: BloomTask) -> dict:
     for i, path in enumerate(task.inputs):
         out, rej = _open(task.writer, task.outputs[i], task.rejected[i] if task.rejected else None, schema)
         em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej)
-        try:
+        with together(out, rej):
             for batch in fs.parquet_file(path).iter_batches(batch_size=task.batch_docs):
                 table = conform(batch, schema)
                 texts = table["text"].to_pylist()
@@ -372,14 +364,6 @@ def bloom_all(task: BloomTask) -> dict:
                     kept, cut_text = rewrite(texts[d], cuts[d], gone.tolist())
                     changes[d] = (kept, cut_text, int(gone.sum()), _left(texts[d], cuts[d], gone.tolist()))
                 em.emit(table, changes)
-            out.commit()
-            if rej is not None:
-                rej.commit()
-        except BaseException:
-            for w in (out, rej):
-                if w is not None:
-                    w.abort()
-            raise
         shards.append(dict(em.stats))
     return {"shards": shards, "ngrams": seen, "ngrams_found": found, "bloom_bytes": filt.bytes,
             "bloom_hashes": filt.hashes, "fp_rate_end": filt.fp_rate()}

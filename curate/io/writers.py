@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -166,6 +168,21 @@ class TableWriter:
         if self.writer is not None:
             self.writer.close()
         self.staged.discard()
+
+
+@contextlib.contextmanager
+def together(*writers: TableWriter | ShardWriter | None) -> Iterator[None]:
+    """Commit every writer (None: not asked for) when the block ends, or abort them all if it (or a commit)
+    raises: a task's output and its rejected rows appear together or not at all."""
+    live = [w for w in writers if w is not None]
+    try:
+        yield
+        for w in live:
+            w.commit()
+    except BaseException:
+        for w in live:
+            w.abort()
+        raise
 
 
 atomic_write_text = fs.atomic_write_text  # kept here: callers import it from curate.io.writers

@@ -18,7 +18,7 @@ from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep, Reject, Result, Step
 from curate.core.validate import check, config_error
 from curate.io import fs
-from curate.io.writers import Parquet
+from curate.io.writers import Parquet, together
 from curate.quality.model import QualityModel, load_model
 
 BELOW = "below_threshold"
@@ -272,16 +272,8 @@ def cut_shard(job: CutJob) -> dict:
     out = job.writer.open_file(job.output, job.schema)
     rej_schema = job.schema.append(pa.field("drop_reason", pa.string(), nullable=False))
     rej = job.writer.open_file(job.rejected, rej_schema) if job.rejected else None
-    try:
+    with together(out, rej):
         _cut_rows(job, scores, keep, stats, out, rej)
-        out.commit()
-        if rej is not None:
-            rej.commit()
-    except BaseException:
-        for w in (out, rej):
-            if w is not None:
-                w.abort()
-        raise
     stats.seconds = time.perf_counter() - t0
     return stats.to_dict()
 

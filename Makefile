@@ -31,6 +31,8 @@ $(WHEELHOUSE)/.done: .venv/.installed MANIFEST.in $(shell find curate train thir
 wheelhouse: $(WHEELHOUSE)/.done
 
 demo: .venv/.installed
+	# from scratch each time: the crawl is generated anew, and a run over rewritten inputs is refused by design
+	rm -rf $(DEMO)
 	$(CURATE) demo generate --out $(DEMO)/warc
 	$(CURATE) models fetch lid $(LID_FROM)
 	$(CURATE) decontam index --benchmark demo=$(DEMO)/warc/benchmark.jsonl:question,answer --out $(DEMO)/decontam

@@ -236,6 +236,18 @@ def test_binary_bytes_do_not_break_it(main):
     assert isinstance(nul, Document) and "still a sentence here" in nul.text
 
 
+def test_hidden_paragraphs_are_not_main_text(main):
+    """Planted: an article whose paragraphs alternate shown / hidden (as readability's `hidden-nodes` page)."""
+    shown = [f"Paragraph {w} is shown to the reader, a sentence of ordinary prose with commas, and a period."
+             for w in ("one", "two", "three")]
+    hide = ['hidden', 'style="display: none;"', 'style="color: red; VISIBILITY: hidden !important"']
+    body = "".join(f"<p>{s}</p><p {h}>Secret {i} is in the markup but not on the screen, a sentence of prose too.</p>"
+                   for i, (s, h) in enumerate(zip(shown, hide, strict=True)))
+    out = lines(main, f"<html><body><article><h1>A title</h1>{body}</article></body></html>")
+    assert [ln for ln in out if ln.startswith("Paragraph")] == shown
+    assert not [ln for ln in out if "Secret" in ln]
+
+
 def test_empty_and_script_only_pages_are_empty(main):
     assert run(main, "") == Reject("empty")
     assert run(main, "<html><head><script>var a = 'x'.repeat(9);</script></head><body>  </body></html>") == Reject("empty")

@@ -2,7 +2,7 @@
 
 The project's walk (C, `curate/extract/_walk.c`) reads its own Lexbor's tree of the page (the same Lexbor release); this
 one is an independent reading through selectolax's Python objects, written straight from the rules of
-blocks.py (recursive, and it expects the DROP elements already removed), so tests/test_extract_walk.py
+blocks.py (recursive, and it expects the DROP and hidden elements already removed: `remove_hidden`), so tests/test_extract_walk.py
 can check that the two agree block for block (about 10x slower, which is why it lives here).
 """
 
@@ -52,6 +52,29 @@ def cue(classes: str) -> int:
     """A comment cue in any class/id word wins, then any boilerplate cue, then any content cue."""
     cues = [word_cue(w) for w in classes.split()]
     return 0 if not cues else min(cues) if min(cues) < 0 else max(cues)
+
+
+_CSS_SPACE = " \t\n\r\f"
+_IMPORTANT = re.compile(r"!\s*important$")
+
+
+def hidden(attrs: dict) -> bool:
+    """A `hidden` attribute, or an inline style whose last display is none or last visibility is hidden."""
+    if "hidden" in attrs:
+        return True
+    last = {}
+    for decl in (attrs.get("style") or "").split(";"):
+        name, colon, value = decl.partition(":")
+        if colon:
+            value = _IMPORTANT.sub("", value.strip(_CSS_SPACE).lower()).strip(_CSS_SPACE)
+            last[name.strip(_CSS_SPACE).lower()] = value
+    return last.get("display") == "none" or last.get("visibility") == "hidden"
+
+
+def remove_hidden(body) -> None:
+    """Every hidden element under `body` removed with its content (innermost first, so none is removed twice)."""
+    for node in reversed([n for n in list(body.traverse())[1:] if n.attributes and hidden(n.attributes)]):
+        node.decompose()
 
 
 def _link_text(node, out: list[str]) -> list[str]:

@@ -2,7 +2,7 @@
 
 Both read a tree that Lexbor 3.1.0 built: the C walk its own (Lexbor vendored and compiled into the extension),
 the reference (tests/_tree_walk.py) selectolax's, node by node through its Python API (selectolax 1.0.2 holds
-Lexbor 3.1.0; a test oracle of the extra `dev`, not a run-time dependency), with the DROP elements removed by selectolax first rather than skipped. Every block of every gold page, and of hand-made
+Lexbor 3.1.0; a test oracle of the extra `dev`, not a run-time dependency), with the DROP and hidden elements removed by selectolax first rather than skipped. Every block of every gold page, and of hand-made
 hostile snippets, must agree field for field. A few expectations are also written out by hand.
 The guards' nesting-depth pre-scan (`nesting_depth`) is checked against the regex it replaces; the module's
 features and scores, against their numpy reference in tests/test_extract_features.py.
@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _tree_walk import tree_walk
+from _tree_walk import remove_hidden, tree_walk
 from selectolax.lexbor import LexborHTMLParser
 
 from curate.extract.base import FLAT, nesting_depth
@@ -32,9 +32,11 @@ def fields(blocks) -> list[tuple]:
 
 
 def both(html: str, max_depth: int = 512) -> tuple[list[tuple], list[tuple]]:
-    """(extract.Main's blocks of one page, the reference walk's blocks of Lexbor's tree of it with DROP removed)."""
+    """(extract.Main's blocks of one page, the reference walk's blocks of Lexbor's tree of it, DROP and hidden removed)."""
     ref = LexborHTMLParser(html)
     ref.strip_tags(list(DROP))
+    if ref.body is not None:
+        remove_hidden(ref.body)
     return fields(parse(html, max_depth)[0]), fields(tree_walk(ref.body, max_depth) if ref.body is not None else [])
 
 
@@ -83,6 +85,13 @@ HOSTILE = {
     "duplicate class and id": "<div class=comment class=content id=main id=nav><p>d</p></div>",
     "empty and blank links": "<p>x <a href=1></a> <a href=2>  </a> y</p>",
     "astral and odd code points": "<p>a\ud800b \U0001F600 \ufeff c</p>",
+    "hidden elements": ('<p>a</p><p hidden>h1</p><div style="DISPLAY :\tNone !important"><p>h2</p></div>'
+                        '<p style="display:none;display:block">s1</p><p style="color:red; visibility: hidden">h3</p>'
+                        '<p style="visibility:visible">s2</p><p aria-hidden="true">s3</p><p style="display:noneX">s4'
+                        '</p><p style="display: none ! important">h4</p><p style="content: \'display:none\'">s5</p>'
+                        '<p hidden="false">h5</p><p style>s6</p><div style="display:NONE"><a href=x>h6</a></div>b'),
+    "hidden inside a link": ('<div>see <a href=x>the <span hidden>secret</span>page<div style="display:none">card'
+                             '</div></a> <a href=y hidden>gone</a> end</div>'),
 }
 
 
@@ -103,6 +112,9 @@ def test_hand_made_expectations():
     cues = {t: (neg, pos, com) for t, _, _, _, neg, pos, com, *_ in both(HOSTILE["class cues"])[0]}
     assert cues == {"c": (1, 0, 1), "e": (0, 1, 0), "n": (1, 1, 0), "a": (1, 0, 0)}
     assert [f[0] for f in both(HOSTILE["script with a script in a string"])[0]] == ["after"]
+    # hidden: the hidden attribute (any value), display none, visibility hidden; not aria-hidden, not a near miss
+    assert [f[0] for f in both(HOSTILE["hidden elements"])[0]] == ["a", "s1", "s2", "s3", "s4", "s5", "s6", "b"]
+    assert [f[:3] for f in both(HOSTILE["hidden inside a link"])[0]] == [("see the page end", 16, 8)]
 
 
 def test_the_depth_limit_is_exact_and_deep_links_do_not_recurse():

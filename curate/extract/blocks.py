@@ -19,7 +19,8 @@ the main-content region). The rules of the walk:
 
 The parse and the walk are one C call (`_walk.c`: `parse`) from the page's text to its blocks, on
 Lexbor's own tree: Lexbor is vendored (third_party/lexbor) and compiled into the module, because a
-Python binding exposes the tree only as objects, about a microsecond per node. DROP elements are
+Python binding exposes the tree only as objects, about a microsecond per node. DROP elements, and
+hidden ones (a `hidden` attribute, an inline display:none or visibility:hidden: _walk.c, is_hidden), are
 skipped in the walk itself. This module holds the tables the walk reads.
 """
 

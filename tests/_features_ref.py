@@ -59,8 +59,8 @@ def comment_blocks(blocks) -> np.ndarray:
 def local(blocks, stoplist=F.stoplist, keep_comments: bool = False) -> tuple[np.ndarray, np.ndarray]:
     stop = stoplist(top_words([_WORD.findall(simple_lower(b.text)) for b in blocks]))
     (chars, link, neg, pos, com, kind, words, stops, punct, caps, nums, spaces, ends) = block_stats(blocks, stop).T
-    if keep_comments:  # comment cues are read as text: they leave the boilerplate count
-        neg = neg - np.maximum(com - comment_base(blocks), 0)
+    if keep_comments:  # comment cues are read as text: none of them counts as boilerplate
+        neg = neg - com
     nw = np.maximum(words, 1.0)
     lc = np.log1p(chars)
     ld = link / chars
@@ -136,8 +136,7 @@ def context(blocks, p1: np.ndarray, keep_comments: bool = False) -> np.ndarray:
     share = chars[inside].sum() / (chars.sum() or 1.0)
     neg = np.array([b.neg for b in blocks], dtype=np.float64)
     if keep_comments:
-        com = np.array([b.com for b in blocks], dtype=np.float64)
-        neg = neg - np.maximum(com - comment_base(blocks), 0)
+        neg = neg - np.array([b.com for b in blocks], dtype=np.float64)
     base = neg[inside].min() if inside.any() else 0.0
     rel = np.minimum(np.where(inside, neg - base, neg), 3)
     return np.column_stack([prev, nxt, window, inside.astype(np.float64), np.full(n, share), rel,

@@ -44,6 +44,8 @@ _CUES = [(-2, _regex(COMMENT_CUES)), (-1, _regex(BOILERPLATE_CUES)), (1, _regex(
 
 
 def word_cue(word: str) -> int:
+    if "(" in word:  # an atomic-CSS utility class names a style, not a part of the page
+        return 0
     key = re.sub(r"[0-9]+", "0", word.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")))
     return next((value for value, rx in _CUES if rx.search(key)), 0)
 

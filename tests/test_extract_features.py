@@ -95,6 +95,26 @@ def test_main_keeps_comments_only_when_asked():
     assert ARTICLE in kept and sum(f"Reader {i} writes" in kept for i in range(8)) >= 6
 
 
+def test_with_keep_comments_no_comment_cue_is_boilerplate_even_when_the_first_prose_is_a_comment():
+    """A video page (title, a duration, no prose of its own) and its thread, each comment under two comment cues:
+    the first prose block is a comment, so `comments` sees no section beyond it (the base is 2). With
+    keep_comments every comment cue still leaves `neg` (the thread is what the user asked for; Dragnet's R434
+    lost its 92 replies when only the cues beyond the base left it), and the thread is kept. The reference
+    (tests/_features_ref.py) agrees."""
+    thread = "".join(f"<div class='comment'><div class='comment-body'><p>{PROSE} Reply {i}.</p></div></div>"
+                     for i in range(6))
+    html = f"<h1>Depth compositing</h1><div>10:09</div><div id='comments'>{thread}</div>"
+    blocks = blocks_of(html)
+    assert [b.com for b in blocks] == [0, 0, 3, 3, 3, 3, 3, 3] and not F.comments(blocks).any()
+    neg = F.LOCAL.index("neg")
+    assert F.local(blocks, True)[0][:, neg].tolist() == [0] * 8  # all three comment cues left the count
+    assert F.local(blocks)[0][:, neg].tolist() == [0, 0] + [3] * 6  # without the option they are boilerplate
+    ref, _ = R.local(blocks, keep_comments=True)
+    assert np.allclose(F.local(blocks, True)[0], ref)
+    kept = M.extract_text(html, keep_comments=True)
+    assert sum(f"Reply {i}." in kept for i in range(6)) == 6
+
+
 PAGE = ("<h1>An old heading</h1>"
         "<div><h2>The headline</h2></div>"
         "<ul><li>Share this</li></ul>"

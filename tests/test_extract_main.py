@@ -80,8 +80,6 @@ def test_news_article_keeps_headline_and_body_drops_share_and_teasers(main, shar
     assert not any("Related Stories" in ln for ln in out)
 
 
-@pytest.mark.xfail(strict=True, reason="the weights chosen by leave-one-set-out score this headline 0.67, under the "
-                   "threshold, and the next block kept is past the 'Related Stories' heading (docs/extract.md)")
 def test_news_article_keeps_its_headline(main, shared):
     assert "India building collapse near Mumbai kills 40" in lines(main, gold_page(shared, "CleanPortalEval",
                                                                                   "bbc.co.uk_news_12"))

@@ -71,7 +71,9 @@ HOSTILE = {
     "binary and NUL": "<p>a\x00b\x01\x02\ufffd c</p><div>\x7f\x80\x9f</div>",
     "non-ascii and long tag names": "<dïv>x</dïv><my-very-long-custom-element>y</my-very-long-custom-element>",
     "class cues": ('<div class="Comment-List"><p>c</p></div><div id="post-4711" class="entry"><p>e</p></div>'
-                   '<nav class=content><p>n</p></nav><div class="ad-123 main"><p>a</p></div>'),
+                   '<nav class=content><p>n</p></nav><div class="ad-123 main"><p>a</p></div>'
+                   '<div class="Bxsh(modalShadow) Mx(a)--modalCentered D(n)"><p>m</p></div>'
+                   '<div class="render-target-modal W(100%)"><p>r</p></div><div class="box nocontent"><p>x</p></div>'),
     "whitespace between tags": "<div>\n  <span>a</span>\n  <span>b</span>\n</div>\n<p>\u00a0</p><p> \n </p>",
     "table": "<table><tr><th>h1<th>h2<tr><td>1<td>2</table>",
     "noscript and template": "<noscript><p>enable js</p></noscript><template><p>t</p></template><p>ok</p>",
@@ -110,7 +112,10 @@ def test_hand_made_expectations():
     pre = both(HOSTILE["pre with link and br"])[0]
     assert pre[0][0] == "  code\n    link  line\nnext" and pre[0][2] == 4 and pre[0][3] == "pre"
     cues = {t: (neg, pos, com) for t, _, _, _, neg, pos, com, *_ in both(HOSTILE["class cues"])[0]}
-    assert cues == {"c": (1, 0, 1), "e": (0, 1, 0), "n": (1, 1, 0), "a": (1, 0, 0)}
+    # atomic-CSS words (holding "(") name styles, not parts of the page: no cue; "nocontent" (Google's
+    # section-targeting class) is boilerplate though it holds "content"
+    assert cues == {"c": (1, 0, 1), "e": (0, 1, 0), "n": (1, 1, 0), "a": (1, 0, 0), "m": (0, 0, 0), "r": (1, 0, 0),
+                    "x": (1, 0, 0)}
     assert [f[0] for f in both(HOSTILE["script with a script in a string"])[0]] == ["after"]
     # hidden: the hidden attribute (any value), display none, visibility hidden; not aria-hidden, not a near miss
     assert [f[0] for f in both(HOSTILE["hidden elements"])[0]] == ["a", "s1", "s2", "s3", "s4", "s5", "s6", "b"]

@@ -260,9 +260,10 @@ static PyObject *top_words(const Words *t) {
  * block (PROSE_CHARS characters or more, under half of them link text, ending like a sentence; with none, the
  * page's least-cued block) is in one. Why the first prose block: an article comes before its comments, and a
  * template may name the article's own element after them (class "commented", or a body wrapped in
- * "comments-wrap"), so the cues that count are the ones beyond the article's. With keep_comments they are read
- * as text: those cues leave the boilerplate count `neg` (every comment cue is counted there too). Without, they
- * are marked, and their probabilities are set to 0 (drop_comments) before the region is sought and after
+ * "comments-wrap"), so the cues that count are the ones beyond the article's. With keep_comments comments are
+ * text the user asked for: every comment cue leaves the boilerplate count `neg` (where each is counted too),
+ * the first prose block's included, since on a page whose first prose is a comment (a video tutorial and its
+ * thread) the thread would otherwise be read as boilerplate. Without, comment sections are marked, and their probabilities are set to 0 (drop_comments) before the region is sought and after
  * stage 2, so they neither pull the region towards themselves nor are kept. */
 #define PROSE_CHARS 150
 static void mark_comments(Stats *st, Py_ssize_t n, int keep) {
@@ -276,7 +277,7 @@ static void mark_comments(Stats *st, Py_ssize_t n, int keep) {
     for (Py_ssize_t i = 0; i < n; i++) {
         double extra = st[i].com - base;
         st[i].comment = !keep && extra > 0;
-        if (keep && extra > 0) st[i].neg -= extra;
+        if (keep) st[i].neg -= st[i].com;
     }
 }
 

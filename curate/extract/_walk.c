@@ -354,9 +354,13 @@ static int cue_matches(const Py_UCS4 *k, Py_ssize_t n, const Cue *c) {
     return 0;
 }
 
-/* -2 a comment section's word, -1 other boilerplate, +1 content, 0 none: the first list that matches. */
+/* -2 a comment section's word, -1 other boilerplate, +1 content, 0 none: the first list that matches. A word
+ * holding "(" is an atomic-CSS utility class (Atomizer's "Bxsh(modalShadow)", "Mx(a)--modalCentered"): a style,
+ * not a name, so it carries no cue (blocks.py). */
 static int classify(const Py_UCS4 *k, Py_ssize_t n) {
     static const int value[3] = {-2, -1, 1};
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (k[i] == '(') return 0;
     for (int list = 0; list < 3; list++)
         for (int i = 0; i < ncues[list]; i++)
             if (cue_matches(k, n, &cues[list][i])) return value[list];

@@ -49,7 +49,9 @@ POS_TAGS = frozenset(["article", "main"])
 # Class/id cue words, after Mozilla Readability's lists (the conventions of CMS templates). A word of a class
 # or id attribute, ASCII-lower-cased and with each run of digits written as one "0" ("post-4711" and "post-12"
 # are one word to the memo), takes the cue of the first list holding a word found in it: anywhere in it, or,
-# written "^w", "w$" or "^w$", at its start, at its end or as the whole of it. Matched in C (_walk.c).
+# written "^w", "w$" or "^w$", at its start, at its end or as the whole of it. Matched in C (_walk.c). A word
+# holding "(" takes none: atomic CSS (Atomizer's "D(n)", "Mx(a)--modalCentered") names a style, not a part of
+# the page, and Yahoo's article modal would otherwise read as a popup four times over.
 COMMENT_CUES = ("comment", "disqus", "respond", "reply", "replies", "discussion", "talkback", "feedback")
 BOILERPLATE_CUES = (
     "footer", "footnote", "sidebar", "side-bar", "widget", "nav", "menu", "breadcrumb", "pagination", "pager",
@@ -58,7 +60,7 @@ BOILERPLATE_CUES = (
     "toolbar", "tags", "tagcloud", "byline", "authorinfo", "author-info", "meta", "copyright", "legal", "rss",
     "skip", "hidden", "modal", "popup", "shopping", "contact", "extra", "supplemental", "combx", "community",
     "remark", "shoutbox", "skyscraper", "^ad$", "^ads$", "-ad-", "^ad-", "-ads$", "adsense", "dfp", "caption",
-    "credit", "print", "email", "header", "tool",
+    "credit", "print", "email", "header", "tool", "nocontent",
 )
 CONTENT_CUES = ("article", "content", "entry", "hentry", "post", "story", "text", "body", "main", "blog", "page",
                 "prose", "abstract", "lede", "lead")

@@ -103,8 +103,10 @@ def local(blocks: list[Block], keep_comments: bool = False) -> tuple[np.ndarray,
     with the Spanish list), so a block is also judged against its page. `neg_rel` is a block's boilerplate cues
     (min(neg, 3)) beyond the page's typical count, the chars-weighted median of min(neg, 3) over its blocks: a
     page builder that names every element of the page after a cue word ("elementor-widget" holds "widget")
-    puts the article under boilerplate cues too, and then only the cues beyond the page's own say anything. With `keep_comments` a comment block's
-    comment-section cues (`comments`) are left out of its boilerplate count `neg`, so it is judged as text."""
+    puts the article under boilerplate cues too, and then only the cues beyond the page's own say anything.
+    With `keep_comments` no comment-section cue counts in the boilerplate count `neg`: comments are then text the
+    user asked for, and a thread is judged as text even on a page whose first prose block is itself a comment
+    (where `comments` cannot tell the thread from the article)."""
     x, words = _walk.local(blocks, stoplist, keep_comments)
     return np.frombuffer(x).reshape(len(blocks), len(LOCAL)), np.frombuffer(words, dtype=np.int64)
 

@@ -89,14 +89,17 @@ def _prose_stop(sd: np.ndarray, nw: np.ndarray) -> float:
 
 
 def region(blocks, p1: np.ndarray) -> tuple[int, np.ndarray]:
-    """The container with the largest sum of (p1 - 0.5) x chars (ties: the deepest), and the positive runs beside
-    it: every child with a positive sum of the first ancestor holding more than one container (the hub)."""
+    """The container with the largest sum of (p1 - 0.5) x chars, a block's weighed 1 in its own element and its
+    parent and 1/sqrt(d - 1) in the ancestor d levels up (ties: the deepest), and the positive runs beside it:
+    every child with a positive (unweighed) sum of the first ancestor holding more than one container (the hub)."""
     chars = np.array([b.chars for b in blocks], dtype=np.float64)
     flat = np.array([v for b in blocks for v in b.path], dtype=np.int64)
     owner = np.repeat(np.arange(len(blocks)), [len(b.path) for b in blocks])
+    up = np.array([len(b.path) - 1 - k for b in blocks for k in range(len(b.path))], dtype=np.float64)
     sums = np.bincount(flat, weights=((p1 - 0.5) * chars)[owner])
-    sums[np.bincount(flat) == 0] = -np.inf
-    best = int(np.flatnonzero(sums == sums.max())[-1])
+    near = np.bincount(flat, weights=((p1 - 0.5) * chars)[owner] / np.sqrt(np.maximum(up - 1, 1)))
+    near[np.bincount(flat) == 0] = -np.inf
+    best = int(np.flatnonzero(near == near.max())[-1])
     parent = {b.path[k]: b.path[k - 1] for b in blocks for k in range(1, len(b.path))}
     kids = Counter(parent.values())
     via, hub = best, parent.get(best)

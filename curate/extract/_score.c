@@ -409,7 +409,8 @@ static void logistic_rows(const double *x, Py_ssize_t n, int m, const double *w,
 }
 
 /* The main-content region. First the container (an element number of the blocks' paths) whose blocks have
- * the largest sum of (p1 - 0.5) x chars, ties to the deepest (numbered last). Then the runs beside it: from
+ * the largest sum of (p1 - 0.5) x chars, each block's evidence weighed by how far below the container it lies
+ * (depth_weight), ties to the deepest (numbered last). Then the runs beside it: from
  * that container up to the first ancestor holding more than one container (`hub`), and every child of the hub
  * whose sum is positive joins the region (the container's own line of descent always does; a block directly in
  * the hub joins when its own evidence is positive). Why: an article's text is often several runs of blocks
@@ -418,6 +419,14 @@ static void logistic_rows(const double *x, Py_ssize_t n, int m, const double *w,
  * with positive sums are the runs, the interruptions stay out. inside[i]: 2 if block i lies in the best container,
  * 1 in a run beside it, 0 outside the region.
  * The numbers are small (elements of one page, in document order), so the sums live in arrays. */
+/* A block's evidence counts whole in its own element and its parent, and 1/sqrt(d - 1) in the ancestor d levels
+ * above it (after Readability, which gives a paragraph's score to its parent whole and less to each ancestor
+ * above): an article is paragraphs close under one container, a teaser stream (Yahoo's river beside an
+ * article, a blog's "recent posts") is as much text spread one summary an item, each several levels below the
+ * list. Readability's own steps (1, 1/2, then 1/(3 level)) and a cut-off after 3 or 4 levels were weaker in
+ * the fit's leave-one-set-out comparison (benchmarks/extract_fit.py; docs/extract.md). */
+static double depth_weight(Py_ssize_t d) { return d <= 1 ? 1.0 : 1.0 / sqrt((double)(d - 1)); }
+
 static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *inside) {
     Py_ssize_t n = PyList_GET_SIZE(blocks), top = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -437,11 +446,12 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
     }
     if (n > 0) memset(inside, 0, (size_t)n);
     size_t m = (size_t)top + 1;
-    double *sums = PyMem_Calloc(m, sizeof(double));
+    double *sums = PyMem_Calloc(m, sizeof(double)), *near = PyMem_Calloc(m, sizeof(double));
     uint8_t *seen = PyMem_Calloc(m, 1);
     Py_ssize_t *parent = PyMem_Malloc(m * sizeof(Py_ssize_t)), *kids = PyMem_Calloc(m, sizeof(Py_ssize_t));
-    if (!sums || !seen || !parent || !kids) {
+    if (!sums || !near || !seen || !parent || !kids) {
         PyMem_Free(sums);
+        PyMem_Free(near);
         PyMem_Free(seen);
         PyMem_Free(parent);
         PyMem_Free(kids);
@@ -452,16 +462,18 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
     for (Py_ssize_t i = 0; i < n; i++) { /* in the order of numpy's bincount over the flattened paths */
         PyObject *path = PyStructSequence_GET_ITEM(PyList_GET_ITEM(blocks, i), 7);
         double v = (p1[i] - 0.5) * st[i].chars;
-        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(path); k++) {
+        Py_ssize_t len = PyTuple_GET_SIZE(path);
+        for (Py_ssize_t k = 0; k < len; k++) {
             Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k));
             sums[e] += v;
+            near[e] += v * depth_weight(len - 1 - k);
             seen[e] = 1;
             if (k > 0) parent[e] = PyLong_AsSsize_t(PyTuple_GET_ITEM(path, k - 1));
         }
     }
     Py_ssize_t best = -1, hub = -1, via = -1;
     for (Py_ssize_t e = 0; e <= top; e++) {
-        if (seen[e] && (best < 0 || sums[e] >= sums[best])) best = e;
+        if (seen[e] && (best < 0 || near[e] >= near[best])) best = e;
         if (seen[e] && parent[e] >= 0) kids[parent[e]]++;
     }
     for (hub = best >= 0 ? parent[best] : -1, via = best; hub >= 0 && kids[hub] < 2; via = hub, hub = parent[hub]) {}
@@ -478,6 +490,7 @@ static int region(PyObject *blocks, const Stats *st, const double *p1, uint8_t *
         }
     }
     PyMem_Free(sums);
+    PyMem_Free(near);
     PyMem_Free(seen);
     PyMem_Free(parent);
     PyMem_Free(kids);

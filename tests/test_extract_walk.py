@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 from pathlib import Path
 
 import pytest
 from _tree_walk import remove_hidden, tree_walk
 from selectolax.lexbor import LexborHTMLParser
 
-from curate.extract.base import FLAT, nesting_depth
+from curate.extract.base import nesting_depth, regex_depth
 from curate.extract.blocks import DROP, TooDeep
 from curate.extract.main import parse
 from curate.io.readers import decode_html
@@ -189,20 +188,8 @@ def test_nesting_deeper_than_max_depth_is_too_deep():
     assert both(link, max_depth=5)[0][0][0] == "t"
 
 
-# The regex that _walk.nesting_depth replaces: the reference it must agree with.
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>")
-
-def regex_depth(html: str, stop: int) -> int:
-    depth = deepest = 0
-    for m in _TAG.finditer(html):
-        if m.group(2).lower() in FLAT or m.group(3):
-            continue
-        depth = max(depth - 1, 0) if m.group(1) else depth + 1
-        if depth > deepest:
-            deepest = depth
-            if deepest > stop:
-                break
-    return deepest
+# The regex that _walk.nesting_depth replaces (curate.extract.base.regex_depth, the fallback without the
+# extension) is the reference it must agree with.
 
 
 DEPTH_CASES = ["<div><div><p>x</div></div>", "<DIV><Div></div>", "<a <b>c</a>", "</x></y><z>", "<br/><img/><x/>",

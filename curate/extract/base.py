@@ -55,6 +55,12 @@ def nesting_depth(html: str, stop: int) -> int:
     the regex runs only where the C extension is not built (Trafilatura and Resiliparse run without it)."""
     if _walk is not None:
         return _walk.nesting_depth(html, stop, FLAT)
+    return regex_depth(html, stop)
+
+
+def regex_depth(html: str, stop: int) -> int:
+    """`nesting_depth` by a regex over the tags: the fallback without the extension, and the reference the C
+    scan is tested against (tests/test_extract_walk.py)."""
     depth = deepest = 0
     for m in _TAG.finditer(html):
         if m.group(2).lower() in FLAT or m.group(3):

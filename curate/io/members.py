@@ -26,6 +26,25 @@ class BadMember(Exception):
     """A gzip member (or bytes between members) that does not decompress: data error, CRC, junk."""
 
 
+class ForwardOnly(io.RawIOBase):
+    """A stream read front to back, `pos` bytes delivered so far: it tells its position and accepts only a seek
+    that goes nowhere (FastWARC asks for its position that way); anything else is UnsupportedOperation."""
+
+    pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        target = offset if whence == io.SEEK_SET else self.pos + offset if whence == io.SEEK_CUR else -1
+        if target != self.pos:
+            raise io.UnsupportedOperation(f"{type(self).__name__}: a stream read front to back cannot seek")
+        return self.pos
+
+
 class Tracked(io.RawIOBase):
     """A file wrapper that remembers the first error its `read` raised (an I/O error, never bad data)."""
 
@@ -86,7 +105,7 @@ class _Compressed:
         self.buf, self.offset = data + self.buf, self.offset - len(data)
 
 
-class Member(io.RawIOBase):
+class Member(ForwardOnly):
     """The decompressed bytes of one gzip member; raises `BadMember` where it is damaged.
 
     At the end of the file inside the member it ends quietly and sets `truncated`: the record cut
@@ -100,19 +119,6 @@ class Member(io.RawIOBase):
         self.pos = 0  # decompressed bytes delivered
         self.history: list[bytes] | None = []  # compressed bytes consumed, to rescan after damage
         self.history_bytes = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Only a no-op seek (FastWARC asks for its position that way): a member cannot be rewound."""
-        target = offset if whence == io.SEEK_SET else self.pos + offset if whence == io.SEEK_CUR else -1
-        if target != self.pos:
-            raise io.UnsupportedOperation("a gzip member stream cannot seek")
-        return self.pos
 
     def readinto(self, buf: Any) -> int:
         if self.junk:
@@ -203,7 +209,7 @@ class Resyncing:
         return head.startswith(self.first) or cut_short
 
 
-class MemberStarts(io.RawIOBase):
+class MemberStarts(ForwardOnly):
     """The raw file as a native reader (FastWARC) reads it, noting every offset where gzip's magic bytes
     stand: a record that a native reader yields at offset `pos` began a member of its own, right after the
     member before, only if `pos` is the first such offset after the one before (`follows`). A member the
@@ -212,12 +218,6 @@ class MemberStarts(io.RawIOBase):
 
     def __init__(self, raw: Any):
         self.raw, self.pos, self.tail, self.hits = raw, 0, b"", deque()
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)

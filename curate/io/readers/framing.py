@@ -16,10 +16,11 @@ see the same well-framed records, and one bad record costs itself, not the rest 
 
 from __future__ import annotations
 
-import io
 import re
 from collections import Counter
 from typing import Any
+
+from curate.io.members import ForwardOnly
 
 MAX_HEADER_BYTES = 32 << 10  # blank lines + header block of one WARC record (FastWARC refuses more)
 _CHUNK = 1 << 16
@@ -29,7 +30,7 @@ _BLOCK_END = re.compile(rb"\n\r?\n")
 _BLANKS = re.compile(rb"[\r\n]*")
 
 
-class Framed(io.RawIOBase):
+class Framed(ForwardOnly):
     """The records of `raw` (decompressed WARC bytes), bytes that frame no record left out (see module).
 
     `records` counts the header blocks passed on; `drain()` frames the rest after a parser error, so
@@ -45,19 +46,6 @@ class Framed(io.RawIOBase):
         self.skipping = False  # passing over bytes up to the next line that starts with `WARC/`
         self.skipped: Counter = Counter()  # runs passed over, by reason
         self.records = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        """Only a no-op seek (FastWARC asks for its position that way)."""
-        target = offset if whence == io.SEEK_SET else self.pos + offset if whence == io.SEEK_CUR else -1
-        if target != self.pos:
-            raise io.UnsupportedOperation("a framed WARC stream cannot seek")
-        return self.pos
 
     def readinto(self, buf: Any) -> int:
         if self.at >= len(self.ready):  # served by offset: a parser's small reads copy only what they take

@@ -205,7 +205,8 @@ def write(spec, results: dict[str, Any]) -> None:
 
 GAPS = [("extract", "heuristics"), ("heuristics", "dedup"), ("dedup", "quality"), ("dedup", "quality_top"),
         ("dedup", "quality_chunk100"), ("extract", "dedup"), ("extract", "quality"),
-        ("dedup", "dedup_lines")]  # (before, after) pairs shown when both variants ran (dedup_lines: docs/dedup.md)
+        ("dedup", "dedup_lines"), ("extract", "fineweb"), ("dedup", "fineweb")]
+# (before, after) pairs shown when both variants ran (dedup_lines: docs/dedup.md; fineweb: docs/ablation-recipes.md)
 
 
 def gap_table(results: dict, pairs: list[tuple[str, str]] | None = None) -> str:

@@ -161,3 +161,21 @@ def test_docs_tables_are_replaced_between_their_markers(tmp_path):
     doc.write_text("<!-- ablate:results -->\n<!-- /ablate:results -->\n")  # an empty block is filled too
     write_docs(s, results, doc)
     assert "| heuristics | 0 / 0 |" in doc.read_text() and doc.read_text().endswith("|\n<!-- /ablate:results -->\n")
+
+
+def test_the_classifier_card_is_read_where_the_model_lives_even_on_a_store():
+    """`curate quality train` writes the card beside the model through curate.io.fs, so a model on a store has its
+    card there; the report reads it the same way (it read a local path, and a store's card was silently absent)."""
+    import json
+
+    from curate.io import fs
+    from train.ablate_report import classifier_card
+
+    model = "memory://ablate-card/quality.bin"
+    fs.atomic_write_text(f"{model}.json", json.dumps({"heldout_metrics": {"roc_auc": 0.91, "average_precision": 0.88},
+                                                      "heldout_examples": 40, "config": {"chunk_words": 100}}))
+    card = classifier_card({"env": {"PENEIRA_QUALITY_MODEL": model}})
+    assert card == {"model": model, "roc_auc": 0.91, "average_precision": 0.88, "heldout_examples": 40,
+                    "chunk_words": 100}
+    assert classifier_card({"env": {"PENEIRA_QUALITY_MODEL": "memory://ablate-card/none.bin"}}) is None
+    assert classifier_card({}) is None

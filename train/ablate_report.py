@@ -12,6 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from curate.io import fs
 from train.ablate_stages import read_mark, seeds_of
 from train.evaluate.icl import primary
 from train.evaluate.report import task_label
@@ -21,10 +22,9 @@ def classifier_card(variant: dict) -> dict | None:
     """The held-out quality of the variant's quality classifier (the card `curate quality train` writes beside
     the model), so its effect on the model can be read next to how well it separates its own classes."""
     model = variant.get("env", {}).get("PENEIRA_QUALITY_MODEL")
-    card = Path(f"{model}.json") if model else None
-    if card is None or not card.is_file():
+    if not model or not fs.isfile(f"{model}.json"):  # a model may live on a store, and its card beside it
         return None
-    c = json.loads(card.read_text())
+    c = json.loads(fs.read_bytes(f"{model}.json"))
     m = c.get("heldout_metrics", {})
     return {"model": model, "roc_auc": m.get("roc_auc"), "average_precision": m.get("average_precision"),
             "heldout_examples": c.get("heldout_examples"), "chunk_words": c.get("config", {}).get("chunk_words")}

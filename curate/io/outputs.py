@@ -14,10 +14,17 @@ something else (a run into a mix's folder would leave the mix's stale shards amo
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import fnmatch
+import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 
 from curate.core.errors import UsageError
 from curate.io import fs
@@ -28,7 +35,7 @@ def claim(out: str, *, what: str, option: str, own: Callable[[], bool], layout: 
     """Make `out` ready for `what` (a command, e.g. "`curate run`"); True if it holds an earlier output of it
     to resume or replace. `layout`: the names (fnmatch patterns) the command writes at the top of `out`, its
     marker first; their temporary files (`NAME.tmp.*`, `.NAME.tmp.*`) count as its own too."""
-    names = fs.listdir(out)
+    names = [n for n in fs.listdir(out) if n != LOCK_NAME]
     if not names:
         return False
     if overwrite:
@@ -43,6 +50,7 @@ def claim(out: str, *, what: str, option: str, own: Callable[[], bool], layout: 
 def clear(out: str, names: list[str], *, what: str, option: str, layout: Sequence[str]) -> None:
     """Remove the `layout` entries of `out`, the first (the marker) first; refuse, removing nothing, if it
     holds anything else."""
+    names = [n for n in names if n != LOCK_NAME]
     patterns = [q for p in layout for q in (p, f"{p}.tmp.*", f".{p}.tmp.*")]
     foreign = sorted(n for n in names if not any(fnmatch.fnmatchcase(n, p) for p in patterns))
     if foreign:
@@ -67,3 +75,122 @@ def remove_tree(path: str) -> None:
     elif os.path.lexists(local):
         os.remove(local)
 
+
+
+# --- The lock: one writer per output folder -----------------------------------------------------------------
+
+LOCK_NAME = ".peneira.lock"  # inside the output folder; `claim` and `clear` never count or remove it
+LEASE_SECONDS = float(os.environ.get("PENEIRA_LEASE_SECONDS", "120"))  # object stores: a lease not renewed expires
+
+
+class OutputBusy(UsageError):
+    """Another process holds the output folder."""
+
+
+@contextlib.contextmanager
+def locked(out: str, *, what: str) -> Iterator[None]:
+    """Hold `out` exclusively while the block runs: a second command into the same folder is refused with one
+    line naming the holder, before it reads or deletes anything. Creates `out` if it is missing.
+
+    On a local disk (or a shared POSIX filesystem) it is an `flock` on `out/.peneira.lock`: the kernel drops it
+    when the holder exits, however it exits (SIGKILL included), so a killed run never leaves a stale lock.
+    On an object store, where nothing like flock exists, it is a lease object `out/.peneira.lock` holding an
+    owner token and an expiry, renewed by a thread every third of `PENEIRA_LEASE_SECONDS` and deleted on exit;
+    a lease older than its expiry is taken over (its holder died). Stores without conditional writes can let
+    two takers race in the same instant: the taker re-reads the lease after writing it and only the token it
+    reads back holds it, which narrows that window to the store's read-after-write delay.
+    """
+    fs.makedirs(out)
+    local = fs.local_path(out)
+    if local is not None:
+        with _flock(os.path.join(local, LOCK_NAME), out, what):
+            yield
+    else:
+        with _lease(fs.join(out, LOCK_NAME), out, what):
+            yield
+
+
+def _holder_text(info: dict) -> str:
+    who = info.get("what", "another command")
+    pid, host = info.get("pid"), info.get("host")
+    since = info.get("since")
+    when = f", since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))}" if since else ""
+    return f"{who} (pid {pid} on {host}{when})" if pid else who
+
+
+def _busy(out: str, info: dict) -> OutputBusy:
+    return OutputBusy(f"{out} is in use by {_holder_text(info)}: wait for it to finish or stop it; two commands "
+                      "never write into one output folder")
+
+
+def _me(what: str, token: str = "") -> dict:
+    return {"what": what, "pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "token": token}
+
+
+@contextlib.contextmanager
+def _flock(path: str, out: str, what: str) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+            except (OSError, ValueError):
+                info = {}
+            raise _busy(out, info) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(_me(what)).encode(), 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _read_lease(path: str) -> dict | None:
+    try:
+        return json.loads(fs.read_bytes(path).decode())
+    except FileNotFoundError:
+        return None
+    except ValueError:  # a torn or foreign lease: treat as expired (only the lease name is ever written here)
+        return {}
+
+
+def _write_lease(path: str, what: str, token: str) -> None:
+    info = _me(what, token) | {"expires": time.time() + LEASE_SECONDS}
+    with fs.open(path, "w") as f:
+        f.write(json.dumps(info))
+
+
+@contextlib.contextmanager
+def _lease(path: str, out: str, what: str) -> Iterator[None]:
+    held = _read_lease(path)
+    if held and held.get("expires", 0) > time.time():
+        raise _busy(out, held)
+    token = uuid.uuid4().hex
+    _write_lease(path, what, token)
+    back = _read_lease(path)
+    if not back or back.get("token") != token:
+        raise _busy(out, back or {})
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(LEASE_SECONDS / 3):
+            with contextlib.suppress(Exception):  # a failed renewal is retried at the next tick
+                _write_lease(path, what, token)
+
+    thread = threading.Thread(target=renew, name="peneira-lease", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        with contextlib.suppress(Exception):
+            current = _read_lease(path)
+            if current and current.get("token") == token:
+                fs.remove(path)

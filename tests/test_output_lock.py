@@ -64,3 +64,27 @@ def test_a_lease_on_a_store_refuses_while_live_and_is_taken_over_when_expired():
         f.write(json.dumps({"what": "dead", "pid": 1, "host": "h", "token": "t", "expires": time.time() - 1}))
     with outputs.locked(out, what="`curate mix`"):
         assert json.loads(fs.read_bytes(fs.join(out, outputs.LOCK_NAME)))["what"] == "`curate mix`"
+
+
+def test_on_s3_a_renewed_lease_outlives_its_ttl_and_a_killed_holders_lease_expires(s3_bucket, tmp_path):
+    """Two processes and a real S3 API (moto): the holder renews its 1.5 s lease, so 3 s later the folder is still
+    refused; killed, it renews no more and the lease is taken over once expired."""
+    out = f"{s3_bucket}/out"
+    env = {**os.environ, "PENEIRA_LEASE_SECONDS": "1.5"}
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, out], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        time.sleep(3)
+        with pytest.raises(UsageError, match="in use by `curate run`"), outputs.locked(out, what="x"):
+            pass
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with outputs.locked(out, what="`curate mix`"):
+                break
+        except UsageError:
+            assert time.monotonic() < deadline, "a dead holder's lease never expired"
+            time.sleep(0.3)

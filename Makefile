@@ -50,6 +50,10 @@ demo: .venv/.installed
 	$(CURATE) run pipelines/web.py --input '$(DEMO)/heldout-warc/*.warc.gz' --output $(DEMO)/heldout --workers 2
 	$(PY) -m train eval $(DEMO)/run --heldout web=$(DEMO)/heldout --task $(DEMO)/warc/benchmark.jsonl --out $(DEMO)/eval
 	@echo "demo done: report in $(DEMO)/curated/report.html, training curves in $(DEMO)/run/, evaluation in $(DEMO)/eval/"
+	@echo "next: the commands live in the project's venv; activate it first:"
+	@echo "  . .venv/bin/activate"
+	@echo "  curate stats $(DEMO)/curated; curate inspect $(DEMO)/curated --rejected -n 5; curate report $(DEMO)/curated"
+	@echo "  python -m train sample --checkpoint $(DEMO)/run/ckpt.pt --prompt 'The city council'"
 
 test: .venv/.installed $(WHEELHOUSE)/.done
 	.venv/bin/pytest -q

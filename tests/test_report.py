@@ -126,3 +126,18 @@ def test_dedup_report_counts_planted_clusters_in_small_batches(tmp_path, monkeyp
     assert cli(["dedup-report", str(tmp_path), "-n", "2", "--copies", "1"]) == 0
     out = capsys.readouterr().out
     assert "cluster B (2 documents)" in out and "dropped a2" in out and "dropped a3" not in out
+
+
+def test_character_shares_are_of_the_extracted_text_and_the_raw_input_labelled():
+    """Issue 35.2: a WARC run's share of characters was of the raw HTML (2.1% where 42% of the text was kept)."""
+    from curate.core.stats import StepStats
+    from curate.report.build import Corpus, _tables, summary
+
+    stats = [StepStats("read", docs_out=10, chars_out=10_000), StepStats("extract", docs_out=8, chars_out=2_000),
+             StepStats("c4", docs_out=5, chars_out=500)]
+    text = summary("w", stats)
+    assert "with 25.0% of the extracted text's characters (5.0% of the raw input's, markup included)" in text
+    funnel = next(rows for title, _, rows in _tables(stats, Corpus()) if title == "Funnel")
+    assert [r[-1] for r in funnel] == ["100.0%", "100.0%", "25.0%"]
+    plain = [StepStats("read", docs_out=10, chars_out=1_000), StepStats("c4", docs_out=5, chars_out=300)]
+    assert "with 30.0% of their characters." in summary("j", plain)

@@ -100,8 +100,26 @@ def _funnel(stats: list[StepStats]) -> list[tuple[str, int, int]]:
 
 
 def _base(values: list[int]) -> int:
-    """What percentages are of: the first non-zero value (characters only exist after extraction)."""
+    """What document percentages are of: the first non-zero value."""
     return next((v for v in values if v), 0)
+
+
+def _text_base(stats: list[StepStats]) -> tuple[int, int]:
+    """(characters of text, characters read): what character shares are of. A reader of WARC or HTML counts the
+    raw page (markup included) and an extractor (a step named `extract`) turns it into text, so text shares
+    are relative to the extractor's output; without an extractor the reader's characters are already text."""
+    if not stats:
+        return 0, 0
+    raw = stats[0].chars_out
+    extracted = next((s.chars_out for s in stats if s.name == "extract"), None)
+    return (raw if extracted is None else extracted), raw
+
+
+def _char_bases(stats: list[StepStats]) -> list[int]:
+    """Per funnel row, what its character share is of: the raw input before the extractor, its text from it on."""
+    text, raw = _text_base(stats)
+    first = next((i for i, s in enumerate(stats) if s.name == "extract"), 0)
+    return [raw if i < first else text for i in range(len(stats))]
 
 
 def _reasons(stats: list[StepStats]) -> list[tuple[str, int, int]]:
@@ -119,10 +137,14 @@ def summary(name: str, stats: list[StepStats]) -> str:
     if not funnel:
         return f"Run `{name}` processed no documents."
     (_, d0, _), (_, d1, c1) = funnel[0], funnel[-1]
-    c0 = _base([c for _, _, c in funnel])
+    c0, raw = _text_base(stats)
     skipped = sum(stats[0].dropped.values())
     text = f"Run `{name}` read {d0:,} documents" + (f" ({skipped:,} other input records skipped)" if skipped else "")
-    text += f" and kept {d1:,} ({_pct(d1, d0)}), with {_pct(c1, c0)} of their characters."
+    if c0 != raw:
+        text += (f" and kept {d1:,} ({_pct(d1, d0)}), with {_pct(c1, c0)} of the extracted text's characters "
+                 f"({_pct(c1, raw)} of the raw input's, markup included).")
+    else:
+        text += f" and kept {d1:,} ({_pct(d1, d0)}), with {_pct(c1, c0)} of their characters."
     reasons = _reasons(stats[1:])
     if reasons:
         r, n, _ = reasons[0]
@@ -158,10 +180,10 @@ def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
         fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(labels) + 1.6), sharey=True)
         for ax, idx, what in ((axes[0], 1, "documents"), (axes[1], 2, "characters")):
             vals = [r[idx] for r in funnel]
-            base = _base(vals)
+            bases = [_base(vals)] * len(vals) if idx == 1 else _char_bases(stats)
             ax.barh(labels, vals, color="#4C72B0")
             for y, v in enumerate(vals):
-                ax.text(v, y, f" {_pct(v, base)}", va="center", fontsize=8)
+                ax.text(v, y, f" {_pct(v, bases[y])}", va="center", fontsize=8)
             ax.set_title(f"{what} kept after each step")
             ax.set_xlim(0, max(max(vals), 1) * 1.18)
         axes[0].invert_yaxis()
@@ -223,8 +245,7 @@ CHART_TITLES = {
 def _tables(stats: list[StepStats], corpus: Corpus) -> list[tuple[str, list[str], list[list[str]]]]:
     funnel_rows = _funnel(stats)
     d0 = funnel_rows[0][1] if funnel_rows else 0
-    c0 = _base([c for _, _, c in funnel_rows])
-    funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}", _pct(c, c0)] for n, d, c in funnel_rows]
+    funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}", _pct(c, b)] for (n, d, c), b in zip(funnel_rows, _char_bases(stats))]
     reasons = [[r, f"{n:,}", _pct(n, d0), f"{c:,}"] for r, n, c in _reasons(stats[1:])]
     reasons += [[r, f"{n:,}", "(input records)", ""] for r, n, _ in _reasons(stats[:1])]
     extras = [[s.name, k, f"{v:,}" if isinstance(v, (int, float)) else str(v)] for s in stats for k, v in s.extra.items()]

@@ -141,3 +141,37 @@ def test_character_shares_are_of_the_extracted_text_and_the_raw_input_labelled()
     assert [r[-1] for r in funnel] == ["100.0%", "100.0%", "25.0%"]
     plain = [StepStats("read", docs_out=10, chars_out=1_000), StepStats("c4", docs_out=5, chars_out=300)]
     assert "with 30.0% of their characters." in summary("j", plain)
+
+
+def test_inspect_rejected_filters_by_step_reason_or_glob(tmp_path, capsys):
+    """Issue 35.9: `curate inspect --rejected --reason` shows only the drops asked for; the planted reasons are
+    the reference."""
+    from curate.core.step import Reject
+
+    src = tmp_path / "in.jsonl"
+    rows = [{"id": f"d{i}", "text": f"{'short' if i % 3 == 0 else 'longer text'} {i}"} for i in range(12)]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def size(doc):
+        return Reject("short") if doc.text.startswith("short") else True
+
+    def parity(doc):
+        return Reject("odd") if int(doc.text.split()[-1]) % 2 else True
+
+    out = tmp_path / "out"
+    Pipeline(name="r", reader=readers.Jsonl(), steps=[size, parity]).run(
+        inputs=str(src), output=str(out), rejected=True, progress=False)
+    capsys.readouterr()
+
+    def shown(*extra):
+        assert cli(["inspect", str(out), "--rejected", "-n", "20", *extra]) == 0
+        return sorted(re.findall(r"── ([^#\s]+)\S* .*drop_reason=(\S+)", capsys.readouterr().out))
+
+    short = [(f"d{i}", "size:short") for i in range(12) if i % 3 == 0]
+    odd = [(f"d{i}", "parity:odd") for i in range(12) if i % 3 and i % 2]
+    assert shown("--reason", "size") == sorted(short)
+    assert shown("--reason", "parity:odd") == sorted(odd)
+    assert shown("--reason", "*:*") == sorted(short + odd)
+    assert shown("--reason", "nothing") == []
+    assert cli(["inspect", str(out), "--reason", "size"]) == 2
+    assert "add --rejected" in capsys.readouterr().err

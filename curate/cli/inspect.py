@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import unicodedata
 
 from curate.core.errors import UsageError
@@ -14,10 +15,20 @@ def add_parser(sub):
     p.add_argument("-n", type=int, default=3, help="how many documents")
     p.add_argument("--rejected", action="store_true", help="show dropped documents and their reasons")
     p.add_argument("--chars", type=int, default=600, help="characters of text to show per document")
+    p.add_argument("--reason", metavar="PATTERN",
+                   help="with --rejected: only documents dropped for this reason: a step (`c4`), a whole reason "
+                        "(`c4:too_few_lines`) or a glob (`gopher_*`)")
     return p
 
 
+def reason_matches(pattern: str, reason: str) -> bool:
+    """A step name matches all its reasons (`c4` matches `c4:too_few_lines`); otherwise a glob on the reason."""
+    return reason.split(":", 1)[0] == pattern or fnmatch.fnmatchcase(reason, pattern)
+
+
 def main(args) -> int:
+    if args.reason and not args.rejected:
+        raise UsageError("--reason selects dropped documents: add --rejected")
     sub = "rejected" if args.rejected else "data"
     files = fs.glob(fs.join(args.output, sub, "*.parquet"))
     if not files:
@@ -27,6 +38,8 @@ def main(args) -> int:
         for rec in _records(path, args.n):
             if shown >= args.n:
                 return 0
+            if args.reason and not reason_matches(args.reason, rec["drop_reason"] or ""):
+                continue
             head = f"── {rec['id']}  source={rec['source']}  lang={rec.get('lang')}  url={rec.get('url')}"
             if args.rejected:
                 head += f"  drop_reason={rec['drop_reason']}"
@@ -35,6 +48,8 @@ def main(args) -> int:
             print(shown_safely(text[: args.chars]) + (" …" if len(text) > args.chars else ""))
             print()
             shown += 1
+    if args.reason and not shown:
+        print(f"no rejected document has a reason matching {args.reason!r} (`curate stats` lists the reasons)")
     return 0
 
 

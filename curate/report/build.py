@@ -245,7 +245,8 @@ CHART_TITLES = {
 def _tables(stats: list[StepStats], corpus: Corpus) -> list[tuple[str, list[str], list[list[str]]]]:
     funnel_rows = _funnel(stats)
     d0 = funnel_rows[0][1] if funnel_rows else 0
-    funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}", _pct(c, b)] for (n, d, c), b in zip(funnel_rows, _char_bases(stats))]
+    bases = _char_bases(stats)
+    funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}", _pct(c, b)] for (n, d, c), b in zip(funnel_rows, bases, strict=True)]
     reasons = [[r, f"{n:,}", _pct(n, d0), f"{c:,}"] for r, n, c in _reasons(stats[1:])]
     reasons += [[r, f"{n:,}", "(input records)", ""] for r, n, _ in _reasons(stats[:1])]
     extras = [[s.name, k, f"{v:,}" if isinstance(v, (int, float)) else str(v)] for s in stats for k, v in s.extra.items()]

@@ -10,7 +10,7 @@ import pytest
 
 from curate import extract, readers
 from curate.core.stats import StepStats
-from curate.demo.crawl import generate
+from curate.demo.crawl import FLAWS, generate
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_every_kind_is_present_and_latin1_pages_decode(demo):
     out, truth = demo
     kinds = Counter(p["kind"] for p in truth["page"].values())
     assert set(kinds) == {"article", "near_duplicate", "exact_duplicate", "benchmark_quote", "spam", "seo_prose",
-                          "product_list", "error", "short", "non_html"}
+                          "product_list", "error", "short", "non_html", *FLAWS}
     assert sum(kinds.values()) == truth["pages"] == 150
     docs, _ = _read(readers.Warc(), out)
     latin = [docs[p["record_id"]] for p in truth["page"].values() if p["charset"] == "iso-8859-1"]
@@ -152,3 +152,41 @@ def test_seo_prose_passes_the_heuristics_and_the_demo_classifier_drops_it(demo, 
     assert s_seo.max() < 0.5 < s_art.min()
     assert s_art.min() - s_seo.max() > 0.5, (s_seo.max(), s_art.min())  # a margin, not a tie around 0.5
     assert result.epochs > 5  # a few hundred examples: trained long enough to leave 0.5
+
+
+def test_each_planted_flaw_is_removed_by_its_step_and_by_no_earlier_one(demo, tmp_path, shared, monkeypatch):
+    """Issue 35.8: every step of pipelines/demo.py removes something. The pages planted for a step pass every step
+    before it and are dropped by it with the planted reason; contact pages are kept with the e-mail redacted.
+    The demo pipeline's own steps run (all but the model, the index and the global steps), on its extractor."""
+    import runpy
+
+    from curate import Reject
+    from curate.cli.main import main as cli
+
+    monkeypatch.setenv("PENEIRA_CACHE", str(tmp_path / "cache"))  # the language model from the shared data only
+    assert cli(["models", "fetch", "lid", "--from", str(shared / "models/lid.176.ftz")]) == 0
+    root = Path(__file__).resolve().parents[1]
+    steps = runpy.run_path(str(root / "pipelines/demo.py"))["pipeline"].steps
+    names = [s.name for s in steps]
+    steps = steps[: names.index("quality")]
+    for s in steps:
+        s.setup()
+    out, truth = demo
+    docs, _ = _read(readers.Warc(), out)
+    seen = Counter()
+    for p in truth["page"].values():
+        if p["kind"] not in FLAWS:
+            continue
+        doc, fate = docs[p["record_id"]], None
+        for step in steps:
+            res = step.apply(doc)
+            if isinstance(res, Reject) or res is None:
+                fate = f"{step.name}:{res.rule if res else 'rejected'}"
+                break
+            doc = res
+        seen[p["kind"]] += 1
+        if p["kind"] == "contact":
+            assert fate is None and "newsroom@" not in doc.text and "Send tips and corrections to " in doc.text, p["url"]
+        else:
+            assert fate == FLAWS[p["kind"]], (p["kind"], p["url"], fate)
+    assert set(seen) == set(FLAWS) and min(seen.values()) >= 1

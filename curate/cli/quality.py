@@ -57,7 +57,11 @@ def _print(title: str, metrics, examples: dict, extra: dict, hist: dict | None, 
     for name, ex in examples.items():
         print(f"  {name:<9} {ex.summary()}")
     for k, v in extra.items():
-        print(f"  {k}: {v}")
+        if k == "confounds":
+            for line in _confound_lines(v):
+                print(f"  {line}")
+        else:
+            print(f"  {k}: {_plain(v)}")
     if metrics:
         print(metrics.format())
     if hist:
@@ -67,6 +71,28 @@ def _print(title: str, metrics, examples: dict, extra: dict, hist: dict | None, 
         print(format_histogram(hist))
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+
+
+def _plain(value) -> str:
+    """A figure as a person reads it: `{'positive': 156, 'negative': 226}` -> `positive 156, negative 226`."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _confound_lines(figures: dict) -> list[str]:
+    """The confound figures (`curate.quality.confounds`), one labelled line each."""
+    names = {"language_share_of_words": "language (share of words)", "median_example_words": "median example words",
+             "positive_sources": "positive sources", "negative_sources": "negative sources"}
+    out = []
+    for key, value in figures.items():
+        if key == "language_share_of_words":
+            value = "; ".join(f"{cls}: " + ", ".join(f"{lang} {share:.0%}" for lang, share in shares.items())
+                              for cls, shares in value.items())
+        elif key.endswith("_sources"):
+            value = ", ".join(f"{name} {share:.0%}" for name, share in value.items())
+        out.append(f"{names.get(key, key)}: {value if isinstance(value, str) else _plain(value)}")
+    return out
 
 
 def main(args) -> int:

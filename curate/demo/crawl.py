@@ -37,7 +37,27 @@ KIND_SHARES = {
     "error": 0.05,
     "short": 0.04,
     "non_html": 0.06,
+    # articles with one flaw that a single step exists to catch (`FLAWS`), so every step of the demo removes
+    # something and the report says why
+    "placeholder": 0.01,
+    "hashtags": 0.01,
+    "repeated_line": 0.01,
+    "blocked_url": 0.01,
+    "profanity": 0.01,
+    "contact": 0.01,
 }
+# The step (and reason) each flawed article is planted for; `contact` pages are kept with their e-mail redacted.
+FLAWS = {
+    "placeholder": "c4:lorem_ipsum",
+    "hashtags": "gopher_quality:hash_ratio",
+    "repeated_line": "fineweb:dup_line_chars",
+    "blocked_url": "url:banned_word",
+    "profanity": "bad_words:bad_words",
+    "contact": "pii (redacted, kept)",
+}
+LOREM = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore."
+CALL_TO_ACTION = "Subscribe to our weekly newsletter to get every local story delivered to your inbox on Friday."
+HASHTAGS = ("#local", "#news", "#community", "#weekend", "#towncouncil", "#summer", "#volunteers", "#citylife")
 PT_SHARE = 0.4  # of plain articles
 BENCHMARK_ITEMS = 30
 EDIT_RANGE = (0.05, 0.30)  # fraction of words rewritten in a near-duplicate repost
@@ -313,19 +333,20 @@ class DemoGenerator:
         doc = self._document(title, body + f"<ul>{links}</ul>", "en", "utf-8")
         return self._add("spam", self._url(host, "offer"), doc, "en", adult=adult)
 
-    def seo_paragraphs(self) -> tuple[str, list[list[str]]]:
+    def seo_paragraphs(self, lang: str = "en") -> tuple[str, list[list[str]]]:
         """A title and 4-6 paragraphs of keyword-stuffed marketing sentences, none used twice."""
         r = self.rng
-        keys = r.choice(T.SPAM_KEYWORDS)
+        keys = r.choice(T.SPAM_KEYWORDS if lang == "en" else T.SPAM_KEYWORDS_PT)
+        sentences = T.SEO_SENTENCES if lang == "en" else T.SEO_SENTENCES_PT
         sizes = [r.randint(3, 4) for _ in range(r.randint(4, 6))]
-        templates = r.sample(T.SEO_SENTENCES, min(sum(sizes), len(T.SEO_SENTENCES)))
+        templates = r.sample(sentences, min(sum(sizes), len(sentences)))
         paragraphs, i = [], 0
         for size in sizes:
             if templates[i : i + size]:
                 paragraphs.append([t.format(kw=r.choice(keys), n=r.randint(3, 20), year=r.randint(2019, 2024),
                                             pct=r.randint(10, 70)) for t in templates[i : i + size]])
             i += size
-        return f"The Best {keys[0].title()} Guide", paragraphs
+        return (f"The Best {keys[0].title()} Guide" if lang == "en" else f"O Melhor Guia de {keys[0].title()}"), paragraphs
 
     def add_seo_prose(self) -> Page:
         """Low-quality prose that reads like sentences: what the heuristics keep and a classifier must drop."""
@@ -394,7 +415,36 @@ class DemoGenerator:
         for kind in ("spam", "seo_prose", "product_list", "error", "short", "non_html"):
             for _ in range(counts[kind]):
                 getattr(self, f"add_{kind}")()
+        for kind in FLAWS:
+            for _ in range(counts[kind]):
+                self.add_flawed(kind)
         return self.pages
+
+    def add_flawed(self, kind: str) -> Page:
+        """An English article with the one flaw of `kind` (see `FLAWS`): a leftover placeholder paragraph, a
+        hashtag after every sentence, a call to action repeated between paragraphs, a host whose name holds a
+        blocklisted word, one listed word in a quote, or a contact e-mail address."""
+        r = self.rng
+        site = r.choice([s for s in SITES if s[2] == "en"])
+        title, paragraphs = self.article("en")
+        if kind == "placeholder":
+            paragraphs.insert(r.randint(1, len(paragraphs)), [LOREM])
+        elif kind == "hashtags":
+            paragraphs = [[f"{x[:-1]} {' '.join(r.sample(HASHTAGS, 3))}{x[-1]}" for x in p] for p in paragraphs]
+        elif kind == "repeated_line":
+            for at in sorted(r.sample(range(1, len(paragraphs)), 2), reverse=True):
+                paragraphs.insert(at, [CALL_TO_ACTION])
+            paragraphs.append([CALL_TO_ACTION])
+        elif kind == "blocked_url":
+            site = ("www.xxx-news-mirror.example", "News Mirror", "en", 1)
+        elif kind == "profanity":
+            paragraphs[-1].append("One fan said the crowd went apeshit when the final whistle blew.")
+        elif kind == "contact":
+            paragraphs.append([f"Send tips and corrections to newsroom@{site[0].removeprefix('www.')} at any time."])
+        page = self._add(kind, self._url(site[0], "article"), self.render_article(site, title, paragraphs, "en", "utf-8"),
+                         "en", words=_words(paragraphs), flaw=FLAWS[kind])
+        page.info["title"] = title
+        return page
 
 
 
@@ -506,7 +556,7 @@ def _truth(gen: DemoGenerator, pages: list[Page], files: dict) -> dict:
 
 
 def _page_truth(p: Page) -> dict:
-    keep = ("file", "record_id", "dup_of", "edit_frac", "jaccard5", "benchmark", "adult", "title")
+    keep = ("file", "record_id", "dup_of", "edit_frac", "jaccard5", "benchmark", "adult", "title", "flaw")
     rec = {"kind": p.kind, "url": p.url, "status": p.status, "content_type": p.content_type, "lang": p.lang,
            "charset": p.charset}
     rec.update({k: p.info[k] for k in keep if k in p.info})
@@ -520,7 +570,8 @@ def write_quality_samples(out: str | Path, per_class: int = 300, seed: int = 0) 
     training set); negatives are the text of the kinds of page a quality filter exists to remove:
     keyword-stuffed marketing prose (the crawl's `seo_prose` pages, which pass every heuristic rule, so
     only this classifier removes them), spam, product lists, error pages, short pages and site chrome.
-    Half the negatives are marketing prose, so both classes hold comparable amounts of running text.
+    Half the negatives are marketing prose, so both classes hold comparable amounts of running text, a third of
+    it in Portuguese as a third of the positives are, so that language is no shortcut for the classifier.
     """
     gen = DemoGenerator(pages=20, seed=seed + 10_007)
     qdir = Path(out) / "quality"
@@ -534,8 +585,8 @@ def write_quality_samples(out: str | Path, per_class: int = 300, seed: int = 0) 
     makers = (gen.add_spam, gen.add_product_list, gen.add_error, gen.add_short, lambda: _chrome_page(gen))
     with open(negative, "w", encoding="utf-8") as fh:
         for i in range(per_class):
-            if i % 2 == 0:
-                title, paragraphs = gen.seo_paragraphs()
+            if i % 2 == 0:  # a third of the marketing prose in Portuguese: the positives' language mix
+                title, paragraphs = gen.seo_paragraphs("pt" if i % 6 == 0 else "en")
                 text = title + "\n\n" + "\n\n".join(" ".join(p) for p in paragraphs)
             else:
                 text = _visible_text(makers[i // 2 % len(makers)]().body)

@@ -251,6 +251,34 @@ SEO_SENTENCES = (
     "Read what our members say about {kw} and find out why so many of them never look anywhere else.",
     "Act now and get {kw} at the lowest price of the year, with free delivery on every single order.",
 )
+# The same marketing prose in Portuguese, so that the demo classifier's negatives have the language mix of its
+# positives (a classifier given English-only negatives learns "Portuguese = good").
+SPAM_KEYWORDS_PT = (
+    ("empréstimo rápido", "crédito sem consulta", "dinheiro na hora", "empréstimo online", "melhores taxas"),
+    ("cassino online", "rodadas grátis", "bônus de cassino", "melhores slots", "ganhe dinheiro real"),
+    ("emagrecer rápido", "pílulas para emagrecer", "queimar gordura", "dieta milagrosa", "perder peso já"),
+    ("seguidores baratos", "curtidas no instagram", "ganhar seguidores", "seguidores reais", "curtidas virais"),
+)
+SEO_SENTENCES_PT = (
+    "Se você procura {kw} chegou ao lugar certo porque nós comparamos todas as ofertas para você.",
+    "A nossa equipa analisou os {n} melhores sites de {kw} para que você escolha o que mais combina consigo.",
+    "Muitas pessoas perguntam onde encontrar {kw} e a resposta é sempre a mesma: aqui mesmo na nossa página.",
+    "Você não vai encontrar {kw} melhor em nenhum outro lugar da internet, e essa é a nossa promessa diária.",
+    "Não perca a chance de conseguir {kw} hoje, porque preços como estes nunca duram muito tempo.",
+    "Sabemos que {kw} pode ser confuso, e por isso escrevemos este guia simples para ajudar você a decidir.",
+    "Milhares de clientes felizes já descobriram {kw} connosco e continuam a voltar para comprar mais.",
+    "A melhor hora para começar com {kw} é agora, e a nossa oferta exclusiva torna tudo mais fácil.",
+    "Compare as melhores ofertas de {kw} em {year} e economize até {pct} por cento com os links desta página.",
+    "Os especialistas concordam que {kw} é uma das escolhas mais inteligentes, por isso continue a ler.",
+    "Clique no botão abaixo para garantir o seu bônus de {kw} antes que a oferta termine hoje à meia-noite.",
+    "Existem muitas razões para escolher {kw} e listamos as mais importantes para você logo abaixo.",
+    "Todos os visitantes do nosso site podem ter {kw} sem taxas escondidas e com um cadastro rápido.",
+    "Pare de perder tempo em outros sites e tenha o {kw} que você merece com os nossos parceiros de confiança.",
+    "Quer você seja novo em {kw} ou já tenha experiência, as nossas análises vão ajudar a achar a opção ideal.",
+    "Cadastre-se em menos de {n} minutos e aproveite {kw} no conforto da sua casa agora mesmo.",
+    "Esta página é atualizada toda semana com as novidades de {kw}, então guarde o link e volte sempre.",
+    "Só recomendamos {kw} que nós mesmos testamos, porque a sua confiança é o que mais importa para nós.",
+)
 ADULT_KEYWORDS = ("xxx videos", "free porn", "hot sex chat", "xxx live cams", "adult porn site")
 
 PRODUCTS = (

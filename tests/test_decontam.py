@@ -310,6 +310,26 @@ def test_pipeline_drop_and_report(index_dir, benches, web, tmp_path, capsys):
     assert "HumanEval/3" in text and "math.jsonl:2816" in text
 
 
+def test_report_of_a_drop_run_without_rejected_says_why(index_dir, web, tmp_path, capsys):
+    """Issue 36.7: "items hit 0 of 14,327" beside "docs hit 3" contradicted itself; the dropped documents
+    were not kept, so which items they hold is unknown, and the report says so."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(d) + "\n" for d in web[650:666]))  # the three "1 2 3 ... 13" pages
+    out = tmp_path / "out"
+    pipe = Pipeline(name="dc", reader=readers.Jsonl(), steps=[Decontaminate(str(index_dir), mode="drop")])
+    pipe.run(inputs=str(inp), output=str(out), rejected=False, progress=False)
+    assert cli_main(["decontam", "report", str(out), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    icl = rep["benchmarks"]["icl"]
+    assert (icl["docs_hit"], icl["docs_listed"], icl["items_hit_complete"]) == (3, 0, False)
+    assert rep["benchmarks"]["mmlu"]["items_hit_complete"] is True  # no hits: nothing is unknown
+    assert cli_main(["decontam", "report", str(out)]) == 0
+    text = capsys.readouterr().out
+    [row] = [line for line in text.splitlines() if line.startswith("icl ")]
+    assert row.split()[1:4] == ["?", f"{icl['items_total']:,}", "3"]  # items hit, of, docs hit
+    assert "icl: the 3 documents with hits were dropped and not kept" in text and "rerun with --rejected" in text
+
+
 def test_cli_index_and_errors(shared, tmp_path, capsys):
     he = shared / "benchmarks/humaneval/HumanEval.jsonl.gz"
     gsm = shared / "benchmarks/gsm8k/test.jsonl"

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 
@@ -89,6 +90,7 @@ def _sample_texts(patterns: list[str], text_key: str) -> Iterator[str]:
 
 def _index(args) -> int:
     from curate.decontam import BenchmarkError, build_index, load_benchmark
+    from curate.decontam.index import check_indexable
 
     if (args.corpus_sample is None) != (args.max_doc_freq is None):
         raise UsageError("the frequency cap needs both --corpus-sample and --max-doc-freq")
@@ -103,6 +105,14 @@ def _index(args) -> int:
         except FileNotFoundError:
             raise UsageError(f"--benchmark {name}: {spec} does not exist") from None
     sample = _sample_texts(args.corpus_sample, args.text_key) if args.corpus_sample else None
+    for name, (spec, items) in benchmarks.items():  # checked before the output is touched, as is the sample
+        check_indexable(name, spec, items, args.min_words)
+    if sample is not None:
+        first = next(sample, None)
+        if first is None:
+            raise UsageError(f"--corpus-sample {' '.join(args.corpus_sample)}: no documents with a {args.text_key!r} "
+                             "field, so the frequency cap would count nothing; name the text field with --text-key")
+        sample = itertools.chain([first], sample)
     meta = build_index(benchmarks, args.out, n=args.n, min_words=args.min_words, corpus_sample=sample,
                        max_doc_freq=args.max_doc_freq)
     print(f"{'benchmark':<24}{'items':>9}{'indexed':>9}{'n-grams':>12}")

@@ -32,7 +32,7 @@ import numpy as np
 
 from curate.core.errors import UsageError
 from curate.decontam.loaders import Item
-from curate.decontam.text import NORMALIZATION, WordBatch, char_map, nfkc_lower
+from curate.decontam.text import NORMALIZATION, WordBatch, char_map, words
 from curate.io import fs
 from curate.io.models import local_copy
 from curate.io.writers import atomic_write_text
@@ -93,6 +93,14 @@ def _sorted_unique(h: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return h[keep], o[keep]
 
 
+def check_indexable(name: str, source: str, items: list[Item], min_words: int) -> None:
+    """Refuse a benchmark none of whose items would be indexed: its index would pass every document."""
+    if not any(len(words(s)) >= min_words for it in items for s in it.segments):  # stops at the first long one
+        raise UsageError(f"benchmark {name} ({source}): none of its {len(items):,} items has a text of {min_words}+ "
+                         "words, so the index would find nothing; name the text fields (NAME=FILE:field1,field2) "
+                         "or lower --min-words")
+
+
 def build_index(
     benchmarks: dict[str, tuple[str, list[Item]]],
     out_dir: str | os.PathLike,
@@ -115,6 +123,7 @@ def build_index(
     names, table, all_h, all_o, stats = [], [], [], [], {}
     for b, (name, (source, items)) in enumerate(benchmarks.items()):
         names.append(name)
+        check_indexable(name, source, items, min_words)
         h, o, indexed = _pairs(items, len(table), n, min_words)
         table.extend([b, it.key, (it.segments[0] if it.segments else "")[:PREVIEW_CHARS]] for it in items)
         all_h.append(h)
@@ -137,6 +146,9 @@ def build_index(
     if corpus_sample is not None and max_doc_freq is not None:
         index = NgramIndex(hashes, owners, table, names, meta)
         common, docs = index.common_ngrams(corpus_sample, max_doc_freq)
+        if not docs:
+            raise UsageError("the corpus sample has no documents, so the frequency cap would count nothing; "
+                             "check the sample files and the text field (--text-key)")
         keep = ~np.isin(hashes, common)
         hashes, owners = hashes[keep], owners[keep]
         meta["entries"] = int(len(hashes))
@@ -242,12 +254,12 @@ class NgramIndex:
             if not by_item:
                 out.append([])
                 continue
-            cmap = char_map(text, nfkc_lower(text))
+            cmap = char_map(text)  # exact: row 0 maps starts, row 1 ends
             matches = []
             for item, spans in by_item.items():
                 for s, e in merge_spans(spans):
                     if cmap is not None:
-                        s, e = int(cmap[s]), int(cmap[e])
+                        s, e = int(cmap[0, s]), int(cmap[1, e])
                     matches.append(Match(item, s, e))
             matches.sort(key=lambda m: (m.start, m.end, m.item))
             out.append(matches)

@@ -11,7 +11,7 @@ Formats are recognised from the data, so `--benchmark arc=arc_challenge.jsonl` n
 |---|---|
 | HumanEval (`task_id`, `prompt`, `canonical_solution`) | prompt, canonical solution |
 | GSM8K (`question`, `answer`) | question, worked answer (the `<<48/2=24>>` calculator notes removed) |
-| MMLU directory of CSVs (`question, choice0..3, answer`; header optional) | question, each choice |
+| MMLU directory of CSVs (`question, choice0..3, answer`; a first row whose answer is not A-D/0-3 is a header) | question, each choice |
 | ICL `query` / `choices` / `gold` (ARC, PIQA, SIQA, OBQA, CSQA, COPA, BoolQ, HellaSwag) | each line of the query without its `Question:`/`Choices:`/`A.` scaffolding, each choice |
 | ICL `context_options` / `continuation` (WinoGrande, WSC) | each option completed by the continuation |
 | ICL `context` / `continuation` (LAMBADA) | the passage with its last word |
@@ -46,6 +46,7 @@ class Item:
 _LABEL = re.compile(r"^\s*(?:question|passage|context|answer|choices|options|q|a)\s*:\s*", re.IGNORECASE)
 _CHOICE = re.compile(r"^\s*(?:\(?[A-Ea-e][.)]|\([A-Ea-e]\))\s+")
 _CALC = re.compile(r"<<[^<>]*>>")
+_ANSWERS = frozenset("ABCD0123")  # MMLU's answer column: a letter (Hendrycks) or an index (HF cais/mmlu)
 
 
 def _clean_lines(text: str) -> list[str]:
@@ -114,11 +115,16 @@ def _mmlu_files(files: list[Path], root: Path) -> Iterator[Item]:
         rel = f.relative_to(root).as_posix().removesuffix(".gz").removesuffix(".csv")  # the same key gzipped
         with _open(f) as fh:  # load_benchmark sends .csv.gz files here too
             rows = list(csv.reader(fh))
-        if rows and [c.strip().lower() for c in rows[0][:2]] == ["question", "choice0"]:
-            rows = rows[1:]  # the HF cais/mmlu layout has a header; the original Hendrycks files do not
+        header = bool(rows) and len(rows[0]) >= 6 and rows[0][5].strip().upper() not in _ANSWERS
+        if header:
+            rows = rows[1:]  # a header (`question,choice0,…,answer` in HF cais/mmlu); the Hendrycks files have none
         for i, row in enumerate(rows, 1):
+            line = i + header
             if len(row) < 6:
-                raise BenchmarkError(f"{f}:{i}: expected question, 4 choices and an answer; got {len(row)} fields")
+                raise BenchmarkError(f"{f}:{line}: expected question, 4 choices and an answer; got {len(row)} fields")
+            if row[5].strip().upper() not in _ANSWERS:
+                raise BenchmarkError(f"{f}:{line}: answer {row[5][:20]!r} is not A-D or 0-3, so this is not an MMLU "
+                                     "file; name the text columns instead: NAME=FILE:column1,column2")
             yield Item(f"{rel}:{i}", tuple(s for s in row[:5] if s.strip()))
 
 
@@ -156,7 +162,14 @@ def _generic(path: Path, fields: list[str]) -> Iterator[Item]:
 
 
 def load_benchmark(spec: str) -> list[Item]:
-    """Load `PATH` (format recognised) or `PATH:field1,field2` (named fields) into items."""
+    """Load `PATH` (format recognised) or `PATH:field1,field2` (named fields) into items; none is an error."""
+    items = _load(spec)
+    if not items:
+        raise BenchmarkError(f"{spec}: no items (an empty file?): an index of it would find nothing")
+    return items
+
+
+def _load(spec: str) -> list[Item]:
     path_str, fields = spec, None
     if not os.path.exists(spec) and ":" in spec:
         path_str, _, field_str = spec.rpartition(":")

@@ -77,13 +77,21 @@ def build_report(out: str, examples: int = 3) -> dict[str, Any]:
             "items_hit": len(p["items"]),
             "docs_hit": extra.get(f"docs_hit:{bench}", 0),
             "docs_listed": len(docs),
+            # items_hit counts the items of the listed documents: all of them only when every hit document was kept
+            "items_hit_complete": len(docs) >= extra.get(f"docs_hit:{bench}", 0),
             "matches": extra.get(f"matches:{bench}", 0),
             "docs": docs,
             "examples": p["examples"],
         }
     notes = []
-    if any(b["docs_listed"] < b["docs_hit"] for b in benchmarks.values()):
-        notes.append("some documents with hits were dropped and not written: rerun with --rejected to list them")
+    for name, b in benchmarks.items():
+        if b["items_hit_complete"]:
+            continue
+        unlisted = b["docs_hit"] - b["docs_listed"]
+        which = "the" if not b["docs_listed"] else f"{unlisted:,} of the"
+        notes.append(f"{name}: {which} {b['docs_hit']:,} documents with hits were dropped and not kept, so which "
+                     f"items they hold is unknown (items hit shows {'?' if not b['docs_listed'] else 'a lower bound, ≥'}): "
+                     "rerun with --rejected to see them")
     return {"index": extra.get("index"), "benchmarks": benchmarks, "notes": notes,
             "docs_redacted": extra.get("docs_redacted", 0), "chars_redacted": extra.get("chars_redacted", 0)}
 
@@ -95,7 +103,8 @@ def format_report(rep: dict[str, Any], docs: int = 5) -> str:
     for name, b in rep["benchmarks"].items():
         per_doc = b["matches"] / b["docs_hit"] if b["docs_hit"] else 0.0
         total = "?" if b["items_total"] is None else f"{b['items_total']:,}"
-        lines.append(f"{name:<24}{b['items_hit']:>11,}{total:>8}{b['docs_hit']:>10,}{b['matches']:>9,}{per_doc:>9.1f}")
+        hit = f"{b['items_hit']:,}" if b.get("items_hit_complete", True) else f"≥{b['items_hit']:,}" if b["docs_listed"] else "?"
+        lines.append(f"{name:<24}{hit:>11}{total:>8}{b['docs_hit']:>10,}{b['matches']:>9,}{per_doc:>9.1f}")
     if rep["docs_redacted"]:
         lines.append(f"\nredacted documents: {rep['docs_redacted']:,} ({rep['chars_redacted']:,} characters cut)")
     for name, b in rep["benchmarks"].items():

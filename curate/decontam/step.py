@@ -27,7 +27,9 @@ class Decontaminate(Step):
     * `mode="redact"`: `window_chars` characters either side of each match are cut out (plus the word
       the cut lands in), and the remaining pieces are joined by blank lines. A document cut into more
       than `max_pieces` pieces is dropped as `decontam:too_fragmented`, one left with fewer than
-      `min_chars_left` characters as `decontam:too_short`: what is left of them is mostly seams.
+      `min_chars_left` characters as `decontam:too_short`: what is left of them is mostly seams. The
+      redacted text is scanned again, and one that still matches (pieces joined across a cut can spell
+      another item) is dropped as `decontam:still_contaminated`, so redacted output always scans clean.
 
     Every document with a match gets `metadata["decontam"]`: a list of
     `{"benchmark", "item", "span": [start, end], "text"}` (span in the text as it was before any
@@ -114,10 +116,14 @@ class Decontaminate(Step):
         kept = sum(len(p) for p in pieces)
         if kept < self.min_chars_left:
             return Reject("too_short")
+        redacted = "\n\n".join(pieces)
+        assert self._index is not None
+        if self._index.scan([redacted])[0]:  # pieces joined across a cut can spell another item: never let one out
+            return Reject("still_contaminated")
         doc.metadata["decontam_cuts"] = [list(c) for c in cuts]
         self._counts["docs_redacted"] += 1
         self._counts["chars_redacted"] += len(text) - kept
-        doc.text = "\n\n".join(pieces)
+        doc.text = redacted
         return doc
 
     def finish(self, stats: StepStats) -> None:

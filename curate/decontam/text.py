@@ -3,9 +3,17 @@
 Both sides must turn text into exactly the same word sequence, so everything that decides what a
 "word" is lives here, in one function per concern:
 
-* `nfkc_lower`: Unicode NFKC, then lowercase. Compatibility forms (full-width letters, ligatures,
-  "…", non-breaking spaces) fold to their plain equivalents, so a copy of a benchmark item that went
-  through a word processor or a different encoding still matches.
+* `fold`: one rule per character, applied to every character on its own (`fold_char`):
+  NFKD (compatibility forms such as full-width letters, ligatures, "…", non-breaking spaces, math-bold
+  letters fold to plain ones), then drop what is invisible or decorative (format characters, category
+  Cf: soft hyphen, zero-width space and joiners, bidi marks, BOM; every combining mark, category M:
+  accents, `e` + U+0301; the other default-ignorable code points: Hangul fillers, variation
+  selectors, tags; lone surrogates), casefold, and map letters that look like a Latin letter (Cyrillic
+  `а`, Greek `ο`, dotless `ı`: `curate.decontam.confusables`) to it. So a copy of a benchmark item
+  that went through a word processor, a hyphenating web page or a homoglyph substitution still has
+  the item's words. Because the rule is per character, every character of the folded text comes from
+  exactly one character of the original, which makes `char_map` exact. ASCII text is only lowercased
+  (the rule does nothing else to ASCII), which is most web text and the fast path.
 * words are maximal runs of Unicode letters and digits (`[^\\W_]+`): every punctuation mark, symbol,
   underscore and whitespace character is a separator, so spacing, line breaks and punctuation changes
   do not matter.
@@ -25,7 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-NORMALIZATION = "nfkc-lower-alnum-words/polyhash64-v1"
+from curate.decontam.confusables import CONFUSABLES
+
+NORMALIZATION = "nfkd-nocf-nomarks-casefold-confusables-alnum-words/polyhash64-v2"
 
 _SEP = re.compile(r"[\W_]")  # a separator: anything but a letter or digit (Python's isalnum)
 _U64 = np.uint64
@@ -35,16 +45,65 @@ _Q = 0x9E3779B97F4A7C15  # combines word hashes into n-gram hashes
 _LEN_SALT = 0xD6E8FEB86659FD93
 
 
-def nfkc_lower(text: str) -> str:
-    """NFKC + lowercase. ASCII text skips NFKC (it is already normal), which is most web text."""
-    if text.isascii() or unicodedata.is_normalized("NFKC", text):  # both checks are far cheaper than NFKC
+# Default-ignorable code points that are not format characters (Cf) or marks (M), both dropped by
+# category: Hangul fillers (letters, so they would otherwise sit inside a word) and unassigned
+# ranges reserved as ignorable (DerivedCoreProperties.txt, Default_Ignorable_Code_Point).
+_IGNORABLE = frozenset([0x115F, 0x1160, 0x3164, 0xFFA0, 0x2065, *range(0xFFF0, 0xFFF9), *range(0xE0000, 0xE1000)])
+
+
+def _dropped(c: str) -> bool:
+    cat = unicodedata.category(c)
+    return cat == "Cf" or cat[0] == "M" or cat == "Cs" or ord(c) in _IGNORABLE
+
+
+def fold_char(c: str) -> str:
+    """The fold of one character: NFKD, drop invisible characters and marks, casefold, confusables.
+
+    Repeated until nothing changes (casefolding can produce a decomposable character), so the fold
+    is idempotent: `fold(fold(t)) == fold(t)`.
+    """
+    out = c
+    for _ in range(4):
+        prev = out
+        out = "".join(x for x in unicodedata.normalize("NFKD", out) if not _dropped(x)).casefold()
+        out = "".join(CONFUSABLES.get(x, x) for x in out)
+        if out == prev:
+            break
+    return out
+
+
+class _FoldTable(dict):
+    """`str.translate` table of the fold, filled one code point at a time as texts bring them.
+
+    A value is the code point itself (unchanged), another string, or None (dropped). Every distinct
+    character is folded once per process; later lookups are one dict hit inside `str.translate`.
+    """
+
+    def __missing__(self, cp: int) -> int | str | None:
+        c = chr(cp)
+        out = fold_char(c)
+        value = None if not out else cp if out == c else out
+        self[cp] = value
+        return value
+
+    def length(self, cp: int) -> int:
+        v = self[cp]
+        return 0 if v is None else 1 if isinstance(v, int) else len(v)
+
+
+_FOLD = _FoldTable()
+
+
+def fold(text: str) -> str:
+    """The text as the index sees it (see the module docstring); ASCII text is only lowercased."""
+    if text.isascii():  # far cheaper than the table, and the fold of ASCII is its lowercase
         return text.lower()
-    return unicodedata.normalize("NFKC", text).lower()
+    return text.translate(_FOLD)
 
 
 def words(text: str) -> list[str]:
     """The normalised words of a text, for humans and for the reference implementation in benchmarks/."""
-    return [w for w in _SEP.sub(" ", nfkc_lower(text)).split()]
+    return [w for w in _SEP.sub(" ", fold(text)).split()]
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
@@ -106,8 +165,8 @@ _POWERS = _Powers()
 class WordBatch:
     """The words of a batch of texts: one hash, owning text and character span per word.
 
-    `start`/`end` are offsets into each text's *normalised* form (`nfkc_lower(text)`); `char_offsets`
-    maps them back to the original text when normalisation changed its length.
+    `start`/`end` are offsets into each text's *normalised* form (`fold(text)`); `char_map` maps
+    them back to the original text exactly.
     """
 
     hashes: np.ndarray  # uint64, one per word
@@ -119,7 +178,7 @@ class WordBatch:
 
     @classmethod
     def from_texts(cls, texts: list[str]) -> WordBatch:
-        norms = [nfkc_lower(t) for t in texts]
+        norms = [fold(t) for t in texts]
         joined = "\n".join(norms)  # "\n" is a separator, so no word crosses two texts
         base = np.zeros(len(norms) + 1, dtype=np.int64)
         np.cumsum([len(s) + 1 for s in norms], out=base[1:])
@@ -157,18 +216,26 @@ class WordBatch:
         return mix64(g ^ _U64(k * _LEN_SALT & 0xFFFFFFFFFFFFFFFF)), valid
 
 
-def char_map(text: str, norm: str) -> np.ndarray | None:
-    """Map offsets in `nfkc_lower(text)` back to `text`, or None when they are the same offsets.
+def char_map(text: str, norm: str | None = None) -> np.ndarray | None:
+    """Exact offsets in `text` of offsets in `fold(text)`, or None when they are the same offsets.
 
-    ASCII text and most other text keep their length under NFKC + lowercase, and then offsets are
-    shared. Otherwise each character is normalised on its own to learn how many characters it became;
-    if that concatenation differs from the whole-text normalisation (a composing sequence), offsets are
-    scaled proportionally, which is off by a few characters at most: enough for a ±200-character cut.
+    Row 0 maps a start offset, row 1 an end offset (both of length `len(fold(text)) + 1`). The fold
+    works character by character, so each folded character comes from one source character: a match
+    starts where its first character's source starts and ends after its last character's source and
+    any characters the fold dropped right after it (a combining accent, a soft hyphen). `norm`, when
+    given, is checked to be `fold(text)`.
     """
-    if len(norm) == len(text):
+    if text.isascii():
         return None
-    pieces = [unicodedata.normalize("NFKC", c).lower() for c in text]
-    if "".join(pieces) == norm:
-        src = np.repeat(np.arange(len(text), dtype=np.int64), [len(p) for p in pieces])
-        return np.append(src, len(text))
-    return np.round(np.arange(len(norm) + 1) * (len(text) / max(len(norm), 1))).astype(np.int64)
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    uniq, inv = np.unique(cp, return_inverse=True)
+    lens = np.array([_FOLD.length(c) for c in uniq.tolist()], dtype=np.int64)[inv]
+    if (lens == 1).all():
+        return None
+    src = np.repeat(np.arange(len(text), dtype=np.int64), lens)
+    if norm is not None and len(norm) != len(src):
+        raise ValueError("char_map: norm is not fold(text)")
+    starts = np.append(src, len(text))
+    ends = starts.copy()
+    ends[1:] = np.maximum(starts[1:], src + 1)  # a character split by a word edge ("½" -> "1⁄2") stays whole
+    return np.stack([starts, ends])

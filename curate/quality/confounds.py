@@ -14,6 +14,7 @@ from collections import Counter
 
 import numpy as np
 
+from curate.core.errors import UsageError
 from curate.filters._text import TOKEN_RE, shipped_languages, shipped_words
 from curate.quality.text import Examples
 
@@ -54,6 +55,9 @@ def _pct(shares: dict[str, float], k: int = 3) -> str:
 
 def confounds(pos: Examples, neg: Examples) -> tuple[dict, list[str]]:
     """(figures, warnings): language mix, example length and biggest source of each class."""
+    for name, ex in (("positive", pos), ("negative", neg)):
+        if not ex.lines:  # nothing to compare; `quality.train` refuses this earlier, with the reason
+            raise UsageError(f"the {name} class has no examples: {ex.summary()}")
     lists = {lang: shipped_words("stopwords", lang) for lang in shipped_languages("stopwords")}
     figures: dict = {}
     warnings: list[str] = []

@@ -302,10 +302,13 @@ def _drop_shared(pos: Examples, neg: Examples) -> tuple[Examples, Examples]:
     if not both:
         return pos, neg
     out = []
-    for ex in (pos, neg):
+    for name, ex in (("positive", pos), ("negative", neg)):
         kept = ex.subset([i for i, x in enumerate(ex.lines) if x not in both])
         kept.skipped = ex.skipped.copy()
         kept.skipped["in_both_classes"] += len(both)
+        if not kept.lines:
+            raise UsageError(f"the {name} class has no examples left: all {len(ex.lines):,} are also in the other class "
+                             "(the same files as both?); give the two classes different texts")
         out.append(kept)
     return out[0], out[1]
 

@@ -90,61 +90,56 @@ def _items_found(index: NgramIndex, text: str) -> set[str]:
 
 # ------------------------------------------------------------------ the reported evasions, one by one
 
-# Each disguise of "... natalia sold clips ...": what issue 36 found kept, in plain text and as HTML.
-def _soft_hyphen(s):
-    return s.replace("e", "e\u00ad")
+# Each disguise issue 36 found kept: (letter, what replaces it in text, what replaces it in HTML).
+DISGUISES = {
+    "soft_hyphen": ("e", "e\u00ad", "e&shy;"),
+    "zero_width_space": ("a", "a\u200b", "a&#8203;"),
+    "zero_width_joiner": ("o", "o\u200d", "o&zwj;"),
+    "combining_acute": ("e", "e\u0301", "e&#769;"),
+    "turkish_capital_i": ("i", "\u0130", "&#304;"),
+    "cyrillic_a": ("a", "\u0430", "&#x430;"),
+    "cyrillic_o": ("o", "\u043e", "&#1086;"),
+    "greek_omicron": ("o", "\u03bf", "&omicron;"),
+}
 
 
-def _zwsp(s):
-    return s.replace("a", "a\u200b")
+def _nfkc_grams(s: str) -> set[tuple[str, ...]]:
+    """The 13-grams of a matcher that folds only NFKC and case (the old rule): the reference for "evades"."""
+    w = re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", s).lower())
+    return {tuple(w[i : i + 13]) for i in range(len(w) - 12)}
 
 
-def _zwj(s):
-    return s.replace("o", "o\u200d")
-
-
-def _combining_acute(s):
-    return s.replace("e", "e\u0301")
-
-
-def _turkish_i(s):
-    return s.replace("i", "\u0130")
-
-
-def _cyrillic(s):
-    return s.replace("a", "\u0430").replace("o", "\u043e")
-
-
-DISGUISES = {"soft_hyphen": _soft_hyphen, "zwsp": _zwsp, "zwj": _zwj, "combining_acute": _combining_acute,
-             "turkish_capital_i": _turkish_i, "cyrillic_a_o": _cyrillic}
-ENTITIES = {"soft_hyphen": ("e", "e&shy;"), "zwsp": ("a", "a&#8203;"), "zwj": ("o", "o&zwj;"),
-            "combining_acute": ("e", "e&#769;"), "turkish_capital_i": ("i", "&#304;"),
-            "cyrillic_a_o": ("a", "&#x430;")}
+def _evading(questions, name: str) -> tuple[str, str, str]:
+    """(key, question, disguised question): the first question whose disguise shares no 13-gram with it under
+    NFKC and case folding alone, so that only the new fold can find it."""
+    letter, plain, _ = DISGUISES[name]
+    for key, q in questions:
+        s = q.replace(letter, plain)
+        if not _nfkc_grams(s) & _nfkc_grams(q):
+            return key, q, s
+    raise AssertionError(f"no question that {name} hides")
 
 
 @pytest.mark.parametrize("name", sorted(DISGUISES))
-def test_disguised_item_found_and_dropped(index_dir, index, questions, web, name):
-    key, q = questions[0]
-    s = DISGUISES[name](q)
-    assert s != q and words(s) == words(q)  # the same words once folded...
+def test_disguised_item_found_and_dropped(drop, redact, index, questions, web, name):
+    key, q, s = _evading(questions, name)
+    assert words(s) == words(q)  # the same words once folded...
     text = f"{web[3][:1500]}\n{s}\n{web[4][:1500]}"
     assert key in _items_found(index, text)  # ...so the item is found
-    step = Decontaminate(str(index_dir), mode="drop")
-    assert step.apply(Document(id="d", text=text, source="web")) == Reject("contaminated")
-    redacted = Decontaminate(str(index_dir), mode="redact").apply(Document(id="d", text=text, source="web"))
+    assert drop.apply(Document(id="d", text=text, source="web")) == Reject("contaminated")
+    redacted = redact.apply(Document(id="d", text=text, source="web"))
     assert isinstance(redacted, Document) and index.scan([redacted.text]) == [[]]
 
 
-@pytest.mark.parametrize("name", sorted(ENTITIES))
+@pytest.mark.parametrize("name", sorted(DISGUISES))
 def test_disguised_item_in_html_found(index, questions, web, name):
-    key, q = questions[1]
-    plain, entity = ENTITIES[name]
-    body = html.escape(q, quote=False).replace(plain, entity)
-    assert entity in body
+    key, q, _ = _evading(questions, name)
+    letter, _, entity = DISGUISES[name]
+    body = html.escape(q.replace(letter, "\0"), quote=False).replace("\0", entity)  # "&amp;" keeps its "a"
     filler = "".join(f"<p>{html.escape(p)}</p>" for p in web[5].split("\n")[:6] if p.strip())
     page = f"<html><body><article>{filler}<p>{body}</p>{filler}</article></body></html>"
     text = extract_text(page)
-    assert q not in text  # the extractor keeps the invisible characters: the copy is not verbatim
+    assert q not in text and not _nfkc_grams(text) & _nfkc_grams(q)  # the extractor keeps the disguise
     assert key in _items_found(index, text)
 
 

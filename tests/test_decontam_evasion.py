@@ -257,7 +257,7 @@ def _as_html(units: list[str]) -> str:
     return "".join(ent(u) for u in units).replace("&#173;", "&shy;").replace("&#8205;", "&zwj;")
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_disguises_never_get_through(drop, redact, index, questions, web, data):
     key, q = data.draw(st.sampled_from(questions), label="item")

@@ -152,3 +152,43 @@ def test_curate_run_reports_a_bad_argument_as_one_line(tmp_path, capsys):
     assert cli(["run", str(pipe), "--input", "x.jsonl", "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "min_word" in err, err
+
+
+# ---- the trainer (issue 29): a bad value is one line when the command line is read, before any work ---------------
+
+TRAIN_BAD = [
+    (["--micro_batch", "3"], "batch_tokens (4096) must be a multiple of micro_batch * seq_len"),
+    (["--n_head", "3"], "n_embd (128) must be a multiple of n_head (3)"),
+    (["--n_embd", "64", "--n_head", "64"], "head size n_embd / n_head = 64 / 64 = 1 must be even"),
+    (["--lr", "nan"], "lr must be a finite number, got nan"),
+    (["--muon_lr", "inf"], "muon_lr must be a finite number, got inf"),
+    (["--seed", "-1"], "seed must be in [0, 2147483647], got -1"),
+    (["--source_weights", "web=nan"], "source_weights must be finite, >= 0 and not all 0, got web=nan"),
+    (["--source_weights", "web=0"], "source_weights must be finite, >= 0 and not all 0"),
+    (["--device", "gpu"], "device = 'gpu' is not one of auto, cpu, cuda, cuda:N"),
+    (["--beta2", "1.5"], "beta2 must be in [0, 1], got 1.5"),
+    (["--stpes", "3"], "did you mean 'steps'"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), TRAIN_BAD, ids=[" ".join(f) for f, _ in TRAIN_BAD])
+def test_trainer_values_are_refused_as_parsed_in_one_line(flags, message, tmp_path, capsys):
+    from train.__main__ import main as train_main
+
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as e:
+        train_main(["--config", "tiny", "--data", str(tmp_path / "tokens"), "--out", str(out), *flags])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("python -m train: error: ") and message in err, err
+    assert not out.exists()  # refused before anything was looked at or made
+
+
+def test_trainer_micro_batch_is_checked_against_the_world_torchrun_gives(tmp_path, monkeypatch, capsys):
+    from train.__main__ import main as train_main
+
+    args = ["--config", "tiny", "--data", str(tmp_path), "--micro_batch", "32"]  # 32 * 128 = 4096: one process only
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit):
+        train_main(args)
+    assert "(32 * 128 * 2 = 8192)" in capsys.readouterr().err

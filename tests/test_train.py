@@ -156,7 +156,9 @@ def test_out_over_a_run_needs_resume_or_overwrite(short_run, tokens, capsys):
     assert len(err.splitlines()) == 1 and "holds a run" in err and "--overwrite" in err
     assert (short_run / "metrics.jsonl").read_bytes() == metrics
     assert checkpoint.load(short_run / "ckpt.pt")["sha256"] == before
-    assert main([*args, "--resume", "--overwrite"]) == 2
+    with pytest.raises(SystemExit) as e:  # refused as the command line is read
+        main([*args, "--resume", "--overwrite"])
+    assert e.value.code == 2 and "give one of them" in capsys.readouterr().err
 
 
 def test_changed_hyperparameters_apply_on_resume_and_run_keys_are_refused(tokens, tmp_path, capsys):
@@ -534,3 +536,148 @@ def test_resume_with_another_micro_batch(tokens, tmp_path):
     second = train(cfg_for(tokens, tmp_path / "split", micro_batch=2, **kw), resume=True)  # accumulation 4
     assert first.losses + second.losses == pytest.approx(whole.losses, rel=1e-5)
     assert second.val_loss == pytest.approx(whole.val_loss, rel=1e-5)
+
+
+# ---- issue 29: nothing in --out changes before every check passed; the tokenizer is part of a run's identity --------
+
+
+def cli_args(tokens, out, **kw) -> list[str]:
+    values = {**SMALL, "steps": 6, "warmup_steps": 1, "micro_batch": 4, "seq_len": 32, "batch_tokens": 128,
+              "eval_every": 0, **kw}
+    return ["--config", "tiny", *[a for k, v in values.items() for a in (f"--{k}", str(v))], "--data", str(tokens),
+            "--out", str(out), "--no-progress", "--no-plots"]
+
+
+def snapshot(run) -> dict[str, bytes]:
+    """Every file of a run folder, for `nothing changed` (but the output lock, which any command leaves, empty)."""
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*"))
+            if p.is_file() and p.name != ".peneira.lock"}
+
+
+@pytest.fixture()
+def run3(tokens, tmp_path):
+    """A run stopped at step 3 of 6 (a whole checkpoint, resumable)."""
+    out = tmp_path / "run"
+    train(cfg_for(tokens, out, steps=6, warmup_steps=1, micro_batch=4, seq_len=32, batch_tokens=128, eval_every=0,
+                  stop_at=3))
+    return out
+
+
+@pytest.fixture(scope="module")
+def other_tokenizer(tokens, tmp_path_factory):
+    """The same shards, said to be tokenized with another tokenizer (one merge's token renamed: another sha256)."""
+    out = tmp_path_factory.mktemp("other") / "tokens"
+    shutil.copytree(tokens, out)
+    tok = json.loads((out / "tokenizer.json").read_text())
+    vocab = tok["model"]["vocab"]
+    name = max(vocab, key=vocab.get)
+    vocab["zz-" + name] = vocab.pop(name)
+    (out / "tokenizer.json").write_text(json.dumps(tok))
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["tokenizer"]["sha256"] = checkpoint.file_sha256(out / "tokenizer.json")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+@pytest.mark.parametrize("bad", [["--data", "TYPO"], ["--source_weights", "nosuch=1"], ["--device", "cuda:0"]])
+def test_overwrite_checks_everything_before_deleting_the_old_run(run3, tokens, bad, capsys):
+    """`--overwrite` with a typo in --data, a source that is not in it, or a device that is not there: one line, and
+    the old run is whole (it was deleted first, before)."""
+    if bad[1] == "cuda:0" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    before = snapshot(run3)
+    capsys.readouterr()
+    assert main([*cli_args(tokens, run3), "--overwrite", *bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert snapshot(run3) == before
+
+
+def test_a_folder_of_other_files_is_never_cleared(run3, tokens, tmp_path, capsys):
+    """The rule of every output folder (curate.io.outputs): --overwrite removes only what the trainer writes, and a
+    folder holding anything else is refused whole, as a new run into a non-empty folder is."""
+    (run3 / "notes.txt").write_text("mine")
+    before = snapshot(run3)
+    assert main([*cli_args(tokens, run3), "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not write (notes.txt)" in err and "--overwrite removes only" in err
+    assert snapshot(run3) == before
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "data.csv").write_text("1,2\n")
+    assert main(cli_args(tokens, mine)) == 2
+    assert "does not write (data.csv)" in capsys.readouterr().err and snapshot(mine) == {"data.csv": b"1,2\n"}
+    (run3 / "notes.txt").unlink()
+    assert main([*cli_args(tokens, run3), "--overwrite"]) == 0  # only its own files: replaced
+    assert checkpoint.load(run3 / "ckpt.pt")["step"] == 6
+
+
+def test_resume_with_data_of_another_tokenizer_is_refused_and_changes_nothing(run3, other_tokenizer, capsys):
+    """Before: the run's tokenizer.json was replaced by the other one, then the resume failed (a traceback), and
+    `sample` decoded the unchanged weights with the wrong tokenizer."""
+    before = snapshot(run3)
+    capsys.readouterr()
+    assert main([*cli_args(other_tokenizer, run3), "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    want = checkpoint.load(run3 / "ckpt.pt")["tokenizer"]["sha256"]
+    got = checkpoint.file_sha256(other_tokenizer / "tokenizer.json")
+    assert len(err.splitlines()) == 1 and want[:16] in err and got[:16] in err and str(other_tokenizer) in err, err
+    assert snapshot(run3) == before
+
+
+def test_resume_with_other_data_of_the_same_tokenizer_is_one_line(run3, tokens, tmp_path, capsys):
+    """Another token directory (here: the val split as train) of the same tokenizer: the run's position in its data
+    means nothing there. One line naming both; a moved copy of the run's own data resumes."""
+    data = tmp_path / "swapped"
+    shutil.copytree(tokens, data)
+    manifest = json.loads((data / "manifest.json").read_text())
+    manifest["splits"]["train"] = manifest["splits"]["val"]
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    before = snapshot(run3)
+    assert main([*cli_args(data, run3), "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds other training data" in err and str(data) in err, err
+    assert snapshot(run3) == before
+    moved = tmp_path / "moved"
+    shutil.copytree(tokens, moved)
+    assert main([*cli_args(moved, run3), "--resume"]) == 0
+
+
+def test_sample_surprise_and_eval_check_the_tokenizer(run3, tokens, other_tokenizer, shared, tmp_path, capsys):
+    """The checkpoint names its tokenizer by sha256: a run folder whose tokenizer.json is another one is refused by
+    sample, surprise and eval with one line naming both; the token directory's own copy is used when it matches."""
+    run = tmp_path / "copy"
+    shutil.copytree(run3, run)
+    shutil.copyfile(other_tokenizer / "tokenizer.json", run / "tokenizer.json")
+    want = checkpoint.load(run / "ckpt.pt")["tokenizer"]["sha256"]
+    got = checkpoint.file_sha256(run / "tokenizer.json")
+    shutil.move(tokens / "tokenizer.json", tmp_path / "aside.json")  # the run's own copy is the only candidate
+    try:
+        text = str(shared / "text/clean_en/wikitext-2-test.txt")
+        for command in (["sample", "--checkpoint", str(run)], ["surprise", "--checkpoint", str(run), "--text", "Hi"],
+                        ["eval", str(run), "--heldout", text, "--max-bytes", "2000", "--no-progress"]):
+            capsys.readouterr()
+            assert main(command) == 2, command
+            err = capsys.readouterr().err.strip()
+            assert len(err.splitlines()) == 1 and want[:16] in err and got[:16] in err, err
+    finally:
+        shutil.move(tmp_path / "aside.json", tokens / "tokenizer.json")
+    assert main(["sample", "--checkpoint", str(run), "--max-new-tokens", "2"]) == 0  # the token directory's: right
+
+
+def test_a_failed_checkpoint_write_is_one_line_and_leaves_the_previous_one(run3, tokens, monkeypatch):
+    """A write that fails (here ENOSPC from the shard writer; tests/test_chaos_train.py fills a real disk): one
+    CheckpointError naming the checkpoint, no temporary directory, `latest` still the previous whole state."""
+    import errno
+    import os
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(checkpoint.dcp, "save", full)
+    with pytest.raises(CheckpointError, match=r"^disk full writing .*step-00000006 \(.* free\); the previous "
+                                              r"checkpoint .*step-00000003 is intact: free space and --resume$"):
+        train(cfg_for(tokens, run3, steps=6, warmup_steps=1, micro_batch=4, seq_len=32, batch_tokens=128,
+                      eval_every=0), resume=True)
+    assert sorted(p.name for p in (run3 / "checkpoint").iterdir()) == ["latest", "step-00000003"]
+    checkpoint.verify(checkpoint.latest(run3))

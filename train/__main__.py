@@ -15,7 +15,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import inspect
+import math
+import os
 import re
 import sys
 
@@ -54,6 +57,13 @@ class _Bool(argparse.BooleanOptionalAction):
             parser.error(str(e))
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument error is one line (`python -m train: error: ...`), not the usage of every config key above it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _key_help() -> str:
     """Every config key with its default and the comment beside it in `train.config.Config`."""
     comments = dict(re.findall(r"^    (\w+): [^=\n]+=[^#\n]*#\s*(.+)$", inspect.getsource(Config), re.M))
@@ -65,7 +75,7 @@ def _key_help() -> str:
 def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
     """--config, --resume (and --lrs for the sweep) are flags; every other `--key value` is a config override."""
     commands = "\n".join(f"  {name:<10} {what}" for name, what in COMMANDS.items())
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_key_help(), allow_abbrev=False,
         description=f"Train a GPT on token shards; any config key can be given as --key value.\n\n"
                     f"subcommands (python -m train COMMAND --help):\n{commands}")
@@ -82,10 +92,20 @@ def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
     switches = {k: getattr(args, k) for k in FIELDS if getattr(args, k, None) is not None}
     try:
         args.cfg = load_config(args.config, {**parse_overrides(rest), **switches})
+        args.cfg.grad_accum(int(os.environ.get("WORLD_SIZE", 1)))  # under torchrun the world is known already
     except (ValueError, OSError) as e:
         parser.error(str(e))
+    if args.resume and args.overwrite:
+        parser.error("--resume continues the run in --out and --overwrite replaces it: give one of them")
     if not args.cfg.data:
         parser.error("--data (a `curate tokenize` output directory) is required")
+    if getattr(args, "lrs", None):
+        try:
+            args.lrs = [float(x) for x in args.lrs.split(",")]
+        except ValueError:
+            parser.error(f"--lrs {args.lrs!r}: expected comma-separated numbers")
+        if not all(math.isfinite(x) and x >= 0 for x in args.lrs):
+            parser.error(f"--lrs {args.lrs}: learning rates must be finite and >= 0")
     return args
 
 
@@ -94,31 +114,41 @@ def main(argv: list[str] | None = None) -> int:
     command = argv[0] if argv and not argv[0].startswith("-") else "train"
     rest = argv[1:] if command != "train" or (argv and argv[0] == "train") else argv
 
-    if command == "train":
-        args = _train_args(rest, "python -m train")
+    if command in ("train", "sweep-lr"):
+        prog = "python -m train" + (" sweep-lr" if command == "sweep-lr" else "")
+        args = _train_args(rest, prog)
         import torch.distributed as dist
 
+        from curate.core.errors import UsageError
         from train.checkpoint import CheckpointError, ResumeError
+        from train.config import ConfigError
         from train.data import TokenDataError
         from train.devices import DeviceError
         from train.loop import train
+        from train.sweep import sweep_lr
 
         try:
-            result = train(args.cfg, resume=args.resume, overwrite=args.overwrite)
-        except (FileNotFoundError, TokenDataError, ResumeError, CheckpointError, DeviceError) as e:  # one line
-            print(f"python -m train: error: {e}", file=sys.stderr)
+            if command == "train":
+                results = [train(args.cfg, resume=args.resume, overwrite=args.overwrite)]
+            else:
+                results = list(sweep_lr(args.cfg, args.lrs).values())
+        except (FileNotFoundError, TokenDataError, ResumeError, CheckpointError, DeviceError, ConfigError,
+                UsageError) as e:  # the user's input, the output folder, a checkpoint: one line
+            print(f"{prog}: error: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            print(f"{prog}: error: disk full writing {e.filename or args.cfg.out} ({e.strerror}); "
+                  f"the last checkpoint in {args.cfg.out} is intact: free space and --resume", file=sys.stderr)
             return 2
         finally:
             if dist.is_initialized():
                 dist.destroy_process_group()
-        return 1 if result.diverged else 0
-
-    if command == "sweep-lr":
-        args = _train_args(rest, "python -m train sweep-lr")
-        from train.sweep import sweep_lr
-
-        sweep_lr(args.cfg, [float(x) for x in args.lrs.split(",")] if args.lrs else None)
-        return 0
+        stopped = next((r.stopped for r in results if r.stopped), 0)
+        if stopped:  # SIGTERM: stopped at the end of a step, checkpointed; the shell's code for the signal
+            return 128 + stopped
+        return 1 if command == "train" and results[0].diverged else 0
 
     if command in ("sample", "surprise"):
         parser = argparse.ArgumentParser(prog=f"python -m train {command}")
@@ -176,11 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         parser = argparse.ArgumentParser(prog="python -m train export")
         parser.add_argument("run", help="a run directory (its checkpoint/ is read, RUN/ckpt.pt written)")
         args = parser.parse_args(rest)
+        from curate.core.errors import UsageError
         from train.checkpoint import CheckpointError, export
 
         try:
             print(f"wrote {export(args.run)}")
-        except (FileNotFoundError, CheckpointError) as e:
+        except (FileNotFoundError, CheckpointError, UsageError) as e:  # UsageError: a trainer holds the run
             print(f"python -m train export: error: {e}", file=sys.stderr)
             return 2
         return 0

@@ -330,6 +330,8 @@ def _train_segments(spec: Spec, name: str, seed: int, tokens: int, plan, cfg, ke
         result = train(train_config(spec, base / "tokens", out, seed, tokens, stop_at=p), resume=True)
         if result.diverged:
             raise RuntimeError(f"{name} seed {seed}: {result.diverged}")
+        if result.stopped:  # SIGTERM: the segment was checkpointed where it stopped; a rerun continues from there
+            sys.exit(128 + result.stopped)
         final = p == points[-1]
         r = evaluate(out, plan if final else replace(plan, tasks=[]), progress=progress)
         curve = [c for c in curve if c["step"] != r["step"]] + [

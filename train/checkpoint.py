@@ -18,6 +18,7 @@ Both carry a checksum: a bit flipped on disk is an error naming the file, never 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import (
     get_model_state_dict,
     get_optimizer_state_dict,
@@ -43,6 +45,7 @@ from torch.distributed.checkpoint.state_dict import (
 CKPT_NAME = "ckpt.pt"  # the export
 STATE_DIR = "checkpoint"  # the sharded training state: STATE_DIR/step-NNNNNNNN/ and STATE_DIR/latest
 CHECKSUMS = "checksums.json"
+FULL = 1 << 20  # a filesystem with less than this free after a failed write is taken for a full one
 
 
 class ResumeError(ValueError):
@@ -198,18 +201,86 @@ def latest(out: str | Path) -> Path | None:
     return path
 
 
+def agree(problem: str) -> str:
+    """The first rank's problem (a one-line message, "" for none), on every rank: a collective under a process
+    group, so that a failure on one rank stops all of them with the same line instead of leaving the others
+    waiting in the next collective."""
+    _, world = _world()
+    if world == 1:
+        return problem
+    problems: list[Any] = [None] * world
+    dist.all_gather_object(problems, problem)
+    return next((p for p in problems if p), "")
+
+
+def _errors(e: BaseException):
+    """`e`, what caused it, and for DCP's CheckpointException every rank's own exception."""
+    seen, todo = set(), [e]
+    while todo:
+        x = todo.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        yield x
+        todo += [x.__cause__, x.__context__]
+        if isinstance(x, CheckpointException):
+            todo += [exc for exc, _ in x.failures.values()]
+
+
+def _free(path: Path) -> int:
+    """Bytes free to this user on the filesystem holding `path` (its nearest existing parent)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return -1
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def write_problem(e: BaseException, path: Path) -> str:
+    """One line for a failure to write `path`. A full disk rarely says so: PyTorch's zip writer reports the short
+    write as "unexpected pos 704 vs 598", so a filesystem left with (almost) nothing free counts as full too."""
+    errors = list(_errors(e))
+    free = _free(path)
+    if any(isinstance(x, OSError) and x.errno in (errno.ENOSPC, errno.EDQUOT) for x in errors) or 0 <= free < FULL:
+        return f"disk full writing {path} ({_size(free)} free)"
+    cause = next((x for x in reversed(errors) if not isinstance(x, CheckpointException)), e)
+    reason = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+    return f"could not write {path}: {type(cause).__name__}" + (f": {reason}" if reason else "")
+
+
 def save(state: dict[str, Any], out: str | Path, step: int) -> Path:
     """Write the mapping of components from every rank (a collective) as OUT/checkpoint/step-NNNNNNNN, then make it
-    the latest and remove the earlier ones. Rank 0 publishes: checksums, rename, pointer, in that order."""
+    the latest and remove the earlier ones. Rank 0 publishes: checksums, rename, pointer, in that order.
+
+    A failure (a full disk, most often) on any rank is one CheckpointError on every rank naming the checkpoint; the
+    temporary directory is removed and `latest` still names the previous state, whole, for --resume."""
     root = Path(out) / STATE_DIR
     final, tmp = root / f"step-{step:08d}", root / f".step-{step:08d}.tmp"
     rank, _ = _world()
-    if rank == 0:
+    published = False
+
+    def attempt(call) -> str:
+        try:
+            call()
+        except (OSError, RuntimeError, CheckpointException) as e:  # DCP's exception is a BaseException
+            return write_problem(e, final)
+        return ""
+
+    def start() -> None:
         shutil.rmtree(tmp, ignore_errors=True)  # a killed earlier attempt
         tmp.mkdir(parents=True)
-    _barrier()
-    _dcp(dcp.save, state, tmp)  # every rank writes its shards; rank 0 writes .metadata last
-    if rank == 0:
+
+    def publish() -> None:
+        nonlocal published
         sums = {f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in sorted(tmp.iterdir())}
         with open(tmp / CHECKSUMS, "w") as f:
             json.dump(sums, f, indent=1)
@@ -218,20 +289,46 @@ def save(state: dict[str, Any], out: str | Path, step: int) -> Path:
         shutil.rmtree(final, ignore_errors=True)  # a state of this step left by a run killed before its pointer moved
         os.replace(tmp, final)
         _write_atomic(root / "latest", final.name)
+        published = True
         for old in root.glob("step-*"):
             if old != final:
                 shutil.rmtree(old, ignore_errors=True)
-    _barrier()
+
+    try:
+        problem = agree(attempt(start) if rank == 0 else "")
+        if not problem:
+            problem = agree(attempt(lambda: _dcp(dcp.save, state, tmp)))  # every rank writes its shards
+        if not problem:
+            problem = agree(attempt(publish) if rank == 0 else "")
+    finally:
+        if rank == 0 and not published:  # failed or interrupted: nothing of this attempt stays on the disk
+            shutil.rmtree(tmp, ignore_errors=True)
+            pointer = root / "latest"
+            if final.is_dir() and not (pointer.is_file() and pointer.read_text().strip() == final.name):
+                shutil.rmtree(final, ignore_errors=True)
+    if problem:
+        raise CheckpointError(f"{problem}; {_still_there(out, problem)}")
     return final
 
 
+def _still_there(out: str | Path, problem: str) -> str:
+    """What a failed save leaves to resume from, and what to do."""
+    kept = latest(out)
+    then = "free space and --resume" if problem.startswith("disk full") else "--resume continues from it"
+    return f"the previous checkpoint {kept} is intact: {then}" if kept else "no checkpoint of this run was written yet"
+
+
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    tmp = temp_name(path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def verify(path: Path) -> None:
@@ -262,16 +359,26 @@ def verify(path: Path) -> None:
         raise CheckpointError(problem + "; resume from an intact copy or start a new run (--overwrite)")
 
 
+def _load(state: dict[str, Any], path: Path) -> None:
+    """dcp.load, its failure (on any rank: DCP gathers them) one CheckpointError naming the checkpoint."""
+    try:
+        _dcp(dcp.load, state, path)
+    except CheckpointException as e:
+        cause = next((x for x in _errors(e) if not isinstance(x, CheckpointException)), e)
+        reason = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        raise CheckpointError(f"{path} could not be loaded: {reason}") from None
+
+
 def read_json(path: Path, *names: str) -> dict[str, Any]:
     """The JSON components `names` of a saved state (a collective under a process group)."""
     state = {name: {"json": ""} for name in names}
-    _dcp(dcp.load, state, path)
+    _load(state, path)
     return {name: json.loads(state[name]["json"]) for name in names}
 
 
 def load_state(path: Path, state: dict[str, Any]) -> None:
     """Load a saved state into the mapping of components (a collective), resharding to this run's layout."""
-    _dcp(dcp.load, state, path)
+    _load(state, path)
 
 
 # ---------------------------------------------------------------------------------------------- export
@@ -289,24 +396,36 @@ def digest(state: dict[str, Any]) -> str:
     return h.hexdigest()
 
 
+def temp_name(path: Path) -> Path:
+    """The temporary file `path` is written as before its rename: hidden, and unique to this process, so two writers
+    never share one (`.NAME.tmp.PID`, a name `curate.io.outputs.clear` counts as NAME's)."""
+    return path.with_name(f".{path.name}.tmp.{os.getpid()}")
+
+
 def save_atomic(state: dict[str, Any], path: Path) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over the old file: the rename is atomic,
-    so a kill at any moment leaves either the previous file or the new one, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
+    so a kill at any moment leaves either the previous file or the new one, never half of one. A failure (a full
+    disk) is one CheckpointError naming `path`; the temporary file is removed and the previous file stays."""
+    tmp = temp_name(path)
     try:
         with open(tmp, "wb") as f:
             torch.save(state, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as e:
+        problem = write_problem(e, path)  # before the partial file is removed: the space it took counts as used
+        tmp.unlink(missing_ok=True)
+        kept = f"the previous {path.name} is intact" if path.is_file() else f"no {path.name} was written"
+        raise CheckpointError(f"{problem}; {kept}") from e
     except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk or a kill mid-write must not leave a half file behind
+        tmp.unlink(missing_ok=True)  # a kill mid-write must not leave a half file behind
         raise
 
 
 def write_export(path: Path, model_state: dict[str, torch.Tensor], progress: dict[str, Any]) -> None:
     """The single-file checkpoint: full weights on the CPU, the progress record (step, config, model_config, eos_id,
-    tokenizer) and their checksum."""
+    tokenizer: its sha256 names the tokenizer the weights belong to) and their checksum."""
     state = {"model": {k: v.detach().cpu() for k, v in model_state.items()}, **progress}
     state["sha256"] = digest(state)
     save_atomic(state, path)
@@ -322,19 +441,21 @@ def full_model_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def export(run: str | Path) -> Path:
     """`python -m train export RUN`: the latest training state of RUN written as RUN/ckpt.pt, in one process (the
     shards of any world size are read back into the full weights)."""
+    from curate.io.outputs import locked
     from train.model import GPT, GPTConfig
 
     run = Path(run)
-    path = latest(run)
-    if path is None:
+    if latest(run) is None:
         raise FileNotFoundError(f"{run} holds no training state ({STATE_DIR}/latest): nothing to export")
-    verify(path)
-    progress = read_json(path, "progress")["progress"]
-    with torch.device("cpu"):
-        model = GPT(GPTConfig(**progress["model_config"]))
-    weights = model.state_dict()
-    _dcp(dcp.load, {"model": weights}, path)
-    write_export(run / CKPT_NAME, weights, progress)
+    with locked(str(run), what="`python -m train export`"):  # not while a trainer writes RUN/ckpt.pt itself
+        path = latest(run)
+        verify(path)
+        progress = read_json(path, "progress")["progress"]
+        with torch.device("cpu"):
+            model = GPT(GPTConfig(**progress["model_config"]))
+        weights = model.state_dict()
+        _load({"model": weights}, path)
+        write_export(run / CKPT_NAME, weights, progress)
     return run / CKPT_NAME
 
 
@@ -360,8 +481,39 @@ def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str
     return {**state, "model": {k: v.to(map_location) for k, v in state["model"].items()}}
 
 
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes: a tokenizer's identity, as `curate tokenize` records it in the token manifest."""
+    return _sha256(Path(path))
+
+
+def matching_tokenizer(found: list[Path], recorded: dict[str, Any] | None, what: Path | str) -> Path:
+    """Of the tokenizer files `found`, the first that is the one `recorded` (the checkpoint's `tokenizer` entry)
+    names by sha256; without a recorded sha256 (an older checkpoint), the first. None matching: one CheckpointError
+    naming both."""
+    want = (recorded or {}).get("sha256")
+    if not want:
+        return found[0]
+    for path in found:
+        if file_sha256(path) == want:
+            return path
+    got = file_sha256(found[0])
+    raise CheckpointError(f"{what} was trained with the tokenizer of sha256 {want[:16]}…, but {found[0]} is "
+                          f"sha256 {got[:16]}…" + (f" (and {len(found) - 1} other candidate(s) differ too)"
+                                                   if len(found) > 1 else "")
+                          + ": its ids would decode into other text; put the run's own tokenizer.json beside it")
+
+
+def data_fingerprint(manifest: dict[str, Any]) -> str:
+    """The identity of a token directory's training data, wherever it lies (a moved copy, a URL): sha256 of the
+    manifest's train split (its shards, their token and document counts, sources and checksums) and tokenizer."""
+    key = {"train": manifest.get("splits", {}).get("train"), "tokenizer": (manifest.get("tokenizer") or {}).get("sha256"),
+           "dtype": manifest.get("dtype"), "vocab_size": manifest.get("vocab_size")}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
 def progress_record(step: int, first_loss: float | None, world: int, cfg: Any, mcfg: Any, eos_id: int,
-                    tokenizer: Any) -> dict[str, Any]:
-    """What a checkpoint says about its run, in both kinds: plain values only."""
+                    tokenizer: Any, data: str | None = None) -> dict[str, Any]:
+    """What a checkpoint says about its run, in both kinds: plain values only. `tokenizer` is the token manifest's
+    entry (its sha256 names the tokenizer), `data` the training data's `data_fingerprint`."""
     return {"step": step, "first_loss": first_loss, "world_size": world, "config": cfg.to_dict(),
-            "model_config": asdict(mcfg), "eos_id": eos_id, "tokenizer": tokenizer}
+            "model_config": asdict(mcfg), "eos_id": eos_id, "tokenizer": tokenizer, "data_fingerprint": data}

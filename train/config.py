@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +19,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+import torch
+
 from train.model import PRESETS
 
 CONFIG_DIR = Path(__file__).parent / "configs"
+MAX_SEED = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A config value the trainer cannot run with (one line: the key, the value, what is allowed)."""
 
 
 @dataclass
@@ -74,7 +82,8 @@ class Config:
     export: bool = True  # write OUT/ckpt.pt (full weights, one file) at checkpoints (DDP) or at the end (FSDP)
 
     def validate(self) -> Config:
-        """Reject values that would fail later, and more obscurely, before any work is done."""
+        """Reject values that would fail later, and more obscurely, before any work is done: every error is one
+        ConfigError naming the key, raised when the config is read (the command line's parse time)."""
         choices = {
             "model": sorted(PRESETS),
             "optimizer": ["adamw", "muon"],
@@ -85,32 +94,58 @@ class Config:
         }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
-                raise ValueError(f"{key} = {getattr(self, key)!r} is not one of {allowed}")
+                raise ConfigError(f"{key} = {getattr(self, key)!r} is not one of {allowed}")
+        for key, f in FIELDS.items():  # nan and inf pass every comparison below (nan < 0 is False): refused here
+            if f.type in ("float", float) and not math.isfinite(getattr(self, key)):
+                raise ConfigError(f"{key} must be a finite number, got {getattr(self, key)}")
         for key in ("seq_len", "batch_tokens", "micro_batch", "steps", "eval_batches", "log_every"):
             if getattr(self, key) <= 0:
-                raise ValueError(f"{key} must be positive, got {getattr(self, key)}")
+                raise ConfigError(f"{key} must be positive, got {getattr(self, key)}")
         for key in ("n_layer", "n_head", "n_embd", "stop_at", "warmup_steps", "eval_every", "ckpt_every"):
             if getattr(self, key) < 0:
-                raise ValueError(f"{key} must be >= 0, got {getattr(self, key)}")
+                raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
         for key in ("lr", "muon_lr", "muon_weight_decay", "weight_decay", "grad_clip", "divergence_factor"):
             if getattr(self, key) < 0:
-                raise ValueError(f"{key} must be >= 0, got {getattr(self, key)}")
+                raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
         for key in ("beta1", "beta2", "muon_momentum", "decay_frac", "min_lr_frac"):
             if not 0 <= getattr(self, key) <= 1:
-                raise ValueError(f"{key} must be in [0, 1], got {getattr(self, key)}")
+                raise ConfigError(f"{key} must be in [0, 1], got {getattr(self, key)}")
+        if not 0 <= self.seed <= MAX_SEED:  # NumPy seeds each rank with seed + 1 + rank, in [0, 2**32)
+            raise ConfigError(f"seed must be in [0, {MAX_SEED}], got {self.seed}")
         if self.warmup_steps >= self.steps:
-            raise ValueError(f"warmup_steps ({self.warmup_steps}) must be below steps ({self.steps})")
-        if any(w < 0 for w in self.source_weights.values()):
-            raise ValueError(f"source_weights must be >= 0, got {self.source_weights}")
+            raise ConfigError(f"warmup_steps ({self.warmup_steps}) must be below steps ({self.steps})")
+        weights = self.source_weights
+        if any(not math.isfinite(w) or w < 0 for w in weights.values()) or (weights and sum(weights.values()) <= 0):
+            shown = ", ".join(f"{k}={v:g}" for k, v in weights.items())
+            raise ConfigError(f"source_weights must be finite, >= 0 and not all 0, got {shown}")
+        heads, width = (getattr(self, k) or PRESETS[self.model][k] for k in ("n_head", "n_embd"))
+        if width % heads:
+            preset = [k for k in ("n_head", "n_embd") if not getattr(self, k)]
+            raise ConfigError(f"n_embd ({width}) must be a multiple of n_head ({heads})"
+                              + (f" ({' and '.join(preset)} from model {self.model!r})" if preset else ""))
+        if (width // heads) % 2:
+            raise ConfigError(f"the head size n_embd / n_head = {width} / {heads} = {width // heads} must be even "
+                              "(rotary embeddings turn pairs of dimensions)")
+        if self.device != "auto":
+            try:
+                kind = torch.device(self.device).type
+            except RuntimeError:
+                kind = None
+            if kind not in ("cpu", "cuda"):
+                raise ConfigError(f"device = {self.device!r} is not one of auto, cpu, cuda, cuda:N")
+        if not self.out:
+            raise ConfigError("out must name a directory")
+        self.grad_accum(1)  # the global batch is whole micro-batches (checked again for the world at launch)
         return self
 
     def grad_accum(self, world_size: int) -> int:
         """Micro-steps per optimizer step so that one step sees exactly `batch_tokens` tokens across all ranks."""
         per_micro = self.micro_batch * self.seq_len * world_size
         if self.batch_tokens % per_micro:
-            raise ValueError(
+            raise ConfigError(
                 f"batch_tokens ({self.batch_tokens}) must be a multiple of micro_batch * seq_len * world_size "
-                f"({self.micro_batch} * {self.seq_len} * {world_size} = {per_micro})"
+                f"({self.micro_batch} * {self.seq_len} * {world_size} = {per_micro}): change micro_batch or "
+                "batch_tokens"
             )
         return self.batch_tokens // per_micro
 

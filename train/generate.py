@@ -36,8 +36,9 @@ class Loaded:
 
 
 def load_checkpoint(path: str | Path, device: str = "cpu") -> Loaded:
-    """The model of a checkpoint, in eval mode, and its tokenizer (the copy the trainer put beside it, else the
-    token directory's)."""
+    """The model of a checkpoint, in eval mode, and its tokenizer: the copy the trainer put beside it, else the token
+    directory's; the first whose sha256 is the one the checkpoint was trained with. A tokenizer that is not that one
+    is refused (CheckpointError), since its ids would decode the model's predictions into other text."""
     path, dev = Path(path), resolve_device(device)
     state = checkpoint.load(path, map_location=dev)
     with dev:
@@ -49,9 +50,10 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> Loaded:
     data = state["config"].get("data")
     if data and state.get("tokenizer"):
         candidates.append(Path(data) / state["tokenizer"].get("file", "tokenizer.json"))
-    tok_path = next((p for p in candidates if p.is_file()), None)
-    if tok_path is None:
+    found = [p for p in candidates if p.is_file()]
+    if not found:
         raise FileNotFoundError(f"no tokenizer found for {path} (looked at {', '.join(map(str, candidates))})")
+    tok_path = checkpoint.matching_tokenizer(found, state.get("tokenizer"), path)
     return Loaded(model, Tokenizer.from_file(str(tok_path)), state["eos_id"], state["step"])
 
 

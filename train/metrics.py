@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +44,35 @@ class MetricsLog:
     def __init__(self, path: Path, resume_step: int | None = None):
         self.path = path
         if resume_step is None:
-            path.write_text("")
+            _replace(path, "")
         elif path.exists():
-            keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= resume_step]
-            path.write_text("".join(line + "\n" for line in keep))
+            keep = [line for line in path.read_text().splitlines() if _step(line) <= resume_step]
+            _replace(path, "".join(line + "\n" for line in keep))
 
     def write(self, record: dict[str, Any]) -> None:
-        with open(self.path, "a") as f:
-            f.write(json.dumps(record) + "\n")
+        try:
+            with open(self.path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError as e:  # a full disk: name the file (a write's error has no name of its own)
+            raise OSError(e.errno, e.strerror, str(self.path)) from e
+
+
+def _step(line: str) -> float:
+    """A record's step; a line cut short by a kill mid-write (only ever the last) counts as past any checkpoint."""
+    try:
+        return json.loads(line)["step"]
+    except (ValueError, KeyError, TypeError):
+        return math.inf
+
+
+def _replace(path: Path, text: str) -> None:
+    """Rewrite `path` whole: written beside it and renamed over it, so a kill keeps the old records or the new."""
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

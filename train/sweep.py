@@ -28,6 +28,8 @@ def sweep_lr(cfg: Config, lrs: list[float] | None = None) -> dict[float, RunResu
                                       **{key: lr}).validate()
         print(f"--- {key} = {lr:g}")
         results[lr] = train(run_cfg, overwrite=True)  # its own lr_* directories, redone on a rerun
+        if results[lr].stopped:  # SIGTERM: no further runs (the plot shows those done)
+            break
     plot_sweep(results, out / "sweep_lr.png", key)
     print(f"plot: {out / 'sweep_lr.png'}")
     return results

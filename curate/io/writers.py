@@ -9,11 +9,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.core.document import Document, conform
 from curate.core.validate import check, config_error
 from curate.io import fs
+from curate.io.batching import MAX_RECORD_BYTES, ROW_GROUP_BYTES, RowGroups
+
+CHUNK_DOCS = 256  # records turned into Arrow at once by a shard writer (the Python objects live only that long)
+CHUNK_CHARS = 4 << 20  # ... or records of this many characters of text, whichever comes first
 
 COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 
@@ -22,13 +27,18 @@ COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 class Parquet:
     """zstd Parquet shards. A task rolls to a new shard past `max_shard_chars` characters of text.
 
-    Row groups of ~`row_group_docs` documents keep reads streaming and let readers skip by row group.
+    A row group holds at most `row_group_bytes` bytes (the rows as Arrow holds them) and at most
+    `row_group_docs` documents, whichever comes first; a document over `row_group_bytes` is a row group
+    of its own. Bytes bound what a writer buffers and what every reader decodes at once, whatever the
+    documents' size (10,000 documents of 120 KB are 1.2 GB); the count keeps row groups of small
+    documents from growing long. `readers.Parquet` reads every row group this writer cuts.
     """
 
     compression: str = "zstd"
     compression_level: int = 3
     max_shard_chars: int = 512 * 1024 * 1024
     row_group_docs: int = 10_000
+    row_group_bytes: int = ROW_GROUP_BYTES
 
     def __post_init__(self) -> None:
         codec = self.compression.lower() if isinstance(self.compression, str) else self.compression
@@ -38,6 +48,7 @@ class Parquet:
             raise config_error(self, f"compression_level must be None with compression={self.compression!r}")
         check(self, "max_shard_chars", self.max_shard_chars, int, lo=1)
         check(self, "row_group_docs", self.row_group_docs, int, lo=1)
+        check(self, "row_group_bytes", self.row_group_bytes, int, lo=1, hi=MAX_RECORD_BYTES)  # what readers decode
 
     def open(self, directory: str, stem: str, schema: pa.Schema) -> ShardWriter:
         """Shards `<stem>-NNN.parquet` in `directory`, rolling over past `max_shard_chars` (streaming tasks)."""
@@ -49,6 +60,9 @@ class Parquet:
 
     def _parquet_writer(self, path: str, schema: pa.Schema) -> pq.ParquetWriter:
         return pq.ParquetWriter(path, schema, compression=self.compression, compression_level=self.compression_level)
+
+    def _row_groups(self) -> RowGroups:
+        return RowGroups(self.row_group_bytes, self.row_group_docs)
 
 
 class ShardWriter:
@@ -65,12 +79,14 @@ class ShardWriter:
 
     def __init__(self, cfg: Parquet, directory: str, stem: str, schema: pa.Schema):
         self.cfg, self.dir, self.stem, self.schema = cfg, directory, stem, schema
-        self.buffer: list[dict] = []
+        self.buffer: list[dict] = []  # records not yet in Arrow: at most CHUNK_DOCS / CHUNK_CHARS
         self.buffer_chars = 0
+        self.groups = cfg._row_groups()
         self.shard_chars = 0
         self.files: list[fs.Staged] = []
         self.writer: pq.ParquetWriter | None = None
         self.rows = 0
+        self.chunk_docs = min(CHUNK_DOCS, cfg.row_group_docs)
         fs.makedirs(directory)
 
     def _stage(self, i: int) -> fs.Staged:
@@ -82,21 +98,31 @@ class ShardWriter:
         rec.update(columns)
         self.buffer.append(rec)
         self.buffer_chars += len(doc.text)
-        if len(self.buffer) >= self.cfg.row_group_docs:
-            self._flush()
+        if len(self.buffer) >= self.chunk_docs or self.buffer_chars >= CHUNK_CHARS:
+            self._convert()
+
+    def _convert(self) -> None:
+        """Buffered records into Arrow, and every row group they complete to the file."""
+        if self.buffer:
+            table = pa.Table.from_pylist(self.buffer, schema=self.schema)
+            self.buffer, self.buffer_chars = [], 0
+            for group in self.groups.add(table):
+                self._write_group(group)
 
     def _flush(self) -> None:
-        if not self.buffer:
-            return
+        self._convert()
+        group = self.groups.take()
+        if group is not None:
+            self._write_group(group)
+
+    def _write_group(self, table: pa.Table) -> None:
         if self.writer is None:
             staged = self._stage(len(self.files))
             self.writer = self.cfg._parquet_writer(staged.tmp, self.schema)
             self.files.append(staged)
-        table = pa.Table.from_pylist(self.buffer, schema=self.schema)
-        self.writer.write_table(table, row_group_size=self.cfg.row_group_docs)
-        self.rows += len(self.buffer)
-        self.shard_chars += self.buffer_chars
-        self.buffer, self.buffer_chars = [], 0
+        self.writer.write_table(table, row_group_size=table.num_rows)  # one row group
+        self.rows += table.num_rows
+        self.shard_chars += pc.sum(pc.utf8_length(table["text"])).as_py() or 0
         if self.shard_chars >= self.cfg.max_shard_chars:
             self.writer.close()
             self.writer, self.shard_chars = None, 0
@@ -146,17 +172,26 @@ class TableWriter:
         self.cfg, self.path, self.schema = cfg, path, schema
         self.staged = fs.Staged(path, tmp_name=f".{fs.basename(path)}.{os.getpid()}.tmp")
         self.writer: pq.ParquetWriter | None = None
+        self.groups = cfg._row_groups()
         self.rows = 0
 
     def write_table(self, table: pa.Table | pa.RecordBatch, **columns: pa.Array) -> None:
+        """Add rows; row groups are cut by `row_group_bytes` / `row_group_docs`, whatever the tables' sizes."""
         if table.num_rows == 0:
             return
-        if self.writer is None:
-            self.writer = self.cfg._parquet_writer(self.staged.tmp, self.schema)
-        self.writer.write_table(conform(table, self.schema, **columns), row_group_size=self.cfg.row_group_docs)
+        for group in self.groups.add(conform(table, self.schema, **columns)):
+            self._write_group(group)
         self.rows += table.num_rows
 
+    def _write_group(self, table: pa.Table) -> None:
+        if self.writer is None:
+            self.writer = self.cfg._parquet_writer(self.staged.tmp, self.schema)
+        self.writer.write_table(table, row_group_size=table.num_rows)  # one row group
+
     def commit(self) -> str | None:
+        last = self.groups.take()
+        if last is not None:
+            self._write_group(last)
         if self.writer is None:
             self.staged.discard()
             fs.remove(self.path)

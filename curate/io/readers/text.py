@@ -13,13 +13,15 @@ from typing import Any
 from curate.core.document import CORE_COLUMNS, SHARD_MARK, Document
 from curate.core.stats import StepStats
 from curate.io import fs
+from curate.io.batching import MAX_RECORD_BYTES, batch_rows
 from curate.io.members import CHUNK, Tracked
 from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
+from curate.io.readers.pages import largest_page
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = b"\xef\xbb\xbf"
 ZSTD_SLICE = 256  # compressed bytes fed to zstd at once: at most 8 MiB out (zstd has no output cap)
-MAX_ROW_GROUP_BYTES = 1 << 30  # a Parquet row group's decoded size (its metadata's): a batch can hold all of it
+STREAM_BUFFER = 1 << 20  # a Parquet column chunk is read 1 MiB at a time, never whole (pre-buffering reads it whole)
 MAX_LINE_BYTES = 32 << 20  # a JSONL record: reading one costs ~25x its size in memory (bytes, str, objects)
 
 
@@ -175,19 +177,26 @@ class Parquet(Reader):
     other needs `text_key`. Only the mark is trusted: third-party files reuse ids, and trusting them
     lets a global step that drops one id drop a unique text that shares it.
 
-    Row groups are read one by one: one that does not decode (a damaged page, a bad page checksum)
+    Row groups are read one by one, in batches of about `BATCH_BYTES` decoded bytes (by the group's mean
+    row, from the metadata), each column streamed 1 MiB at a time: memory follows the batch and the
+    largest page, not the row group. One that does not decode (a damaged page, a bad page checksum)
     costs its own rows (`read:bad_row_group`, one count per row), and reading goes on with the next.
-    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`). A row group whose
-    decoded size (by the file's metadata) is over `max_row_group_bytes` is not read: one value can be
-    all of it (a 2 GB text in 2 MB of zstd), and pyarrow decodes a value whole (`read:too_large`, one
-    count per row).
+    Strings that are not UTF-8 are decoded with U+FFFD (figure `read:invalid_utf8`).
+
+    `max_record_bytes` bounds what is decoded at once. pyarrow decodes a page whole (one value can be
+    all of it: a 2 GB text in 2 MB of zstd) and cannot skip one without decoding it, so a row group whose
+    decoded size (by the metadata) is over the limit has its page headers read first (one seek each, no
+    page decoded): it is read in batches like any other when every page is under the limit, and counted
+    otherwise (`read:too_large`, one count per row; a row group of one row is exactly the record over the
+    limit). Every row group `writers.Parquet` cuts is read: it is at most `row_group_bytes` or one record.
+    (`max_row_group_bytes` is the old name of `max_record_bytes`.)
     """
 
     def __init__(self, source: str = "web", text_key: str = "text", id_key: str = "id", batch_size: int = 1024,
-                 max_row_group_bytes: int = MAX_ROW_GROUP_BYTES):
+                 max_record_bytes: int = MAX_RECORD_BYTES, max_row_group_bytes: int | None = None):
         super().__init__(source)
         self.text_key, self.id_key, self.batch_size = text_key, id_key, batch_size
-        self.max_row_group_bytes = max_row_group_bytes
+        self.max_record_bytes = max_record_bytes if max_row_group_bytes is None else max_row_group_bytes
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         import pyarrow.parquet as pq
@@ -195,7 +204,7 @@ class Parquet(Reader):
         with fs.open(path, "rb") as f:
             raw = Tracked(f)
             try:
-                pf = pq.ParquetFile(raw, page_checksum_verification=True)
+                pf = pq.ParquetFile(raw, page_checksum_verification=True, pre_buffer=False, buffer_size=STREAM_BUFFER)
             except Exception as e:
                 if raw.io_error is not None:
                     raise raw.io_error from None
@@ -204,6 +213,20 @@ class Parquet(Reader):
                 return
             with pf:
                 yield from self._rows(pf, raw, path, key or path, stats)
+
+    def _over(self, pf: Any, raw: Tracked, path: str, g: int, stats: StepStats) -> str | None:
+        """Why row group `g` cannot be decoded within `max_record_bytes` (None: it can)."""
+        if pf.metadata.row_group(g).total_byte_size <= self.max_record_bytes:
+            return None
+        try:
+            largest = largest_page(raw, pf.metadata, g)
+        except ValueError as e:
+            note(stats, path, f"row group {g}: page headers: {e}")
+            return "bad_row_group"
+        if largest > self.max_record_bytes:
+            note(stats, path, f"row group {g}: a page of {largest} bytes decoded, over max_record_bytes")
+            return "too_large"
+        return None
 
     def _rows(self, pf: Any, raw: Tracked, path: str, key: str, stats: StepStats) -> Iterator[Document]:
         names = pf.schema_arrow.names
@@ -215,15 +238,17 @@ class Parquet(Reader):
         contract = "ours" if shaped and _ours(pf.schema_arrow) else "shaped" if shaped else None
         row = 0
         for g in range(pf.metadata.num_row_groups):
-            size, done = pf.metadata.row_group(g).num_rows, 0
-            if (decoded := pf.metadata.row_group(g).total_byte_size) > self.max_row_group_bytes:
-                note(stats, path, f"row group {g}: {decoded} bytes decoded, over max_row_group_bytes")
+            meta = pf.metadata.row_group(g)
+            size, done = meta.num_rows, 0
+            over = self._over(pf, raw, path, g, stats)  # an I/O error reading page headers is raised
+            if over is not None:
                 for _ in range(size):
-                    self.skip(stats, "too_large")
+                    self.skip(stats, over)
                 row += size
                 continue
             try:
-                for batch in pf.iter_batches(batch_size=self.batch_size, row_groups=[g]):
+                rows = batch_rows(meta.total_byte_size, size, cap=self.batch_size)
+                for batch in pf.iter_batches(batch_size=rows, row_groups=[g]):
                     for rec in _pylist(batch, stats):
                         doc = self._doc(rec, contract, key, row + done, stats)
                         done += 1

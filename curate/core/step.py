@@ -122,6 +122,13 @@ class GlobalContext:
 class GlobalStep(Step):
     """A step that needs the whole corpus (dedup, mixing). It runs as phases between streaming stages."""
 
+    # What the step does with documents that share an id (one shard given twice, two runs over one crawl
+    # unioned, a split that reused its parent's id). "refuse" (the default): the run checks the ids of the
+    # step's input first and stops with one line naming a repeated id and the two inputs holding it, as a
+    # step that finds documents by id would take two for one. "keep_one": the step tells rows apart by
+    # (shard, row) itself and keeps exactly one of each group of copies (the dedup steps). `curate.dedup.ids`.
+    repeated_ids: ClassVar[str] = "refuse"
+
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
         raise NotImplementedError
 

@@ -2,10 +2,11 @@
 
 Every phase is a list of tasks run through `ctx.executor.map`, so it scales out with the executor.
 A task writes its files under temporary names, renames them into place and then writes a marker
-holding its result; a rerun skips tasks that have a marker. Documents are addressed by their id
-(and, inside the work directory, by `(shard, row)` of files this run wrote itself), never by the
-row position of an input that could change under us: the filter phase checks that each input
-shard still has the rows it had when the first phase read it.
+holding its result; a rerun skips tasks that have a marker. Documents are addressed by `(shard, row)`,
+never by id alone: ids repeat when one shard is given twice, when two runs over one crawl are unioned
+or when a split reused its parent's id, and a decision made for an id would then keep (or drop) every
+copy of it. The shards are ones this run wrote itself; the filter phase checks that each still has the
+rows it had when the first phase read it, and the id at every decided row.
 
 The work directory and the outputs may be URLs (`curate.io.fs`): files are written locally under a
 temporary name and published whole (rename on a local disk, one upload on an object store).
@@ -13,10 +14,13 @@ temporary name and published whole (rename on a local disk, one upload on an obj
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +29,15 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import xxhash
 
 from curate.core.document import conform
+from curate.core.errors import CorruptState
 from curate.core.step import GlobalContext
 from curate.core.validate import check, config_error
 from curate.io import fs
+from curate.io import state as run_state
+from curate.io.batching import iter_batches
 from curate.io.writers import Parquet, atomic_write_text, together
 
 KEEP_POLICIES = ("smallest_id", "longest", "quality")
@@ -105,10 +113,19 @@ def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: l
     fs.makedirs(mdir)
     tasks = [Marked(fn, a, fs.join(mdir, f"{lab}.json")) for a, lab in zip(args, labels, strict=True)]
     done = set(fs.listdir(mdir))  # one listing per phase, not one existence check per task
-    todo = [t for t in tasks if fs.basename(t.marker) not in done]
+    results = {}
+    for t in tasks:
+        if fs.basename(t.marker) in done:
+            try:
+                results[t.marker] = run_state.read_json(t.marker, "")
+            except CorruptState as e:  # its task runs again (curate.io.state)
+                print(f"note: {str(e).rstrip(': ')}; its task runs again", file=sys.stderr)
+                fs.remove(t.marker)
+    todo = [t for t in tasks if t.marker not in results]
     if todo:
         ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {fs.basename(t.marker)}" for t in todo])
-    return [json.loads(fs.read_bytes(t.marker)) for t in tasks]  # every task ran: a missing marker is an error
+    # every task ran: a missing marker is an error
+    return [results[t.marker] if t.marker in results else run_state.read_json(t.marker, "") for t in tasks]
 
 
 def check_work_dir(work_dir: str, inputs: list[str], params: dict) -> None:
@@ -116,12 +133,40 @@ def check_work_dir(work_dir: str, inputs: list[str], params: dict) -> None:
     path = fs.join(work_dir, "dedup.json")
     state = {"inputs": inputs, "params": params}
     if fs.exists(path):
-        with fs.open(path, "r", encoding="utf-8") as f:
-            if json.load(f) != state:
-                raise RuntimeError(f"{work_dir} holds dedup phases of other inputs or parameters; delete it to start over")
+        if run_state.read_json(path, "") != state:  # unreadable: CorruptState, and the run recomputes the folder
+            raise RuntimeError(f"{work_dir} holds dedup phases of other inputs or parameters; delete it to start over")
     else:
         fs.makedirs(work_dir)
         atomic_write_text(path, json.dumps(state))
+
+
+@contextlib.contextmanager
+def naming(path: str) -> Iterator[None]:
+    """Re-raise an OSError that names no file (a full disk in `write`, pyarrow's "Error writing bytes")
+    as one that names `path`, the file being written: `OSError: [Errno 28] No space left on device: 'PATH'`."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        code = e.errno or (errno.ENOSPC if "No space left on device" in str(e) else None)
+        if not code:
+            raise
+        raise OSError(code, os.strerror(code), path) from e
+
+
+def reserve(f: Any, size: int, path: str) -> None:
+    """Take `size` bytes of disk for the open file `f` before writing it (`posix_fallocate`), so a full disk
+    is an OSError naming `path` at once, not after the work that fills the file. A filesystem that cannot
+    reserve space is left to report a full disk on the writes themselves."""
+    if size <= 0 or not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(f.fileno(), 0, size)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            raise OSError(e.errno, os.strerror(e.errno), path) from None
+        # EOPNOTSUPP, EINVAL, ...: no reservation; the writes still raise ENOSPC with the path (`naming`)
 
 
 def write_table(table: pa.Table, path: str, row_group_size: int = 65_536, segments: Sequence[str] = ()) -> None:
@@ -133,7 +178,7 @@ def write_table(table: pa.Table, path: str, row_group_size: int = 65_536, segmen
     """
     staged = fs.Staged(path, tmp_name=f"{os.path.basename(path)}.tmp.{os.getpid()}")
     try:
-        with pq.ParquetWriter(staged.tmp, table.schema, compression="zstd") as writer:
+        with naming(staged.tmp), pq.ParquetWriter(staged.tmp, table.schema, compression="zstd") as writer:
             for lo, hi in _runs(table, segments):
                 writer.write_table(table.slice(lo, hi - lo), row_group_size=row_group_size)
     except BaseException:
@@ -179,13 +224,15 @@ def read_where(paths: list[str], where: dict[str, int], columns: list[str] | Non
 
 
 def _read_matching(path: str, where: dict[str, int], columns: list[str] | None) -> pa.Table | None:
-    """The rows of one file that `read_where` wants; None when no row group can hold them."""
-    pf = fs.parquet_file(path)
-    groups = _row_groups_with(pf, where)
-    if not groups:
-        return None
-    wanted = columns or pf.schema_arrow.names
-    table = pf.read_row_groups(groups, columns=list(dict.fromkeys([*wanted, *where])))
+    """The rows of one file that `read_where` wants; None when no row group can hold them. The files are the
+    phases' own: one that cannot be read is `CorruptState` naming it, and the run recomputes the step."""
+    with run_state.reading(path):
+        pf = fs.parquet_file(path)
+        groups = _row_groups_with(pf, where)
+        if not groups:
+            return None
+        wanted = columns or pf.schema_arrow.names
+        table = pf.read_row_groups(groups, columns=list(dict.fromkeys([*wanted, *where])))
     mask = None
     for col, value in where.items():
         eq = pc.equal(table[col], pa.scalar(value, table.schema.field(col).type))
@@ -230,18 +277,44 @@ def _row_groups_with(pf: pq.ParquetFile, where: dict[str, int]) -> list[int]:
     return groups
 
 
-def choose_keepers(members: pl.DataFrame, group: str, keep: str) -> pl.DataFrame:
-    """Per group of `members` (columns: group, id, length, quality, ...): cluster id, size and whether kept.
+def choose_keepers(members: pl.DataFrame, group: str | list[str], keep: str) -> pl.DataFrame:
+    """Per group of `members` (columns: group's, id, length, quality, texthash, shard, row): cluster, size, kept.
 
+    Exactly one row of each group is kept, addressed by (shard, row), never by id: copies that share an
+    id (one shard given twice, two runs over one crawl unioned, a split that reused its parent's id) are
+    two rows, and only one of them survives. Ties of the policy fall back to the id, then to a hash of
+    the raw text (`texthash`), so the choice depends on the documents, not on the order or number of
+    input files; only rows equal in all of these (true copies) are told apart by (shard, row).
     The cluster is named after the id of the document it keeps, so names are stable across runs.
+    `copies` marks a dropped row that carries its keeper's id (counted as `same_id_copies`).
     """
     cols, desc = keep_order(keep)
+    group = [group] if isinstance(group, str) else list(group)
     members = members.with_columns(pl.col("quality").fill_null(float("-inf")))
-    ranked = members.sort([group, *cols], descending=[False, *desc], nulls_last=True)
+    order = [*group, *cols, "texthash", "shard", "row"]
+    ranked = members.sort(order, descending=[False] * len(group) + [*desc, False, False, False], nulls_last=True)
     return ranked.with_columns(
         pl.col("id").first().over(group).alias("cluster"),
         pl.len().over(group).cast(pl.Int32).alias("size"),
-    ).with_columns((pl.col("id") == pl.col("cluster")).alias("keep"))
+        (pl.int_range(pl.len()).over(group) == 0).alias("keep"),
+    ).with_columns(((~pl.col("keep")) & (pl.col("id") == pl.col("cluster"))).alias("copies"))
+
+
+def text_hashes(texts: Sequence[str | None]) -> np.ndarray:
+    """A 64-bit hash of each raw text: the tie-break between documents that share an id and a match form."""
+    return np.fromiter((xxhash.xxh3_64_intdigest((t or "").encode()) for t in texts),
+                       dtype=np.uint64, count=len(texts))
+
+
+DECISION_SCHEMA = {"shard": pl.Int32, "row": pl.UInt32, "id": pl.String, "cluster": pl.String, "size": pl.Int32,
+                   "keep": pl.Boolean}
+
+
+def decisions(ranked: pl.DataFrame | None) -> pl.DataFrame:
+    """The decisions file's rows (one per clustered document, by (shard, row)), sorted by shard and row."""
+    if ranked is None or not ranked.height:
+        return pl.DataFrame(schema=DECISION_SCHEMA)
+    return ranked.select(list(DECISION_SCHEMA)).cast(DECISION_SCHEMA).sort(["shard", "row"])
 
 
 # ---------------------------------------------------------------- the filter phase
@@ -255,7 +328,7 @@ class FilterTask:
     shard: int
     path: str
     rows: int | None  # rows the first phase read; None: not checked
-    decisions: list[str]  # Parquet files of (shard, id, cluster, size, keep), sorted by shard
+    decisions: list[str]  # Parquet files of (shard, row, id, cluster, size, keep), sorted by shard and row
     output: str
     rejected: str | None
     writer: Parquet  # the pipeline's writer: its compression and row groups
@@ -272,7 +345,7 @@ def filter_shard(task: FilterTask) -> dict:
             f"{task.path} has {pf.metadata.num_rows} rows but had {task.rows} when dedup read it: "
             "the input changed during the run; delete the run's _work directory and start over"
         )
-    dec = read_where(task.decisions, {"shard": task.shard}, ["id", "cluster", "size", "keep"])
+    dec = read_where(task.decisions, {"shard": task.shard}, ["row", "id", "cluster", "size", "keep"])
     out = task.writer.open_file(task.output, schema)
     rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
     rej = task.writer.open_file(task.rejected, rej_schema) if task.rejected else None
@@ -283,15 +356,29 @@ def filter_shard(task: FilterTask) -> dict:
 
 
 def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: pa.Table, out, rej) -> dict:
-    """Route each row of the shard to the output or to rejected by its decision; count both."""
+    """Route each row of the shard to the output or to rejected by its decision; count both.
+
+    Decisions address rows by position (this run wrote the shard, and its row count was checked); the
+    id at that position must be the decision's, or the shard changed since the first phase read it.
+    Two rows sharing an id get their own decisions: of copies, exactly the one chosen is kept."""
     reason = f"{task.step}:duplicate"
     stats = {"docs_in": 0, "docs_out": 0, "chars_in": 0, "chars_out": 0, "dropped": 0, "dropped_chars": 0}
-    for batch in pf.iter_batches(batch_size=8192):
+    at = np.full(pf.metadata.num_rows, -1, dtype=np.int64)  # row -> index of its decision, -1: none
+    if dec.num_rows:
+        at[dec["row"].to_numpy().astype(np.int64)] = np.arange(dec.num_rows)
+    start = 0
+    for batch in iter_batches(pf):
         table = conform(batch, schema)
         chars = pc.utf8_length(table["text"])
-        if dec.num_rows:
-            idx = pc.index_in(table["id"], value_set=dec["id"])
-            keep = pc.or_kleene(pc.invert(pc.is_valid(idx)), pc.take(dec["keep"], idx)).fill_null(True)
+        here = at[start:start + table.num_rows]
+        start += table.num_rows
+        decided = here >= 0
+        if decided.any():
+            idx = pa.array(here, mask=~decided)
+            if not pc.all(pc.equal(pc.take(dec["id"], idx), table["id"]).fill_null(True)).as_py():
+                raise RuntimeError(f"{task.path}: rows are not where dedup's first phase read them: the input changed "
+                                   "during the run; delete the run's _work directory and start over")
+            keep = pc.take(dec["keep"], idx).fill_null(True)
             cluster = pc.coalesce(pc.take(dec["cluster"], idx), table["id"])
             size = pc.coalesce(pc.take(dec["size"], idx), pa.scalar(1, pa.int32()))
         else:

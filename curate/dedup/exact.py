@@ -26,6 +26,7 @@ from curate.core.validate import check, config_error
 from curate.dedup import common
 from curate.dedup.text import match_form_batch
 from curate.io import fs
+from curate.io.batching import iter_batches
 
 KEYS = ("text", "url", "text+url")
 
@@ -40,13 +41,14 @@ class HashTask:
 
 
 def hash_shard(task: HashTask) -> dict:
-    """Phase 1: the key of every document of one shard; documents with nothing to key are left out."""
+    """Phase 1: the key of every document of one shard. A document with nothing to key (no word, no URL) is keyed
+    by its id and raw text, so it is grouped with its own copies only."""
     cols = ["id", "text", "url", "quality_score"]
     pf = fs.parquet_file(task.path)
     present = [c for c in cols if c in pf.schema_arrow.names]
-    ids, hi, lo, length, quality = [], [], [], [], []
+    ids, hi, lo, length, quality, texthash, where = [], [], [], [], [], [], []
     rows = unkeyed = 0
-    for batch in pf.iter_batches(batch_size=8192, columns=present):
+    for batch in iter_batches(pf, columns=present):
         rec = batch.to_pydict()
         texts = rec["text"]
         urls = rec.get("url") or [None] * len(texts)
@@ -56,17 +58,23 @@ def hash_shard(task: HashTask) -> dict:
             parts.append([data[off[i]:off[i + 1]].tobytes() for i in range(len(texts))])
         if "url" in task.key:
             parts.append([u.strip().lower().encode() if u else None for u in urls])
+        th = common.text_hashes(texts)
         for i in range(len(texts)):
             fields = [p[i] for p in parts]
             if any(f is None for f in fields) or not any(fields):
-                unkeyed += 1  # no URL, or no word at all: nothing to compare, kept as is
-                continue
-            digest = xxhash.xxh3_128_intdigest(b"\x00".join(fields))
+                # no URL, or no word at all: nothing to compare by content, kept, but copies of one document
+                # (its id and its raw text) still form a group, so only one of them is kept
+                unkeyed += 1
+                digest = xxhash.xxh3_128_intdigest(b"\xffcopy\x00" + rec["id"][i].encode() + b"\x00" + texts[i].encode())
+            else:
+                digest = xxhash.xxh3_128_intdigest(b"\x00".join(fields))
             ids.append(rec["id"][i])
             hi.append(digest >> 64)
             lo.append(digest & 0xFFFFFFFFFFFFFFFF)
             length.append(len(texts[i]))
             quality.append(rec["quality_score"][i] if "quality_score" in rec else None)
+            texthash.append(th[i])
+            where.append(rows + i)
         rows += len(texts)
     hi_arr = np.array(hi, dtype=np.uint64)
     table = pa.table({
@@ -76,7 +84,9 @@ def hash_shard(task: HashTask) -> dict:
         "id": pa.array(ids, pa.string()),
         "length": pa.array(length, pa.int64()),
         "quality": pa.array(quality, pa.float32()),
+        "texthash": np.array(texthash, dtype=np.uint64),
         "shard": pa.array(np.full(len(ids), task.shard, dtype=np.int32)),
+        "row": np.array(where, dtype=np.uint32),
     }).sort_by("part")
     common.write_table(table, task.out, segments=["part"])
     return {"rows": rows, "unkeyed": unkeyed}
@@ -91,21 +101,19 @@ class GroupTask:
 
 
 def group_part(task: GroupTask) -> dict:
-    """Phase 2: documents sharing a key, one kept by policy; writes decisions sorted by shard."""
-    table = common.read_where(task.keys, {"part": task.part}, ["hi", "lo", "id", "length", "quality", "shard"])
+    """Phase 2: documents sharing a key, exactly one kept by policy; writes decisions sorted by (shard, row)."""
+    table = common.read_where(task.keys, {"part": task.part},
+                              ["hi", "lo", "id", "length", "quality", "texthash", "shard", "row"])
     df = pl.from_arrow(table) if table.num_rows else pl.DataFrame()
     if df.height:
         df = df.with_columns(pl.len().over(["hi", "lo"]).alias("n")).filter(pl.col("n") > 1)
-    if df.height:
-        df = df.with_columns(pl.struct(["hi", "lo"]).hash().alias("group"))
-        df = common.choose_keepers(df, "group", task.keep).select(["shard", "id", "cluster", "size", "keep"])
-        df = df.sort(["shard", "id"])
-    else:
-        df = pl.DataFrame(schema={"shard": pl.Int32, "id": pl.String, "cluster": pl.String, "size": pl.Int32,
-                                  "keep": pl.Boolean})
-    common.write_table(df.to_arrow(), task.out)
-    return {"duplicates": int((~df["keep"]).sum()) if df.height else 0,
-            "groups": int(df["keep"].sum()) if df.height else 0}
+    ranked = None
+    if df.height:  # grouped by the 128-bit key itself (a 64-bit hash of it could merge two keys)
+        ranked = common.choose_keepers(df, ["hi", "lo"], task.keep)
+    out = common.decisions(ranked)
+    common.write_table(out.to_arrow(), task.out)
+    return {"duplicates": int((~out["keep"]).sum()), "groups": int(out["keep"].sum()),
+            "same_id_copies": int(ranked["copies"].sum()) if ranked is not None else 0}
 
 
 class Exact(GlobalStep):
@@ -116,6 +124,7 @@ class Exact(GlobalStep):
     """
 
     name: ClassVar[str] = "exact"
+    repeated_ids: ClassVar[str] = "keep_one"  # rows by (shard, row): of copies sharing an id, one is kept
 
     def __init__(self, key: str = "text", keep: str = "smallest_id", partitions: int | None = None):
         self.key = check(self, "key", key, choices=KEYS)
@@ -126,7 +135,7 @@ class Exact(GlobalStep):
         self.partitions = partitions
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
-        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self)})
+        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self), "rows": "keyed"})
         parts = common.partitions_for(ctx.inputs, self.partitions)
         seconds: dict[str, float] = {}
         names = [common.shard_name(i) for i in range(len(ctx.inputs))]
@@ -151,6 +160,7 @@ class Exact(GlobalStep):
         extra = {
             "groups": sum(g["groups"] for g in grouped),
             "unkeyed": sum(h["unkeyed"] for h in hashed),
+            "same_id_copies": sum(g.get("same_id_copies", 0) for g in grouped),
             "partitions": parts,
             "seconds": {k: round(v, 3) for k, v in seconds.items()},
         }

@@ -15,7 +15,8 @@ per item through the executor, resumable by markers:
 Memory per task is one batch (phase 1), one partition's hashes (2) or one shard's removals (3), and
 the number of partitions grows with the corpus. Nothing depends on the input order or the number of
 workers: the kept copy is the one in the document with the smallest id (compared as strings),
-first in it.
+first in it. Documents that share an id are told apart by a hash of their text, then by (shard, row),
+so of two copies of one document exactly one keeps its units.
 
 `method="bloom"` (DCLM's BFF, `curate.dedup.bloom`) is one task reading the shards in input order
 with one Bloom filter of a size fixed up front; approximate (false positives at a set rate) and
@@ -48,9 +49,11 @@ from curate.dedup.bloom import Filter, bff_batch
 from curate.dedup.text import match_form_batch
 from curate.dedup.units import UNITS, cut, rewrite
 from curate.io import fs
+from curate.io.batching import iter_batches
 from curate.io.writers import Parquet, together
 
 METHODS = ("exact", "bloom")
+COPY = 0xFFFFFFFF  # the position of a document's own row among its windows' (`_with_copy_keys`)
 WINDOWS_PER_PARTITION = 8_000_000  # hashes one `spans` task holds (16 bytes each, with polars' overhead ~0.3 GB)
 BYTES_PER_WINDOW = 40  # text bytes per unit, to size the partitions before the units are counted
 BYTES_PER_NGRAM = 5  # text bytes per word n-gram, to size a Bloom filter (guess high, as BFF advises)
@@ -132,30 +135,46 @@ def unit_shard(task: UnitTask) -> dict:
     pf = fs.parquet_file(task.path)
     cols = [c for c in ("id", "text", "lang") if c in pf.schema_arrow.names]
     schema = pa.schema([("part", pa.uint16()), ("hi", pa.uint64()), ("lo", pa.uint64()), ("id", pa.string()),
-                        ("shard", pa.int32()), ("row", pa.uint32()), ("pos", pa.uint32())])
+                        ("texthash", pa.uint64()), ("shard", pa.int32()), ("row", pa.uint32()), ("pos", pa.uint32())])
     staged = fs.Staged(task.out, tmp_name=f"{os.path.basename(task.out)}.tmp.{os.getpid()}")
     row, windows = 0, 0
     try:
-        with pq.ParquetWriter(staged.tmp, schema, compression="zstd") as writer:
-            for batch in pf.iter_batches(batch_size=task.batch_docs, columns=cols):
+        with common.naming(staged.tmp), pq.ParquetWriter(staged.tmp, schema, compression="zstd") as writer:
+            for batch in iter_batches(pf, columns=cols, max_rows=task.batch_docs):
                 texts = batch.column("text").to_pylist()
                 langs = batch.column("lang").to_pylist() if "lang" in cols else [None] * len(texts)
                 hi, lo, doc, pos = window_hashes(texts, langs, task.unit, task.span, task.language)
+                windows += len(hi)
+                th = common.text_hashes(texts)
+                hi, lo, doc, pos = _with_copy_keys(batch.column("id").to_pylist(), th, hi, lo, doc, pos)
                 table = pa.table({
                     "part": common.partition_of(hi, task.parts), "hi": hi, "lo": lo,
                     "id": pc.take(batch.column("id"), pa.array(doc)),
+                    "texthash": th[doc],
                     "shard": np.full(len(hi), task.shard, dtype=np.int32),
                     "row": (doc + row).astype(np.uint32), "pos": pos,
                 }, schema=schema).sort_by("part")
                 for a, b in common._runs(table, ["part"]):  # a row group per partition: tasks read only theirs
                     writer.write_table(table.slice(a, b - a))
                 row += batch.num_rows
-                windows += len(hi)
     except BaseException:
         staged.discard()
         raise
     staged.commit()
     return {"rows": row, "windows": windows}
+
+
+def _with_copy_keys(ids: list[str], th: np.ndarray, hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, pos: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The windows plus one row per document at position `COPY`, hashed from its id and raw text: copies of a
+    document (one shard given twice, a split that reused its parent's id) repeat it, and every copy but the
+    first is dropped whole in `rewrite`, wordless units and all (a copy's units with words go anyway)."""
+    keys = [xxhash.xxh3_128_intdigest(b"\xffcopy\x00" + i.encode() + b"\x00" + int(h).to_bytes(8, "little"))
+            for i, h in zip(ids, th.tolist(), strict=True)]
+    return (np.concatenate([hi, np.array([k >> 64 for k in keys], dtype=np.uint64)]),
+            np.concatenate([lo, np.array([k & _MASK64 for k in keys], dtype=np.uint64)]),
+            np.concatenate([doc, np.arange(len(ids), dtype=np.int64)]),
+            np.concatenate([pos, np.full(len(ids), COPY, dtype=np.uint32)]))
 
 
 # ---------------------------------------------------------------- phase 2: spans
@@ -169,7 +188,11 @@ class SpanTask:
 
 
 def span_part(task: SpanTask) -> dict:
-    """The repeated hashes of one partition: every occurrence but the first by (id, position) is a removal."""
+    """The repeated hashes of one partition: every occurrence but the first is a removal.
+
+    First by (id, hash of the document's text, shard, row, position): documents that share an id (copies
+    of one shard given twice, a split that reused its parent's id) are told apart by their text, and true
+    copies by where they are, so exactly one occurrence is kept, whatever the order of the tasks."""
     keys = common.read_where(task.hashes, {"part": task.part}, ["hi", "lo"])
     schema = {"shard": pl.Int32, "row": pl.UInt32, "pos": pl.UInt32}
     dup = pl.DataFrame()
@@ -179,17 +202,19 @@ def span_part(task: SpanTask) -> dict:
     found = []
     if dup.height:
         for path in task.hashes:  # one file's rows of the partition at a time, kept only if repeated
-            t = common.read_where([path], {"part": task.part}, ["hi", "lo", "id", "shard", "row", "pos"])
+            t = common.read_where([path], {"part": task.part}, ["hi", "lo", "id", "texthash", "shard", "row", "pos"])
             if t.num_rows:
                 found.append(pl.from_arrow(t).join(dup, on=["hi", "lo"], how="semi"))
     if found:
-        rows = pl.concat(found).sort(["hi", "lo", "id", "pos"])
+        rows = pl.concat(found).sort(["hi", "lo", "id", "texthash", "shard", "row", "pos"])
         first = rows.select(pl.struct(["hi", "lo"]).is_first_distinct()).to_series()
         removals = rows.filter(~first).select(list(schema)).sort(list(schema))
+        copies = rows.filter(pl.col("pos") == COPY).select(["hi", "lo"]).unique().height
     else:
-        removals = pl.DataFrame(schema=schema)
+        removals, copies = pl.DataFrame(schema=schema), 0
     common.write_table(removals.to_arrow(), task.out, segments=["shard"])
-    return {"repeated": dup.height, "removed_windows": removals.height}
+    n_copies = int((removals["pos"] == COPY).sum()) if removals.height else 0
+    return {"repeated": dup.height - copies, "removed_windows": removals.height - n_copies, "copies": n_copies}
 
 
 # ---------------------------------------------------------------- rewriting documents
@@ -293,7 +318,7 @@ def rewrite_shard(task: RewriteTask) -> dict:
     em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej)
     with together(out, rej):
         start = 0
-        for batch in pf.iter_batches(batch_size=8192):
+        for batch in iter_batches(pf):
             table = conform(batch, schema)
             lo, hi = np.searchsorted(rows, [start, start + table.num_rows])
             changes = {}
@@ -303,7 +328,10 @@ def rewrite_shard(task: RewriteTask) -> dict:
                     i = r - start
                     c, _ = cut(texts[i], task.unit, langs[i] or task.language)
                     gone = [False] * (len(c) - 1)
-                    for p in pos[lo:hi][rows[lo:hi] == r].tolist():
+                    here = pos[lo:hi][rows[lo:hi] == r].tolist()
+                    if COPY in here:  # a copy of a document kept elsewhere: every unit goes
+                        gone = [True] * (len(c) - 1)
+                    for p in here:
                         gone[p:p + task.span] = [True] * len(gone[p:p + task.span])
                     kept, removed = rewrite(texts[i], c, gone)
                     changes[i] = (kept, removed, sum(gone), _left(texts[i], c, gone))
@@ -344,7 +372,7 @@ def bloom_all(task: BloomTask) -> dict:
         out, rej = _open(task.writer, task.outputs[i], task.rejected[i] if task.rejected else None, schema)
         em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej)
         with together(out, rej):
-            for batch in fs.parquet_file(path).iter_batches(batch_size=task.batch_docs):
+            for batch in iter_batches(fs.parquet_file(path), max_rows=task.batch_docs):
                 table = conform(batch, schema)
                 texts = table["text"].to_pylist()
                 cuts, flat = _doc_units(texts, [None] * len(texts), task.unit, "en")
@@ -387,6 +415,7 @@ class Lines(GlobalStep):
     """
 
     name: ClassVar[str] = "lines"
+    repeated_ids: ClassVar[str] = "keep_one"  # rows by (shard, row): of copies sharing an id, one is kept
 
     def __init__(self, unit: str = "line", span: int = 1, method: str = "exact", language: str = "en",
                  min_chars: int = 0, min_words: int = 0, min_units: int = 0, ngram: int = 13, min_ngram: int | None = None,
@@ -420,7 +449,7 @@ class Lines(GlobalStep):
         return Filter.bytes_for(expected_ngrams, fp_rate)
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
-        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self)})
+        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self), "rows": "keyed"})
         fs.makedirs(ctx.output_dir)
         if ctx.rejected_dir:
             fs.makedirs(ctx.rejected_dir)
@@ -461,6 +490,7 @@ class Lines(GlobalStep):
             "method": "exact", "partitions": parts, "windows": sum(h["windows"] for h in hashed),
             "repeated_windows": sum(s["repeated"] for s in spanned),
             "removed_windows": sum(s["removed_windows"] for s in spanned),
+            "same_id_copies": sum(s.get("copies", 0) for s in spanned),
         }, seconds)
 
     def _bloom(self, ctx: GlobalContext) -> list[StepStats]:

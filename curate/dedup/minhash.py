@@ -14,7 +14,9 @@
 5. `filter` (per shard): drop the others by id, write `dedup_cluster` / `dedup_cluster_size`.
 
 Nothing depends on the order or number of input files: candidates and keepers are chosen by
-document id (or its hash), and clusters are named after the id of the document they keep.
+document id (or its hash), and clusters are named after the id of the document they keep. Documents
+are addressed by (shard, row), so of copies that share an id (one shard given twice) exactly one is
+kept; a document with no word meets its own copies only (`_band_rows`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from curate.core.validate import check, config_error
 from curate.dedup import common, components
 from curate.dedup.sketch import permutations, signatures
 from curate.io import fs
+from curate.io.batching import iter_batches
 
 BAND_ROW_BYTES = 24  # a band file row: bhash, idkey, doc as little-endian uint64
 MAX_CENTRES = 32  # centres tried per bucket before its unmatched members are counted as unresolved
@@ -77,47 +80,74 @@ class SignatureTask:
 
 
 def signature_shard(task: SignatureTask) -> dict:
-    """Phase 1 for one shard: signatures (.npy), document table (.parquet) and band hashes (.parquet)."""
+    """Phase 1 for one shard: signatures (.npy), document table (.parquet) and band hashes (.npy).
+
+    Every file is written in order with `write`, its space reserved first where the filesystem can: a memory
+    map opened for writing (as the signatures once were) takes no disk until a page is touched, and a full
+    disk then kills the process with SIGBUS; here it is an OSError naming the file (`common.naming`)."""
     name = common.shard_name(task.shard)
     pf = fs.parquet_file(task.path)
     n = pf.metadata.num_rows
     sig_file = fs.Staged(fs.join(task.work, "sigs", f"{name}.npy"), tmp_name=f"{name}.npy.tmp.{os.getpid()}.npy")
-    sig = np.lib.format.open_memmap(sig_file.tmp, mode="w+", dtype=np.uint32, shape=(n, task.num_perm))
     perms = permutations(task.num_perm, task.seed)
     columns = [c for c in ("id", "text", "quality_score") if c in pf.schema_arrow.names]
-    ids, lengths, quality, shingles, band_parts = [], [], [], [], []
+    ids, lengths, quality, texthash, shingles, band_parts = [], [], [], [], [], []
     row = 0
-    for batch in pf.iter_batches(batch_size=task.batch_docs, columns=columns):
-        rec = batch.to_pydict()
-        s, counts = signatures(rec["text"], perms=perms, ngram=task.ngram)
-        sig[row:row + len(s)] = s
-        bid = rec["id"]
-        ids.extend(bid)
-        lengths.extend(len(t) for t in rec["text"])
-        quality.extend(rec.get("quality_score") or [None] * len(bid))
-        shingles.append(counts)
-        has = np.nonzero(counts > 0)[0]  # a document with no word has no signature to compare
-        if len(has):
-            bh = band_hashes(s[has], task.bands, task.rows)
-            docs = (np.uint64(task.shard) << np.uint64(32)) | (has + row).astype(np.uint64)
-            keys = id_hashes([bid[i] for i in has])
-            for b in range(task.bands):
-                segment = b * task.parts + common.partition_of(bh[:, b], task.parts).astype(np.int64)
-                band_parts.append((segment, np.column_stack([bh[:, b], keys, docs])))
-        row += len(s)
-    sig.flush()
-    del sig
+    try:
+        with common.naming(sig_file.tmp), open(sig_file.tmp, "wb") as sig:  # written in order: no sparse map
+            np.lib.format.write_array_header_1_0(sig, {"descr": np.lib.format.dtype_to_descr(np.dtype("<u4")),
+                                                       "fortran_order": False, "shape": (n, task.num_perm)})
+            common.reserve(sig, sig.tell() + 4 * n * task.num_perm, sig_file.tmp)  # a full disk: now, named
+            for batch in iter_batches(pf, columns=columns, max_rows=task.batch_docs):
+                rec = batch.to_pydict()
+                s, counts = signatures(rec["text"], perms=perms, ngram=task.ngram)
+                sig.write(np.ascontiguousarray(s, dtype="<u4").data)
+                texthash.append(common.text_hashes(rec["text"]))
+                band_parts.extend(_band_rows(task, s, counts, rec["id"], texthash[-1], row))
+                ids.extend(rec["id"])
+                lengths.extend(len(t) for t in rec["text"])
+                quality.extend(rec.get("quality_score") or [None] * len(s))
+                shingles.append(counts)
+                row += len(s)
+            if row != n:
+                raise RuntimeError(f"{task.path}: read {row} rows of the {n} its footer declares")
+    except BaseException:
+        sig_file.discard()
+        raise
     sig_file.commit()  # a local temporary file: renamed, or uploaded whole to an object store
     counts = np.concatenate(shingles) if shingles else np.zeros(0, np.int64)
     common.write_table(pa.table({
         "id": pa.array(ids, pa.string()),
         "length": pa.array(lengths, pa.int64()),
         "quality": pa.array(quality, pa.float32()),
+        "texthash": np.concatenate(texthash) if texthash else np.zeros(0, np.uint64),
         "shingles": counts,
     }), fs.join(task.work, "docs", f"{name}.parquet"))
     offset, segments = write_bands(band_parts, task.bands * task.parts, fs.join(task.work, "bands", f"{name}.npy"))
     return {"rows": n, "empty": int((counts == 0).sum()), "shingles": int(counts.sum()),
             "bands_offset": offset, "segments": segments}
+
+
+def _band_rows(task: SignatureTask, s: np.ndarray, counts: np.ndarray, bid: list[str], texthash: np.ndarray,
+               row: int) -> list:
+    """(segment, (bhash, idkey, doc) rows) of a batch's documents, one pair per band.
+
+    A document with no word has no signature to compare: it gets one row, in band 0, whose hash is its id's
+    and raw text's, so it meets its own copies only (their empty signatures agree, and one of them is kept)."""
+    docs = (np.uint64(task.shard) << np.uint64(32)) | (np.arange(len(s)) + row).astype(np.uint64)
+    keys = id_hashes(bid)
+    has = np.nonzero(counts > 0)[0]
+    out = []
+    if len(has):
+        bh = band_hashes(s[has], task.bands, task.rows)
+        out = [(b * task.parts + common.partition_of(bh[:, b], task.parts).astype(np.int64),
+                np.column_stack([bh[:, b], keys[has], docs[has]])) for b in range(task.bands)]
+    none = np.nonzero(counts == 0)[0]
+    if len(none):
+        with np.errstate(over="ignore"):
+            copy = (keys[none] * _M1) ^ texthash[none]
+        out.append((common.partition_of(copy, task.parts).astype(np.int64), np.column_stack([copy, keys[none], docs[none]])))
+    return out
 
 
 def write_bands(band_parts: list[tuple[np.ndarray, np.ndarray]], n_segments: int, path: str) -> tuple[int, list[int]]:
@@ -135,9 +165,12 @@ def write_bands(band_parts: list[tuple[np.ndarray, np.ndarray]], n_segments: int
     rows = rows[np.argsort(seg, kind="stable")].astype("<u8", copy=False)
     staged = fs.Staged(path, tmp_name=f"{fs.basename(path)}.tmp.{os.getpid()}")
     try:
-        with open(staged.tmp, "wb") as f:  # a file object: np.save would add ".npy" to a name
-            np.save(f, rows)
-            offset = f.tell() - rows.nbytes
+        with common.naming(staged.tmp), open(staged.tmp, "wb") as f:  # np.save's header, then the rows reserved
+            np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(rows.dtype),
+                                                     "fortran_order": False, "shape": rows.shape})
+            offset = f.tell()
+            common.reserve(f, offset + rows.nbytes, staged.tmp)
+            f.write(np.ascontiguousarray(rows).data)  # np.save's tofile reports a full disk with no errno
     except BaseException:
         staged.discard()
         raise
@@ -291,19 +324,20 @@ class MembersTask:
 def member_shard(task: MembersTask) -> dict:
     """Phase 4, per shard: the shard's documents that have a near-duplicate, with their component and attributes."""
     lab = common.read_where(task.labels, {"shard": task.shard}, ["vertex", "label"])
-    schema = pa.schema([("kpart", pa.uint16()), ("component", pa.uint64()), ("shard", pa.int32()), ("id", pa.string()),
-                        ("length", pa.int64()), ("quality", pa.float32())])
+    schema = pa.schema([("kpart", pa.uint16()), ("component", pa.uint64()), ("shard", pa.int32()), ("row", pa.uint32()),
+                        ("id", pa.string()), ("length", pa.int64()), ("quality", pa.float32()),
+                        ("texthash", pa.uint64())])
     if not lab.num_rows:
         common.write_table(schema.empty_table(), task.out)
         return {"members": 0}
     rows = (lab["vertex"].to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
     info = fs.read_table(fs.join(task.work, "docs", f"{common.shard_name(task.shard)}.parquet"),
-                         columns=["id", "length", "quality"]).take(rows)
+                         columns=["id", "length", "quality", "texthash"]).take(rows)
     label = lab["label"].to_numpy()
     table = pa.table({
         "kpart": components.vertex_part(label, task.parts), "component": label,
-        "shard": np.full(len(rows), task.shard, dtype=np.int32),
-        "id": info["id"], "length": info["length"], "quality": info["quality"],
+        "shard": np.full(len(rows), task.shard, dtype=np.int32), "row": rows.astype(np.uint32),
+        "id": info["id"], "length": info["length"], "quality": info["quality"], "texthash": info["texthash"],
     }, schema=schema).sort_by("kpart")
     common.write_table(table, task.out, segments=["kpart"])
     return {"members": len(rows)}
@@ -318,17 +352,15 @@ class KeepTask:
 
 
 def keep_part(task: KeepTask) -> dict:
-    """Phase 5, per component partition: one keeper per cluster by policy; decisions sorted by shard."""
-    table = common.read_where(task.members, {"kpart": task.part}, ["component", "shard", "id", "length", "quality"])
-    if table.num_rows:
-        df = common.choose_keepers(pl.from_arrow(table), "component", task.keep)
-        out = df.select(["shard", "id", "cluster", "size", "keep"]).sort(["shard", "id"])
-    else:
-        out = pl.DataFrame(schema={"shard": pl.Int32, "id": pl.String, "cluster": pl.String, "size": pl.Int32,
-                                   "keep": pl.Boolean})
+    """Phase 5, per component partition: exactly one keeper per cluster by policy; decisions sorted by (shard, row)."""
+    table = common.read_where(task.members, {"kpart": task.part},
+                              ["component", "shard", "row", "id", "length", "quality", "texthash"])
+    ranked = common.choose_keepers(pl.from_arrow(table), "component", task.keep) if table.num_rows else None
+    out = common.decisions(ranked)
     common.write_table(out.to_arrow(), task.out)
     return {"clusters": int(out["keep"].sum()), "duplicates": int((~out["keep"]).sum()),
-            "largest": int(out["size"].max() or 0) if out.height else 0}
+            "largest": int(out["size"].max() or 0) if out.height else 0,
+            "same_id_copies": int(ranked["copies"].sum()) if ranked is not None else 0}
 
 
 class MinHash(GlobalStep):
@@ -341,6 +373,7 @@ class MinHash(GlobalStep):
     """
 
     name: ClassVar[str] = "minhash"
+    repeated_ids: ClassVar[str] = "keep_one"  # rows by (shard, row): of copies sharing an id, one is kept
     columns: ClassVar[dict[str, pa.DataType]] = {"dedup_cluster": pa.string(), "dedup_cluster_size": pa.int32()}
 
     def __init__(self, bands: int = 14, rows: int = 8, threshold: float | None = None, ngram: int = 5,
@@ -383,12 +416,13 @@ class MinHash(GlobalStep):
             [f"{p:04d}" for p in range(parts)])
         return decisions, {
             "clusters": sum(k["clusters"] for k in kept),
+            "same_id_copies": sum(k.get("same_id_copies", 0) for k in kept),
             "largest_cluster": max((k["largest"] for k in kept), default=0),
             "component_rounds": figures["rounds"],
         }
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
-        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self), "bands": "npy"})
+        common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self), "bands": "npy", "rows": "keyed"})
         parts = common.partitions_for(ctx.inputs, self.partitions)
         names = [common.shard_name(i) for i in range(len(ctx.inputs))]
         seconds: dict[str, float] = {}

@@ -26,7 +26,9 @@ from curate.dedup._abbreviations import ABBREVIATIONS
 UNITS = ("line", "paragraph", "sentence")
 # spaCy's Sentencizer.default_punct_chars, less the rarely seen scripts: a token of these ends a sentence
 SENTENCE_END = frozenset("!.?։؟۔܀܁܂߹।॥၊။።፧፨᙮᜵᜶᠃᠉᥄᥅᪨᪩᪪᪫᭚᭛᭞᭟᰻᰼᱾᱿‼‽⁇⁈⁉⸮⸼꓿꘎꘏꛳꛷꡶꡷꣎꣏꤯꧈꧉꩝꩞꩟꫰꫱꯫﹒﹖﹗！．？｡。")
-_CANDIDATE = re.compile(r"\S*[" + re.escape("".join(sorted(SENTENCE_END))) + r"]\S*")
+# a whole whitespace-separated chunk holding a stop; only from a chunk's first character, or a chunk without one is
+# read to its end from each of its characters (quadratic in its length)
+_CANDIDATE = re.compile(r"(?<!\S)\S*[" + re.escape("".join(sorted(SENTENCE_END))) + r"]\S*")
 _NEXT = re.compile(r"(\s+)(\S+)")
 # what spaCy splits off the end (and start) of a token: its LIST_PUNCT, LIST_QUOTES and brackets
 _AFFIXES = frozenset("…,:;!?¿؟¡()[]{}<>_#*&。？！，、；：～·।،۔؛٪'\"”“`‘´’‚„»«「」『』（）〔〕【】《》〈〉")

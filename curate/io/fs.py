@@ -37,7 +37,7 @@ from curate.core.errors import UsageError
 
 __all__ = [
     "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
-    "listdir_prefix",
+    "listdir_prefix", "unique_files",
     "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_bytes", "read_table", "relpath", "remove", "remove_temp_files", "retrying",
     "size", "url_to_fs",
 ]
@@ -265,17 +265,145 @@ def _filters_prefix(fs: Any) -> bool:
 
 
 def glob(pattern: str | os.PathLike, files_only: bool = True) -> list[str]:
-    """Sorted matches of a glob pattern (`**` recurses); with `files_only`, directories are left out."""
-    import glob as _glob
+    """Sorted matches of a glob pattern (`**` recurses); with `files_only`, directories are left out.
 
+    On a local disk `**` follows symlinked folders, as Python's glob does, but never twice into one folder:
+    a link to a folder the walk reaches by its own path (`crawl/latest -> 2024-10`) is not descended, and
+    a link back to a folder above it (a loop) is cut and reported on stderr, once per pattern. A file
+    matched under two names (a symlink or hard link to it) is listed once, by the name without a symlink
+    in it when there is one (`unique_files`). Python's glob followed every link: a loop listed each file
+    under every path up to the kernel's 40-link limit.
+    """
     pattern = os.fspath(pattern)
     if not is_url(pattern):
-        hits = _glob.glob(os.path.expanduser(pattern), recursive=True)
-        return sorted(p for p in hits if not files_only or os.path.isfile(p))
+        loops: list[str] = []
+        hits = _local_glob(os.path.expanduser(pattern), loops)
+        loops = list(dict.fromkeys(loops))
+        if loops:
+            _warn(f"{pattern!r}: {len(loops)} symlink loop{'s' * (len(loops) > 1)} not followed "
+                  f"({'; '.join(loops[:3])}{'; …' if len(loops) > 3 else ''}); each file under it is listed once")
+        return unique_files(sorted(p for p in set(hits) if not files_only or os.path.isfile(p)))
     fs, inner = url_to_fs(pattern)
     fs.invalidate_cache()
     found = retrying(lambda: fs.glob(inner, detail=True))
     return sorted(_unstrip(fs, p, pattern) for p, info in found.items() if not files_only or info.get("type") == "file")
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"curate: warning: {message}", file=sys.stderr)
+
+
+def _local_glob(pattern: str, loops: list[str]) -> list[str]:
+    """Python's recursive glob, with `**` walked by `_walk_dirs` (each folder once, loops cut)."""
+    import glob as _glob
+
+    parts = pattern.split(os.sep)
+    if "**" not in parts:
+        return _glob.glob(pattern, recursive=True)
+    k = parts.index("**")
+    head, tail = os.sep.join(parts[:k]), os.sep.join(parts[k + 1:])
+    if k == 1 and parts[0] == "":
+        head = os.sep  # "/**/…"
+    if not head:
+        bases = [""]  # "**/…": the current folder, paths relative as glob gives them
+    elif _glob.has_magic(head):
+        bases = [b for b in _glob.glob(head) if os.path.isdir(b)]
+    else:
+        bases = [head] if os.path.isdir(head) else []
+    hits: list[str] = []
+    for base in bases:
+        for d in _walk_dirs(base, loops):
+            if tail:
+                hits.extend(_local_glob(os.path.join(_glob.escape(d), tail), loops))
+            else:  # "…/**": everything under the folder, itself included (as glob gives it)
+                hits.append(os.path.join(d, ""))
+                with contextlib.suppress(OSError), os.scandir(d or os.curdir) as it:
+                    hits.extend(os.path.join(d, e.name) for e in it if not e.name.startswith("."))
+    return hits
+
+
+def _walk_dirs(base: str, loops: list[str]) -> Iterator[str]:
+    """`base` and every folder under it that `**` matches (hidden ones left out), depth first in name order.
+
+    Symlinked folders are followed, each folder once: one whose (device, inode) is above it on the path
+    is a loop (its link is added to `loops`, not followed); a link to a folder under `base` that the walk
+    reaches by its own path is not followed (its files would come twice); any other folder already
+    walked is not walked again."""
+    try:
+        st = os.stat(base or os.curdir)
+    except OSError:
+        return
+    root = os.path.realpath(base or os.curdir)
+    visited = {(st.st_dev, st.st_ino)}
+    stack = [(base, ((st.st_dev, st.st_ino),))]
+    while stack:
+        d, above = stack.pop()
+        yield d
+        try:
+            with os.scandir(d or os.curdir) as it:
+                entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError:
+            continue
+        below = []
+        for e in entries:
+            path = os.path.join(d, e.name)
+            try:
+                if not e.is_dir():
+                    continue
+                est = os.stat(path)
+            except OSError:  # a broken link, or one the kernel already finds looping (ELOOP)
+                continue
+            key = (est.st_dev, est.st_ino)
+            if key in above:  # the link, as `ls -l` shows it, or the folder it comes back to
+                loops.append(f"{path} -> {os.readlink(path) if e.is_symlink() else os.path.realpath(path)}")
+                continue
+            if key in visited or (e.is_symlink() and _walked_by_own_path(os.path.realpath(path), root)):
+                continue
+            visited.add(key)
+            below.append((path, (*above, key)))
+        stack.extend(reversed(below))
+
+
+def _walked_by_own_path(real: str, root: str) -> bool:
+    """Whether the walk from `root` (a real path) reaches the folder `real` through real folders: it lies
+    under `root` and no folder on the way is hidden."""
+    try:
+        rel = os.path.relpath(real, root)
+    except ValueError:
+        return False
+    return rel != os.curdir and not rel.startswith(os.pardir) and not any(p.startswith(".") for p in rel.split(os.sep))
+
+
+def unique_files(paths: list[str]) -> list[str]:
+    """`paths` without a second name for one local file (same device and inode: a symlink, a hard link, a
+    folder reached through a link), in order. Of the names of one file the one kept is the first with no
+    symlink in it (its real path), else the first; URLs other than `file://` are kept as they are."""
+    keys: list[tuple[int, int] | None] = []
+    for p in paths:
+        local = p if not is_url(p) else local_path(p) if p.split("://", 1)[0].split("::")[-1] == "file" else None
+        try:
+            st = os.stat(local) if local is not None else None
+        except OSError:
+            st = None
+        keys.append((st.st_dev, st.st_ino) if st is not None else None)
+    chosen: dict[tuple[int, int], int] = {}
+    for i, (p, key) in enumerate(zip(paths, keys, strict=True)):
+        if key is None:
+            continue
+        if key not in chosen or (not _is_real(paths[chosen[key]]) and _is_real(p)):
+            chosen[key] = i
+    keep = set(chosen.values())
+    return [p for i, (p, key) in enumerate(zip(paths, keys, strict=True)) if key is None or i in keep]
+
+
+def _is_real(path: str) -> bool:
+    local = local_path(path)
+    if local is None:
+        return False
+    absolute = os.path.abspath(local)
+    return os.path.realpath(absolute) == absolute
 
 
 def remove(path: str | os.PathLike, missing_ok: bool = True) -> None:
@@ -493,7 +621,11 @@ def _glob_hint(pattern: str) -> str:
 
 
 def expand_inputs(patterns: str | list[str]) -> list[str]:
-    """Every file matching the glob patterns (local or URL), in order, without repeats; none is a `UsageError`."""
+    """Every file matching the glob patterns (local or URL), in order, each once; none is a `UsageError`.
+
+    "Once" is by the file, not by its name: the same local file matched under two names (two patterns
+    spelling one folder, a symlinked folder or file, a hard link) is listed once (`unique_files`), so a run
+    never reads it twice under two ids."""
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
     files: list[str] = []
     for pat in patterns:
@@ -501,4 +633,4 @@ def expand_inputs(patterns: str | list[str]) -> list[str]:
         if not hits:
             raise UsageError(f"no input files match {pat!r}{_glob_hint(pat)}")
         files.extend(hits)
-    return list(dict.fromkeys(files))  # keep order, drop repeats
+    return unique_files(list(dict.fromkeys(files)))  # keep order, drop repeats

@@ -55,7 +55,7 @@ def html_bytes() -> tuple[int, int]:
 
 def pipeline(extractor: str = "Trafilatura") -> Pipeline:
     return Pipeline(name="extract_only", reader=readers.Warc(source="web"),
-                    steps=[getattr(extract, extractor)(timeout=120)], writer=writers.Parquet())
+                    steps=[getattr(extract, extractor)()], writer=writers.Parquet())
 
 
 def timed_run(executor, out: str, extractor: str = "Trafilatura") -> float:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from curate import Document, Reject, extract
+from curate.core.errors import UsageError
 from curate.io.readers import decode_html
 
 GOLD = Path(__file__).parent / "data" / "warc_gold.jsonl"
@@ -272,19 +272,17 @@ def test_empty_and_script_only_pages_are_empty(main):
     assert run(main, "<html><head><script>var a = 'x'.repeat(9);</script></head><body>  </body></html>") == Reject("empty")
 
 
-def test_time_limit_applies(monkeypatch):
-    import curate.extract.main as m
-
-    def slow(*a, **k):
-        end = time.monotonic() + 5
-        while time.monotonic() < end:
-            pass
-        return "never"
-
-    monkeypatch.setattr(m, "extract_text", slow)
-    ex = extract.Main(timeout=0.2)
+def test_work_budgets_not_a_clock():
+    """A page over max_tags ('<' characters) is too_large before any parse; a wall-clock timeout is refused (it
+    made the output depend on the machine's load), except 0, which meant no limit."""
+    ex = extract.Main(max_tags=10)
     ex.setup()
-    assert run(ex, "<html><body><p>x</p></body></html>") == Reject("timeout")
+    page = "<html><body>" + "<p>a sentence of words here</p>" * 5 + "</body></html>"
+    assert run(ex, page) == Reject("too_large")
+    assert isinstance(run(extract.Main(max_tags=14), page), Document)  # 14 tags: within the budget
+    with pytest.raises(UsageError, match="timeout.*max_tags"):
+        extract.Main(timeout=0.2)
+    assert extract.Trafilatura(timeout=0).max_tags == 100_000
 
 
 def test_text_documents_pass_through(main):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -71,18 +70,6 @@ def flaky(item: tuple[str, str, int]) -> str:
     return name
 
 
-def busy_under_time_limit(seconds: float) -> str:
-    """Spin in Python under extract.time_limit; the SIGALRM limit must cut it short in a Ray worker too."""
-    t0 = time.perf_counter()
-    try:
-        with extract.time_limit(seconds):
-            while time.perf_counter() - t0 < 30:
-                pass
-    except extract.ExtractTimeout:
-        return f"timeout after {time.perf_counter() - t0:.1f}s"
-    return "not interrupted"
-
-
 # ---------------------------------------------------------------- comparisons
 
 
@@ -128,7 +115,7 @@ def extract_runs(shared, tmp_path_factory) -> tuple[Path, Path, int]:
     pipeline = Pipeline(
         name="extract_only",
         reader=readers.Warc(source="web"),
-        steps=[extract.Trafilatura(timeout=120)],  # a generous limit: a loaded CI box must not change the result
+        steps=[extract.Trafilatura()],  # budgets on work, not a clock: a loaded CI box does not change the result
         writer=writers.Parquet(),
     )
     pipeline.run(warcs, str(root / "local"), executor=LocalExecutor(1, progress=False))
@@ -181,7 +168,7 @@ def test_killed_worker_is_retried_without_loss_or_duplicates(shared, tmp_path):
         return Pipeline(
             name="die",
             reader=readers.Warc(source="web"),
-            steps=[DieOnce(str(marker), after=10), extract.Trafilatura(timeout=120)],
+            steps=[DieOnce(str(marker), after=10), extract.Trafilatura()],
             writer=writers.Parquet(row_group_docs=4),  # so a partial temp shard is on disk when the worker dies
         )
 
@@ -216,8 +203,3 @@ def test_results_in_order_and_no_retry_of_exceptions_when_disabled(tmp_path):
     with pytest.raises(TaskFailures) as info:
         RayExecutor(progress=False, retry_exceptions=False).map(flaky, items[6:], labels=["once"])
     assert info.value.errors[0].error == "OSError: transient failure of once"
-
-
-def test_sigalrm_time_limit_works_in_ray_workers():
-    (result,) = RayExecutor(progress=False).map(busy_under_time_limit, [0.5])
-    assert result.startswith("timeout after")

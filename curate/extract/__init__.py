@@ -1,4 +1,5 @@
-"""HTML to text. Each extractor drops pages that yield no text, and bounds time, size and depth per page.
+"""HTML to text. Each extractor drops pages that yield no text, and bounds the work a page may take by its size,
+tags and nesting depth (never by a clock).
 
 `Main` is the project's own main-content extractor; `Trafilatura` and `Resiliparse` wrap the libraries.
 `Main` is imported on first use, because it needs the package's C extension (curate.extract._walk, Lexbor
@@ -6,10 +7,10 @@ compiled in): a checkout where it is not built still imports this package and ru
 and asking for `Main` there raises an ImportError that says in one line what is missing and how to get it.
 """
 
-from curate.extract.base import Extractor, ExtractTimeout, nesting_depth, time_limit
+from curate.extract.base import Extractor, nesting_depth
 from curate.extract.libraries import Resiliparse, Trafilatura
 
-__all__ = ["ExtractTimeout", "Extractor", "Main", "Resiliparse", "Trafilatura", "nesting_depth", "time_limit"]
+__all__ = ["Extractor", "Main", "Resiliparse", "Trafilatura", "nesting_depth"]
 
 _EXTENSION = "curate.extract._walk"
 

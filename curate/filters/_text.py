@@ -1,15 +1,12 @@
 r"""Shared text statistics for the heuristic filters, computed once per document text.
 
-The Gopher, FineWeb and bad-word filters all need the same words and lines. Tokenising is most of their
+The Gopher, FineWeb and bad-word filters all need the same tokens and lines. Tokenising is most of their
 cost, so `text_stats(text)` caches the split per text object: the filters of one batch run one after
 another over the same strings, and a rewrite (C4 dropping lines) makes a new string, hence a new entry.
 
-Words are whitespace-separated chunks with leading and trailing punctuation split off (`"Hello,` gives
-`Hello`; `don't`, `U.S`, `e-mail` and URLs stay whole), and the split-off punctuation runs count as
-symbol tokens. That is what a rule-based tokenizer such as spaCy's does to web text, done by one regex
-pass: it gives the same keep/drop decisions as datatrove's spaCy-based filters for ≥ 98% of the web_cc
-documents (docs/benchmarks.md) at a small fraction of the cost. Bad-word and stop-word lookups use the
-finer `\w+` tokens of the lower-cased text, which match like C4's `\W`-delimited regex.
+Words are spaCy-English-like tokens, punctuation included (curate.filters._words: what datatrove counts).
+Bad-word and stop-word lookups use the finer `\w+` tokens of the lower-cased text, which match like C4's
+`\W`-delimited regex. Every split here is linear in the text's length (tests/test_linear.py).
 """
 
 from __future__ import annotations
@@ -22,13 +19,7 @@ from importlib import resources
 from curate.filters._words import word_tokens
 from curate.io import fs
 
-WORD_RE = re.compile(r"(?<!\S)[^\w\s]*(\w(?:\S*\w)?)")
-# Punctuation runs at the edges of chunks, or whole punctuation chunks: tokenizers emit them as tokens,
-# so ratios the published recipes take "per word" (hashes, ellipses, alphabetic words) count them too.
-SYMBOL_RE = re.compile(r"(?<!\S)[^\w\s]+|[^\w\s]+(?!\S)")
 TOKEN_RE = re.compile(r"\w+")
-# Words and punctuation tokens in text order (the sequence the repetition rules take n-grams of).
-ALL_TOKENS_RE = re.compile(r"(?<!\S)[^\w\s]+|\w(?:\S*\w)?|[^\w\s]+")
 HAS_LETTER = re.compile(r"[^\W\d_]")
 
 # Characters that end a sentence, in the scripts our languages use and the common CJK/Indic ones.
@@ -40,22 +31,13 @@ _CACHE_SIZE = 256  # more than a batch (64 documents), so every filter of a batc
 class TextStats:
     """Lazily computed splits of one text; each property is computed on first use and kept."""
 
-    __slots__ = ("text", "_words", "_lower", "_lines", "_n_symbols", "_tokens", "_word_tokens")
+    __slots__ = ("text", "_lower", "_lines", "_word_tokens")
 
     def __init__(self, text: str):
         self.text = text
-        self._words: list[str] | None = None
         self._lower: list[str] | None = None
         self._lines: list[str] | None = None
-        self._n_symbols: int | None = None
-        self._tokens: list[str] | None = None
         self._word_tokens: list[str] | None = None
-
-    @property
-    def words(self) -> list[str]:
-        if self._words is None:
-            self._words = WORD_RE.findall(self.text)
-        return self._words
 
     @property
     def lower_tokens(self) -> list[str]:
@@ -63,13 +45,6 @@ class TextStats:
         if self._lower is None:
             self._lower = TOKEN_RE.findall(self.text.lower())
         return self._lower
-
-    @property
-    def tokens(self) -> list[str]:
-        """Words and punctuation tokens, in order."""
-        if self._tokens is None:
-            self._tokens = ALL_TOKENS_RE.findall(self.text)
-        return self._tokens
 
     @property
     def word_tokens(self) -> list[str]:
@@ -84,13 +59,6 @@ class TextStats:
         if self._lines is None:
             self._lines = self.text.splitlines()
         return self._lines
-
-    @property
-    def n_symbols(self) -> int:
-        """Punctuation tokens: runs of punctuation at the start or end of a whitespace chunk."""
-        if self._n_symbols is None:
-            self._n_symbols = len(SYMBOL_RE.findall(self.text))
-        return self._n_symbols
 
 
 _cache: OrderedDict[int, TextStats] = OrderedDict()

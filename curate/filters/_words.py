@@ -45,6 +45,7 @@ _ABBREVIATIONS = frozenset(
 _EMOTICONS = frozenset(_words(":) :( :-) :-( ;) ;-) :D :P :p :-D :-P <3 </3 ): (: :/ :| :'( =) =( :] :[ xD XD ^_^ -_- "
                        ":o :O :-/ ;( :* :-* 8) 8-) ._. =D =] ^^"))
 _WHOLE = _ABBREVIATIONS | _EMOTICONS | {"and/or"}
+_WHOLE_LONGEST = max(map(len, _WHOLE))
 _SUFFIX_EMOTICONS = tuple(sorted((e for e in _EMOTICONS if not e[0].isalnum()), key=len, reverse=True))
 # Apostrophe-less contractions the tokenizer splits like "don't" (spaCy's exceptions, the common ones).
 _SPLIT_LOWER = {w: len(w) - 2 for w in _words("dont doesnt didnt isnt arent wasnt werent hasnt havent hadnt couldnt "
@@ -63,49 +64,63 @@ def _is_icon(c: str) -> bool:
     return len(c) == 1 and c != "°" and unicodedata.category(c) == "So"
 
 
-def _prefix(s: str) -> int:
-    """Length of the prefix token at the start of `s`, 0 if none."""
-    c = s[0]
-    if s.startswith(".."):
-        return len(s) - len(s.lstrip("."))
-    if s.startswith(("''", "``")):
+_DOTS = re.compile(r"\.+")
+
+
+def _prefix(c: str, i: int, j: int) -> int:
+    """Length of the prefix token at the start of `c[i:j]` (not empty), 0 if none. Positions, not a slice: a chunk
+    of 100,000 `=` is peeled one mark at a time, and copying what is left at each step made that quadratic."""
+    ch = c[i]
+    if ch == "." and i + 1 < j and c[i + 1] == ".":
+        return _DOTS.match(c, i, j).end() - i
+    if (ch == "'" or ch == "`") and i + 1 < j and c[i + 1] == ch:  # '' and ``
         return 2
-    if c in _PREFIX or c == "…" or _is_icon(c) or (c == "+" and not s[1:2].isdigit()):
+    if ch in _PREFIX or ch == "…" or _is_icon(ch) or (ch == "+" and not (i + 1 < j and c[i + 1].isdigit())):
         return 1
     return 0
 
 
-def _suffix(s: str) -> int:
-    """Length of the suffix token at the end of `s`, 0 if none. The common marks are tested first."""
-    c = s[-1]
-    if c == ".":
-        if s.endswith(".."):
-            return len(s) - len(s.rstrip("."))
-        if len(s) > 1:
-            b = s[-2]
+def _suffix(c: str, i: int, j: int) -> int:
+    """Length of the suffix token at the end of `c[i:j]` (not empty), 0 if none. The common marks are tested
+    first. Every step that peels costs the length it peels (a run of periods or currency signs is scanned once
+    and taken whole); only the unit rule reads the whole rest, and it peels once at most (what it leaves ends in
+    a digit, period or comma), so a chunk is peeled in time linear in its length."""
+    n = j - i
+    ch = c[j - 1]
+    if ch == ".":
+        if n > 1:
+            b = c[j - 2]
+            if b == ".":
+                k = j - 2
+                while k > i and c[k - 1] == ".":
+                    k -= 1
+                return j - k
             if (_lowerish(b) or b.isdigit() or b in "%²-+" or b in _PUNCT or b in _QUOTES
-                    or (b.isupper() and s[-3:-2].isupper())):
+                    or (b.isupper() and n > 2 and c[j - 3].isupper())):
                 return 1
         return 0
-    if c in _SUFFIX or c == "…":
-        if s.endswith("''"):
+    if ch in _SUFFIX or ch == "…":
+        if ch == "'" and n > 1 and c[j - 2] == "'":
             return 2
-        if s.endswith(_SUFFIX_EMOTICONS):  # one C call; which one only when some emoticon ends the chunk
+        if c.endswith(_SUFFIX_EMOTICONS, i, j):  # one C call; which one only when some emoticon ends the chunk
             for e in _SUFFIX_EMOTICONS:
-                if s.endswith(e) and len(s) > len(e):
+                if c.endswith(e, i, j) and n > len(e):
                     return len(e)
         return 1
-    if s.endswith(_CLITICS) and len(s) > 2:
+    if n > 2 and c.endswith(_CLITICS, i, j):
         return 2
-    if _is_icon(c):
+    if _is_icon(ch):
         return 1
-    if c == "+" and len(s) > 1 and s[-2].isdigit():
+    if ch == "+" and n > 1 and c[j - 2].isdigit():
         return 1
-    if c in _CURRENCY:
-        head = s.rstrip("".join(_CURRENCY))
-        return len(s) - len(head) if head[-1:].isdigit() else 0
-    if not (s[:1].isdigit() and s.endswith(_UNITS)):
+    if ch in _CURRENCY:
+        k = j - 1
+        while k > i and c[k - 1] in _CURRENCY:
+            k -= 1
+        return j - k if k > i and c[k - 1].isdigit() else 0
+    if not (c[i].isdigit() and c.endswith(_UNITS, i, j)):
         return 0
+    s = c[i:j]
     for unit in _UNITS:
         if s.endswith(unit) and len(s) > len(unit) and s[-len(unit) - 1].isdigit() and not s[:-len(unit)].isalpha():
             return len(unit) if s[: -len(unit)].replace(",", "").replace(".", "").isdigit() else 0
@@ -159,24 +174,25 @@ def _core(s: str) -> list[str]:
 
 
 def split_chunk(chunk: str) -> list[str]:
-    """The tokens of one whitespace-free chunk."""
+    """The tokens of one whitespace-free chunk: prefixes and suffixes peeled off its edges, then its core split.
+    Linear in the chunk's length (the edges are tracked as positions; tests/test_linear.py)."""
     if _PLAIN.fullmatch(chunk):
         return _plain(chunk)
     head: list[str] = []
     tail: list[str] = []
-    s = chunk
-    while s and s not in _WHOLE:
-        n = _prefix(s)
+    i, j = 0, len(chunk)
+    while i < j and (j - i > _WHOLE_LONGEST or chunk[i:j] not in _WHOLE):
+        n = _prefix(chunk, i, j)
         if n:
-            head.append(s[:n])
-            s = s[n:]
+            head.append(chunk[i : i + n])
+            i += n
             continue
-        m = _suffix(s)
+        m = _suffix(chunk, i, j)
         if not m:
             break
-        tail.append(s[-m:])
-        s = s[:-m]
-    return head + (_core(s) if s else []) + tail[::-1]
+        tail.append(chunk[j - m : j])
+        j -= m
+    return head + (_core(chunk[i:j]) if i < j else []) + tail[::-1]
 
 
 _CHUNKS: dict[str, tuple[str, ...]] = {}  # chunk -> its tokens: web text repeats "said." and "it's" a lot

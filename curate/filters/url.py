@@ -45,6 +45,21 @@ def host_of(url: str) -> str:
     return host.removeprefix("www.")
 
 
+def in_domains(host: str, domains: frozenset[str], longest: int) -> bool:
+    """Whether `host` or a parent domain of it (two labels at least: not the TLD alone) is in `domains`, whose
+    longest entry has `longest` characters. The parents are taken from the right, shortest first, and only while
+    they are no longer than that: joining every suffix of a host of k labels was quadratic in k."""
+    end = host.rfind(".")
+    while end >= 0:
+        dot = host.rfind(".", 0, end)
+        if len(host) - dot - 1 > longest:
+            return False
+        if host[dot + 1 :] in domains:
+            return True
+        end = dot
+    return False
+
+
 class Url(Filter):
     """Drops documents by their URL. Reasons, in order:
 
@@ -81,6 +96,7 @@ class Url(Filter):
         self.banned_subwords = _check_list(self, "banned_subwords", banned_subwords)
         self._no_url = 0
         self._lists: tuple[frozenset[str], ...] | None = None
+        self._longest = 0
 
     def setup(self) -> None:
         banned = self.banned_words
@@ -90,6 +106,7 @@ class Url(Filter):
         domains = frozenset(d.removeprefix("www.") for d in _load(self.blocked_domains))
         subwords = sorted({_URL_WORDS.sub("", w) for w in _load(self.banned_subwords)} - {""})
         self._lists = (domains, _load(self.blocked_urls), _load(banned), _load(self.soft_banned_words), subwords)
+        self._longest = max(map(len, domains), default=0)
 
     def reject_rule(self, doc: Document) -> str | None:
         if self._lists is None:
@@ -99,10 +116,8 @@ class Url(Filter):
             self._no_url += 1
             return None
         url = doc.url.strip().lower()
-        if domains:
-            parts = host_of(url).split(".")
-            if any(".".join(parts[i:]) in domains for i in range(len(parts) - 1)):
-                return "blocked_domain"
+        if domains and in_domains(host_of(url), domains, self._longest):
+            return "blocked_domain"
         if url in urls:
             return "blocked_url"
         words = set(_URL_WORDS.split(url))

@@ -128,8 +128,13 @@ def test_cli_prints_plan_and_rejects_bad_input(shared, tmp_path, capsys):
     with pytest.raises(UsageError, match=r"\['none'\] have no text"):
         _mix({"pt": (str(shared / PT), 0.5), "none": (str(empty), 0.5)}, tmp_path / "e", tokens=1000)
     assert not list((tmp_path / "e").glob("data/*.parquet"))
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="holds no earlier `curate mix` output"):
-        _mix({"pt": (str(shared / PT), 1.0)}, shared.parent / "data" / "text", tokens=1000)
+        _mix({"pt": (str(shared / PT), 1.0)}, foreign, tokens=1000)
+    with pytest.raises(UsageError, match=r"input .*bosque_docs.jsonl is inside --out"):  # --overwrite would delete it
+        _mix({"pt": (str(shared / PT), 1.0)}, shared / "text", tokens=1000, overwrite=True)
 
 
 @pytest.mark.parametrize(
@@ -167,7 +172,8 @@ def test_interrupted_mix_reruns_into_the_same_output(shared, tmp_path, monkeypat
     monkeypatch.setattr(mix_mod, "_write", killed)
     with pytest.raises(KeyboardInterrupt):
         _mix(src, out, tokens=20_000)
-    assert json.loads((out / "manifest.json").read_text()) == {"kind": "mix", "complete": False}
+    interim = json.loads((out / "manifest.json").read_text())
+    assert interim["kind"] == "mix" and interim["complete"] is False and interim["config"]["tokens"] == 20_000
     stale = out / "data" / "part-00099-000.parquet"
     stale.write_bytes(b"partial")
     (out / "data" / ".part-00000-000.parquet.tmp.123").write_bytes(b"partial")
@@ -290,3 +296,93 @@ def test_progress_shows_documents(shared, tmp_path, capsys):
     mix({"pt": (str(shared / PT), 1.0)}, 20_000, tmp_path / "m", chars_per_token=4.0, executor=LocalExecutor(1))
     err = capsys.readouterr().err
     assert "486 docs" in err and " 0 docs" not in err.split("mix: write")[-1]
+
+
+# ---------------------------------------------------------------------------------------------- issue 29
+
+
+def _files(out: Path) -> dict:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != "manifest.json" and p.name != ".peneira.lock"}
+
+
+def test_a_different_mix_into_a_mix_folder_is_refused_and_tokenize_never_resumes_over_it(shared, tmp_path, capsys):
+    """Case 29.4: `curate mix` over a different mix is refused with one line unless --overwrite; a tokenize of the
+    old mix then refuses to resume over the rewritten one (its shards would be kept under the new plan)."""
+    from curate.tokens.tokenize import train_tokenizer
+
+    mix_dir, tok, tokens = tmp_path / "mix", tmp_path / "tok.json", tmp_path / "tokens"
+
+    def mix_cli(weights, *more):
+        return cli(["mix", "--source", f"pt={shared / PT}:{weights[0]}", "--source", f"web={shared / WEB}:{weights[1]}",
+                    "--tokens", "200K", "--chars-per-token", "4", "--out", str(mix_dir), "--workers", "1",
+                    "--no-progress", *more])
+
+    def tokenize_cli(*more):
+        return cli(["tokenize", str(mix_dir), "--tokenizer", str(tok), "--out", str(tokens), "--val-fraction", "0",
+                    "--workers", "1", "--no-progress", *more])
+
+    assert mix_cli((0.9, 0.1)) == 0
+    first = _files(mix_dir)
+    assert mix_cli((0.9, 0.1)) == 0 and _files(mix_dir) == first  # the same mix again: the same bytes
+    train_tokenizer(mix_dir, 512, tok)
+    assert tokenize_cli() == 0
+    capsys.readouterr()
+    assert mix_cli((0.1, 0.9)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds another mix (--source was pt=" in err and "pass --overwrite" in err
+    assert _files(mix_dir) == first  # refused before anything was touched
+    assert mix_cli((0.1, 0.9), "--overwrite") == 0
+    capsys.readouterr()
+    assert tokenize_cli() == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "was tokenized from another version of" in err
+    assert tokenize_cli("--overwrite") == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith(("pt ", "web "))]
+    assert any(line.split()[1] == "10.00%" for line in lines if line.strip().startswith("pt"))  # the new plan
+
+
+def test_overwrite_checks_every_argument_and_input_before_deleting(shared, tmp_path, capsys):
+    out = tmp_path / "m"
+    base = ["mix", "--source", f"pt={shared / PT}:1", "--tokens", "20K", "--chars-per-token", "4", "--out", str(out),
+            "--workers", "1", "--no-progress", "--overwrite"]
+    assert cli(base) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (tmp_path / "junk.json").write_text("{}")
+    (out / "data" / "x.jsonl").write_text(json.dumps({"id": "a", "text": "mine"}) + "\n")
+    before[out / "data" / "x.jsonl"] = (out / "data" / "x.jsonl").read_bytes()
+    for args, says in (
+        (["--tokenizer", str(tmp_path / "junk.json")], "not a tokenizers JSON file"),
+        (["--source", f"web={tmp_path / 'missing'}:1"], "no such file or directory"),
+        (["--source", f"web={out / 'data' / 'x.jsonl'}:1"], "is inside --out"),
+    ):
+        capsys.readouterr()
+        assert cli([*base, *args]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    (out / "manifest.json").write_text('{"kind": "mi')
+    assert cli(base[:-1]) == 2
+    err = capsys.readouterr().err
+    assert f"{out / 'manifest.json'} cannot be read" in err and "pass --overwrite" in err
+
+
+def test_row_groups_are_cut_by_bytes(shared, tmp_path, monkeypatch):
+    """Case 29.2 for the mix: 150 KB documents make row groups of at most ROW_GROUP_BYTES (here 1 MiB), not 10,000
+    documents (1.5 GB), so whatever reads the mix can read every row group; a larger document is a group alone."""
+    import curate.tokens.mix as mix_mod
+
+    monkeypatch.setattr(mix_mod, "ROW_GROUP_BYTES", 1 << 20)
+    from curate.io.corpus import read_batches
+
+    text = "\n\n".join(t for b in read_batches(str(shared / WEB)) for t in b.texts)
+    docs = [{"id": f"d{i}", "text": text[i * 150_000 : (i + 1) * 150_000]} for i in range(16)]
+    docs.append({"id": "huge", "text": (text * 2)[:1_500_000]})
+    src = tmp_path / "big.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    m = _mix({"big": (str(src), 1.0)}, tmp_path / "m", tokens=2_000_000, max_epochs=2)
+    pf = pq.ParquetFile(tmp_path / "m" / m["outputs"][0])
+    sizes = [pf.metadata.row_group(g).column(1).total_uncompressed_size for g in range(pf.metadata.num_row_groups)]
+    rows = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
+    assert len(sizes) > 3 and sum(rows) == m["actual"]["big"]["docs"]
+    assert all(s <= (1 << 20) + 100_000 or r == 1 for s, r in zip(sizes, rows, strict=True)), (sizes, rows)

@@ -157,13 +157,13 @@ def test_cli_tokenizer_and_tokenize(shared, tmp_path, capsys):
 
 def test_a_failed_task_publishes_nothing_and_its_rerun_completes(built, shared, tmp_path, monkeypatch):
     """A file that breaks after its first batch leaves neither shard nor temp file behind; the rerun writes both."""
-    import curate.tokens.tokenize as tk
+    import curate.tokens.common as tk
     from curate.run.executors.base import TaskFailures
 
     _, tok_path, _ = built
     real = tk.read_batches
 
-    def breaks_midway(path, batch_size):
+    def breaks_midway(path, batch_size, source=None):
         yield next(real(path, batch_size=batch_size))
         raise OSError("connection reset")
 
@@ -286,3 +286,297 @@ def test_a_worker_does_not_grow_with_the_files_it_tokenizes(built, shared, tmp_p
     rss = json.loads(got.stdout)[2:]
     slope = np.polyfit(np.arange(len(rss)), rss, 1)[0]
     assert slope < 2.5, (slope, rss)
+
+
+# ---------------------------------------------------------------------------------------------- issue 29
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _manifest(path: Path) -> dict:
+    return json.loads((path / "manifest.json").read_text())
+
+
+def test_shards_carry_checksums_and_max_id_checked_at_open(built, tmp_path):
+    """Mechanism 5: each shard entry has its largest id and the xxh3-64 of both files; a byte changed in a `.bin`
+    (a hole of zeros, case 29.3, or an id past the vocabulary, case 29.13) is one line naming the file at open."""
+    import xxhash
+
+    from curate.io.token_format import TokenDataError as FormatError
+
+    _, _, out = built
+    m = _manifest(out)
+    for shard in m["splits"]["train"]["shards"] + m["splits"]["val"]["shards"]:
+        ids = np.fromfile(out / shard["file"], "<u2")
+        assert shard["max_id"] == int(ids.max()) < m["vocab_size"]
+        assert shard["xxh3_64"] == {"file": xxhash.xxh3_64_hexdigest((out / shard["file"]).read_bytes()),
+                                    "index": xxhash.xxh3_64_hexdigest((out / shard["index"]).read_bytes())}
+    TokenDataset(out, verify=True)
+
+    holed = _copy(out, tmp_path / "holed")
+    first = m["splits"]["train"]["shards"][0]
+    raw = bytearray((holed / first["file"]).read_bytes())
+    raw[100:200] = bytes(100)  # what a second writer's temporary file left in the published shard
+    (holed / first["file"]).write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match=rf"{first['file']}: checksum .* not the manifest's"):
+        TokenDataset(holed)
+    TokenDataset(holed, verify=False)  # the bytes are not read at open without `verify`
+
+    # an id past the vocabulary in a shard whose manifest agrees with its bytes: the largest id says so
+    bad = _copy(out, tmp_path / "bad")
+    ids = np.fromfile(bad / first["file"], "<u2")
+    ids[7] = m["vocab_size"] + 5
+    ids.tofile(bad / first["file"])
+    bm = _manifest(bad)
+    bm["splits"]["train"]["shards"][0]["xxh3_64"]["file"] = xxhash.xxh3_64_hexdigest(ids.tobytes())
+    (bad / "manifest.json").write_text(json.dumps(bm))
+    with pytest.raises(FormatError, match=rf"{first['file']}: holds token id {m['vocab_size'] + 5}, outside"):
+        TokenDataset(bad)
+    # not verified at open: the batch that reads it says so, naming the shard, before the model sees it
+    from train.data import Loader
+
+    ds = TokenDataset(bad, verify=False)
+    loader = Loader(ds, seq_len=64, batch_size=ds.num_tokens // 65)  # one batch covers every window
+    with pytest.raises(FormatError, match=rf"bad/{first['file']} \(a window from token \d+\): token id "
+                                          rf"{m['vocab_size'] + 5} is outside the vocabulary"):
+        loader.next_batch()
+    bm["splits"]["train"]["shards"][0]["max_id"] = m["vocab_size"]  # a manifest that says so itself
+    (bad / "manifest.json").write_text(json.dumps(bm))
+    with pytest.raises(FormatError, match=r"shards\[0\]\.max_id .* not an id below the vocabulary"):
+        TokenDataset(bad, verify=False)
+
+
+def test_a_bad_index_and_a_damaged_manifest_are_one_line_naming_the_file(built, tmp_path, capsys):
+    """Case 29.13: a source code past the shard's sources, a manifest cut short, a missing key: `TokenDataError`
+    naming the file (and the key), never an IndexError, JSONDecodeError or KeyError."""
+    _, _, out = built
+    m = _manifest(out)
+    first = m["splits"]["train"]["shards"][0]
+
+    codes = _copy(out, tmp_path / "codes")
+    raw = bytearray((codes / first["index"]).read_bytes())
+    raw[-2:] = (len(first["sources"]) + 3).to_bytes(2, "little")  # the last document's source code
+    (codes / first["index"]).write_bytes(bytes(raw))
+    with pytest.raises(TokenDataError, match=rf"{first['index']}: document {first['docs'] - 1} has source code "
+                                             rf"{len(first['sources']) + 3}, but the shard lists"):
+        TokenDataset(codes, verify=False)
+
+    cut = _copy(out, tmp_path / "cut")
+    text = (cut / "manifest.json").read_text()
+    (cut / "manifest.json").write_text(text[: len(text) // 2])
+    with pytest.raises(TokenDataError, match=r"cut/manifest.json: not valid JSON .*cut short; re-run `curate tokenize`"):
+        TokenDataset(cut)
+
+    for name, edit, says in (
+        ("nokey", lambda d: d.pop("vocab_size"), "vocab_size is missing"),
+        ("noshardkey", lambda d: d["splits"]["train"]["shards"][1].pop("docs"), r"splits.train.shards\[1\].docs is missing"),
+        ("badtype", lambda d: d["splits"]["val"].update(shards="x"), "splits.val.shards is a str"),
+    ):
+        broken = _copy(out, tmp_path / name)
+        d = _manifest(broken)
+        edit(d)
+        (broken / "manifest.json").write_text(json.dumps(d))
+        with pytest.raises(TokenDataError, match=rf"{name}/manifest.json: {says}"):
+            TokenDataset(broken, "train" if name != "badtype" else "val")
+
+    # manifests written before issue 29 (no checksums, no largest id) load as before, with one warning
+    old = _copy(out, tmp_path / "old")
+    d = _manifest(old)
+    for split in d["splits"].values():
+        for s in split["shards"]:
+            del s["xxh3_64"], s["max_id"]
+    (old / "manifest.json").write_text(json.dumps(d))
+    capsys.readouterr()
+    assert TokenDataset(old).num_tokens == TokenDataset(out).num_tokens
+    TokenDataset(old)
+    err = capsys.readouterr().err
+    assert err.count("written before they carried checksums") == 1 and "re-run `curate tokenize`" in err
+
+
+def test_the_trainer_says_a_damaged_manifest_in_one_line(built, tmp_path):
+    import subprocess
+    import sys
+
+    _, _, out = built
+    cut = _copy(out, tmp_path / "cut")
+    (cut / "manifest.json").write_text((cut / "manifest.json").read_text()[:100])
+    done = subprocess.run([sys.executable, "-m", "train", "--data", str(cut), "--config", "train/configs/tiny.toml",
+                           "--steps", "100", "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cut/manifest.json: not valid JSON" in lines[0], done.stderr
+
+
+def test_tokenize_refuses_to_resume_over_rewritten_inputs_or_an_older_folder(built, shared, tmp_path):
+    """Case 29.4: the inputs are fingerprinted (size, mtime, ETag) when the folder is begun and compared on every
+    resume; a rewritten input is refused with one line, --overwrite tokenizes again."""
+    _, tok_path, _ = built
+    src = tmp_path / "pt.jsonl"
+    src.write_bytes((shared / PT).read_bytes())
+    out = tmp_path / "k"
+    ex = LocalExecutor(1, progress=False)
+    first = tokenize(str(src), tok_path, out, val_fraction=0.05, executor=ex)
+    assert tokenize(str(src), tok_path, out, val_fraction=0.05, executor=ex)["splits"] == first["splits"]  # resumes
+    os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 10**9))  # rewritten (the same bytes, even)
+    with pytest.raises(UsageError, match=rf"was tokenized from another version of {src} .*pass --overwrite"):
+        tokenize(str(src), tok_path, out, val_fraction=0.05, executor=ex)
+    with pytest.raises(UsageError, match=r"other settings \(val_fraction\)"):
+        tokenize(str(src), tok_path, out, val_fraction=0.1, executor=ex, overwrite=False)
+    assert tokenize(str(src), tok_path, out, val_fraction=0.05, executor=ex, overwrite=True)["splits"] == first["splits"]
+    config = json.loads((out / "_done" / "config.json").read_text())
+    del config["state"]  # a folder begun by curate before issue 29
+    config["inputs"] = [r[0] for r in config["inputs"]]
+    (out / "_done" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(UsageError, match="earlier version of curate, which did not record its inputs' versions"):
+        tokenize(str(src), tok_path, out, val_fraction=0.05, executor=ex)
+    (out / "_done" / "config.json").write_text("{trunc")
+    with pytest.raises(UsageError, match=r"_done/config.json cannot be read .*pass --overwrite"):
+        tokenize(str(src), tok_path, out, val_fraction=0.05, executor=ex)
+
+
+def test_overwrite_checks_everything_before_it_deletes_anything(built, shared, tmp_path, capsys):
+    """Mechanism 3: with --overwrite, a bad tokenizer, a missing input, an input inside --out are refused with the
+    old folder untouched; the tokenizer may be the folder's own copy (read before the folder is cleared)."""
+    _, tok_path, _ = built
+    out = tmp_path / "k"
+
+    def cmd(inputs=str(shared / PT), tokenizer=str(tok_path), *more):
+        return ["tokenize", inputs, "--tokenizer", tokenizer, "--out", str(out), "--val-fraction", "0.05",
+                "--workers", "1", "--no-progress", *more]
+
+    assert cli(cmd()) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (tmp_path / "junk.json").write_text("{}")
+    for args, says in (
+        ((str(shared / PT), str(tmp_path / "junk.json")), "not a tokenizers JSON file"),
+        ((str(shared / PT), str(tmp_path / "missing.json")), "no such tokenizer file"),
+        ((str(tmp_path / "missing.jsonl"), str(tok_path)), "no such file or directory"),
+        ((str(out / "train"), str(tok_path)), "no text shards"),
+    ):
+        capsys.readouterr()
+        assert cli(cmd(*args, "--overwrite")) == 2
+        assert says in capsys.readouterr().err
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    (out / "notes.jsonl").write_text(json.dumps({"id": "x", "text": "mine"}) + "\n")
+    assert cli(cmd(str(out / "notes.jsonl"), str(tok_path), "--overwrite")) == 2
+    assert "is inside --out" in capsys.readouterr().err and (out / "notes.jsonl").exists()
+    (out / "notes.jsonl").unlink()
+    assert cli(cmd(str(shared / PT), str(out / "tokenizer.json"), "--overwrite")) == 0  # its own copy
+    assert (out / "tokenizer.json").read_bytes() == tok_path.read_bytes()
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"} == \
+        {p: b for p, b in before.items() if p.name != "manifest.json"}
+
+
+def test_batches_are_cut_by_characters(tmp_path):
+    """Case 29.9: `text_batches` gives `read_batches`'s documents in the same order, in batches of at most
+    `batch_chars` characters (a larger document alone) and `max_docs` documents."""
+    import pyarrow as pa
+
+    from curate.tokens.common import text_batches
+
+    rng = np.random.default_rng(0)
+    sizes = rng.choice([10, 1_000, 50_000, 400_000], size=300, p=[0.5, 0.3, 0.15, 0.05])
+    rows = [{"id": f"d{i}", "text": "x" * int(n)} for i, n in enumerate(sizes)]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "a.parquet", row_group_size=100)
+    for name in ("a.jsonl", "a.parquet"):
+        got = list(text_batches(str(tmp_path / name), batch_chars=200_000, max_docs=50))
+        assert [i for b in got for i in b.ids] == [r["id"] for r in rows]
+        for b in got:
+            assert len(b.ids) <= 50 and (sum(map(len, b.texts)) <= 200_000 or len(b.ids) == 1)
+
+
+_RSS_BIG_DOCS = """
+import json, sys
+from curate.tokens.tokenize import _Task, _tokenize_file, task_tokenizer
+path, out, tok = sys.argv[1:]
+task_tokenizer(tok)
+def status(key):  # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forked parent (pytest)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key + ":")) / 1024
+before = status("VmRSS")
+_tokenize_file(_Task(0, path, out, tok, "uint16", 0.0, 1000, 1))
+print(json.dumps({"before": before, "peak": status("VmHWM")}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmRSS from /proc")
+def test_large_documents_are_tokenized_in_bounded_memory(built, shared, tmp_path):
+    """Case 29.9: 16 documents of 150 KB and 2 of 2 MB (6.4 MB of real text) in one task. By count (1,000 documents
+    a batch) the task encoded all of it at once, and the encoder holds ~150-300 bytes a token: ~1 GB. By
+    characters, and long documents in exact pieces, it holds `BATCH_CHARS` of text at a time (measured here:
+    ~540 MiB when only the batches were cut, a 2 MB document being encoded whole); the shards equal a
+    document-at-a-time encoding."""
+    import subprocess
+    import sys
+
+    _, tok_path, _ = built
+    text = "\n\n".join(t for b in read_batches(str(shared / WEB)) for t in b.texts)
+    docs = [text[i * 150_000 : (i + 1) * 150_000] for i in range(16)]
+    docs += [(text * 2)[j * 300_000 : j * 300_000 + 2_000_000] for j in range(2)]
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps({"id": f"b{i}", "text": d}) + "\n" for i, d in enumerate(docs)))
+    out = tmp_path / "out"
+    (out / "_done").mkdir(parents=True)
+    got = subprocess.run([sys.executable, "-c", _RSS_BIG_DOCS, str(path), str(out), str(tok_path)], check=True,
+                         capture_output=True, text=True, env={**os.environ, "RAYON_NUM_THREADS": "1"})
+    rss = json.loads(got.stdout)
+    assert rss["peak"] - rss["before"] < 150, rss
+    tok = Tokenizer.from_file(str(tok_path))
+    ids = [x for d in docs for x in [*tok.encode(d, add_special_tokens=False).ids, 0]]
+    assert (out / "train" / "part-00000.bin").read_bytes() == np.array(ids, "<u2").tobytes()
+
+
+def test_tokenizer_train_checks_its_output_before_training(shared, tmp_path, capsys):
+    """`curate tokenizer train`: a folder, an input or a file that is not a tokenizer is never replaced (one line,
+    before any training); an older tokenizer is replaced whole, under a temporary name of its own."""
+    pt = str(shared / PT)
+    train = ["tokenizer", "train", pt, "--vocab-size", "300", "--sample-chars", "2e5"]
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "data.jsonl").write_text('{"id": "1", "text": "precious"}\n')
+    for out, says in ((tmp_path / "folder", "is a folder"), (tmp_path / "data.jsonl", "not a tokenizer JSON"),
+                      (shared / PT, "is one of the inputs")):
+        capsys.readouterr()
+        assert cli([*train, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "data.jsonl").read_text() == '{"id": "1", "text": "precious"}\n'
+    assert cli([*train, "--out", str(tmp_path / "tok.json")]) == 0
+    assert cli([*train[:3], "--vocab-size", "400", "--sample-chars", "2e5", "--out", str(tmp_path / "tok.json")]) == 0  # a tokenizer: replaced
+    assert load_tokenizer(tmp_path / "tok.json").get_vocab_size() == 400
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.jsonl", "folder", "tok.json"]  # no temporary left
+    assert cli([*train, "--min-frequency", "0", "--out", str(tmp_path / "t2.json")]) == 2
+
+
+def test_long_documents_are_encoded_in_pieces_with_the_same_ids(built):
+    """The cut `encode_ids` makes in a long document (after a non-space, before a space or newline) is one the
+    byte-level pre-tokenizer always makes: pieces give the document's ids, on texts built from the characters that
+    could break it (Unicode spaces Python and the regex disagree on, runs of spaces, contractions, the EOS string)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from curate.tokens.common import encode_ids, pieces, splits_exactly
+
+    tok = load_tokenizer(built[1])
+    assert splits_exactly(tok)
+    chars = st.sampled_from([*"ab cd\n\t  \r'sl9.,=-", "\u00a0", "\u3000", "\x1c", "\x85", "é", "東", "🚀",
+                             "\u200b", "'s", "'ll", EOS, "\u2028", "\v", "\f"])
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(st.lists(chars, max_size=300).map("".join), st.integers(4, 60))
+    def same_ids(text, size):
+        cut = pieces(text, size)
+        assert "".join(cut) == text
+        whole = tok.encode(text, add_special_tokens=False).ids
+        assert [i for p in cut for i in tok.encode(p, add_special_tokens=False).ids] == whole
+        assert encode_ids(tok, [text, text], np.uint32, batch_chars=size, exact_pieces=True)[1].tolist() == whole
+
+    same_ids()
+    no_regex = Tokenizer.from_str(tok.to_str().replace('"use_regex":true', '"use_regex":false'))
+    assert not splits_exactly(no_regex)  # another pre-tokenizer: documents are encoded whole

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import mmap
 import os
 import shutil
@@ -43,9 +42,14 @@ from curate.io.token_format import (
     LEGACY_FORMAT,
     MANIFEST,
     TokenDataError,
+    check_contents,
+    check_ids,
+    check_index,
+    check_manifest,
     decode_index,
     index_size,
     member,
+    parse_manifest,
     token_dtype,
 )
 
@@ -184,15 +188,21 @@ class TokenDataset:
     `expect_tokenizer_hash` guards against training on shards from another tokenizer: the model's
     embedding table means nothing for ids from a different vocabulary, and nothing else would notice.
     `path` is the local directory (the node cache for a URL); `location` is what was given.
+
+    Validated at open (`curate.io.token_format`, docs/tokens.md "Validation"): the manifest's keys, each shard's
+    sizes and index, and, with `verify` (default: on, unless PENEIRA_VERIFY_TOKENS=0), the checksums and largest
+    id of every shard of the split, read once. Every batch's ids are checked against the vocabulary.
     """
 
-    def __init__(self, path: str | os.PathLike, split: str = "train", expect_tokenizer_hash: str | None = None):
+    def __init__(self, path: str | os.PathLike, split: str = "train", expect_tokenizer_hash: str | None = None,
+                 verify: bool | None = None):
         self.location = os.fspath(path)
         local = _fs().local_path(self.location) if "://" in self.location else self.location
         self.remote = local is None
         self.manifest, self.path = self._open_manifest(local)
         if self.manifest.get("format") not in (FORMAT, LEGACY_FORMAT):
             raise TokenDataError(_not_tokens(self.location, self.manifest))
+        check_manifest(self.manifest, f"{self.location}/{MANIFEST}")
         tok = self.manifest["tokenizer"]
         if expect_tokenizer_hash is not None and tok["sha256"] != expect_tokenizer_hash:
             raise TokenDataError(
@@ -210,6 +220,8 @@ class TokenDataset:
         info = self.manifest["splits"][split]
         self.sources: list[str] = sorted(info["tokens_per_source"])
         self.shards: list[_Shard] = []
+        self.shard_files: list[str] = []  # the file of each of `shards`, for messages
+        self._verify: list[tuple[Path, Path, dict]] = []
         if self.remote and tok.get("file"):
             name = member(tok["file"], f"{self.location}/{MANIFEST}")
             fetch_once(f"{self.location.rstrip('/')}/{name}", self.path / name)
@@ -220,6 +232,8 @@ class TokenDataset:
                 self.shards += _legacy_shards(file, shard, self.dtype, self.sources)
             else:
                 self.shards.append(self._open_shard(shard))
+            self.shard_files += [shard["file"]] * (len(self.shards) - len(self.shard_files))
+        check_contents(self.manifest, self.location, self._verify, verify)
         self.chunks: list[np.ndarray] = [s.tokens for s in self.shards]  # flat token arrays, in stream order
         self.chunk_starts = np.cumsum([0] + [len(c) for c in self.chunks], dtype=np.int64)
         self.num_tokens: int = int(self.chunk_starts[-1])
@@ -235,7 +249,7 @@ class TokenDataset:
             mpath = Path(local) / MANIFEST
             if not mpath.is_file():
                 raise FileNotFoundError(f"{self.location} has no {MANIFEST} (not a `curate tokenize` output?)")
-            return json.loads(mpath.read_bytes()), Path(local)
+            return parse_manifest(mpath.read_bytes(), str(mpath)), Path(local)
         fs = _fs()
         mpath = fs.join(self.location, MANIFEST)
         if not fs.isfile(mpath):
@@ -251,7 +265,7 @@ class TokenDataset:
             tmp = cache / f".{MANIFEST}.{os.getpid()}.{threading.get_ident()}.tmp"
             tmp.write_bytes(raw)
             os.replace(tmp, cache / MANIFEST)
-        return json.loads(raw), cache
+        return parse_manifest(raw, mpath), cache
 
     def _local_file(self, name: str, size: int) -> Path:
         name = member(name, f"{self.location}/{MANIFEST}")
@@ -273,6 +287,8 @@ class TokenDataset:
         if len(ends) != n_doc or (n_doc and int(ends[-1]) != n_tok):
             raise TokenDataError(f"{idx_path}: {len(ends)} documents ending at token "
                                  f"{int(ends[-1]) if n_doc else 0}, manifest says {n_doc} and {n_tok}")
+        check_index(ends, codes, len(shard["sources"]), str(idx_path))
+        self._verify.append((bin_path, idx_path, shard))
         lut = np.array([self.sources.index(s) if s in self.sources else -1 for s in shard["sources"]] or [-1], np.int32)
         return _Shard(tokens_map.array(self.dtype, 0, n_tok), ends, codes, lut, tokens_map)
 
@@ -323,7 +339,13 @@ class TokenDataset:
                 else:
                     raw[i, done : done + n] = shard.tokens[off : off + n]
                 done, c, off = done + n, c + 1, 0
+        check_ids(raw, self.vocab_size, lambda row: self._where(int(starts[row])))
         return raw.astype(np.int64)
+
+    def _where(self, start: int) -> str:
+        """The shard file holding stream position `start` and the position within it, for messages."""
+        c = int(np.searchsorted(self.chunk_starts, start, side="right")) - 1
+        return f"{self.location}/{self.shard_files[c]} (a window from token {start - int(self.chunk_starts[c])})"
 
     def source_at(self, positions: np.ndarray) -> np.ndarray:
         """Source index (into `sources`) of the document holding each stream position."""

@@ -7,16 +7,30 @@ A token directory holds `manifest.json` and, per split, shards of two files (lay
 * `SPLIT/part-NNNNN.idx`: `INDEX_MAGIC`, the document count (uint64), then per document its end offset in tokens
   (int64, cumulative within the shard) and its source (uint16, an index into the shard entry's `sources`).
 
-The manifest's shard entry `{file, index, docs, tokens, sources, tokens_per_source}` fixes both sizes. Its file
-names are relative to the token directory and must stay inside it: a manifest naming `../x.bin` or `/etc/x` is
-refused (`member`), so a downloaded token directory cannot make the trainer read (or fetch over) other files.
+The manifest's shard entry `{file, index, docs, tokens, sources, tokens_per_source, max_id, xxh3_64}` fixes both
+sizes, the largest token id and a checksum of each file. Its file names are relative to the token directory and
+must stay inside it: a manifest naming `../x.bin` or `/etc/x` is refused (`member`), so a downloaded token directory
+cannot make the trainer read (or fetch over) other files.
 
-Imports only numpy: `train/data.py` loads it in every rank, where the rest of `curate` is not wanted.
+Validation (issue 29, mechanism 5), all of it raising `TokenDataError` with one line that names the file and says
+what to do:
+
+* `parse_manifest` / `check_manifest`: a manifest that is not JSON (cut short, damaged) or lacks a key the loader
+  needs, instead of a bare `JSONDecodeError` or `KeyError`;
+* `check_index`: a shard's source codes point into its `sources`, its document ends never go back;
+* `ShardDigest` (written by `curate tokenize`) / `verify_shard` (at open): the xxh3-64 of the `.bin` and the
+  `.idx` and the `.bin`'s largest id, which must be below the vocabulary;
+* `check_ids`: the ids of a batch are below the vocabulary (every batch: a cheap max over ids already in memory).
+
+Imports only numpy (and xxhash, a C extension, when checksums are verified): `train/data.py` loads it in every rank,
+where the rest of `curate` is not wanted.
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +44,8 @@ INDEX_HEADER = 16  # magic + uint64 document count
 INDEX_BYTES_PER_DOC = 10  # int64 end + uint16 source
 DTYPES = {"uint16": np.uint16, "uint32": np.uint32}
 MAX_SOURCES = np.iinfo(np.uint16).max + 1  # a shard's source codes are uint16
+CHECKSUM = "xxh3_64"  # the shard entry's key for {"file": hex digest of the .bin, "index": hex digest of the .idx}
+VERIFY_BLOCK = 1 << 24  # bytes read at a time when a shard is verified
 
 
 class TokenDataError(ValueError):
@@ -76,10 +92,192 @@ def decode_index(buf: Any, size: int, name: str) -> tuple[np.ndarray, np.ndarray
 
 
 def shard_entry(split: str, name: str, docs: int, tokens: int, sources: list[str],
-                tokens_per_source: dict[str, int]) -> dict[str, Any]:
-    """The manifest's entry for shard `name` of `split`."""
+                tokens_per_source: dict[str, int], max_id: int, checksums: dict[str, str]) -> dict[str, Any]:
+    """The manifest's entry for shard `name` of `split`; `checksums` {"file": …, "index": …} (`ShardDigest`)."""
     return {"file": f"{split}/{name}.bin", "index": f"{split}/{name}.idx", "docs": docs, "tokens": tokens,
-            "sources": sources, "tokens_per_source": tokens_per_source}
+            "sources": sources, "tokens_per_source": tokens_per_source, "max_id": max_id, CHECKSUM: checksums}
+
+
+class ShardDigest:
+    """The checksum and largest id of a `.bin` as it is written, block by block (`update`), so that the writer
+    never reads its shard back."""
+
+    def __init__(self):
+        import xxhash
+
+        self.hash = xxhash.xxh3_64()
+        self.max_id = -1
+
+    def update(self, ids: np.ndarray) -> None:
+        """Ids about to be appended to the `.bin`, in the file's dtype and byte order."""
+        if len(ids):
+            self.hash.update(memoryview(np.ascontiguousarray(ids)).cast("B"))
+            self.max_id = max(self.max_id, int(ids.max()))
+
+    def hexdigest(self) -> str:
+        return self.hash.hexdigest()
+
+
+def digest_bytes(data: bytes) -> str:
+    """The checksum of a small file held in memory (an `.idx`)."""
+    import xxhash
+
+    return xxhash.xxh3_64_hexdigest(data)
+
+
+# ---------------------------------------------------------------------------------------------- validation
+
+RETOKENIZE = "re-run `curate tokenize` (with --overwrite, or into a new --out) to write it again"
+
+
+def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
+    """A manifest's JSON, or one line naming the file when it is not JSON (cut short, damaged)."""
+    try:
+        m = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise TokenDataError(f"{where}: not valid JSON ({e}): the file is damaged or was cut short; "
+                             f"{RETOKENIZE}") from None
+    if not isinstance(m, dict):
+        raise TokenDataError(f"{where}: a JSON {type(m).__name__}, not a manifest object; {RETOKENIZE}")
+    return m
+
+
+def _need(obj: Any, key: str, kind: type, where: str, path: str) -> Any:
+    """`obj[key]`, which must be a `kind` (a bool is no int here); else one line naming the key and the file."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        got = "missing" if not isinstance(obj, dict) or key not in obj else f"a {type(value).__name__}, {value!r:.40}"
+        raise TokenDataError(f"{where}: {path}{key} is {got}; the manifest is incomplete or was not written by "
+                             f"`curate tokenize`: {RETOKENIZE}")
+    return value
+
+
+def check_manifest(m: dict[str, Any], where: str) -> None:
+    """Every key the loader reads, with its type, present in a token manifest (`format` already checked): one line
+    naming the first that is not, never a `KeyError` mid-way."""
+    _need(m, "tokenizer", dict, where, "")
+    _need(m["tokenizer"], "sha256", str, where, "tokenizer.")
+    for key in ("vocab_size", "eos_id"):
+        _need(m, key, int, where, "")
+    _need(m, "dtype", str, where, "")
+    token_dtype(m["dtype"])
+    if not 0 <= m["eos_id"] < m["vocab_size"]:
+        raise TokenDataError(f"{where}: eos_id {m['eos_id']} is outside the vocabulary of {m['vocab_size']}; "
+                             f"{RETOKENIZE}")
+    splits = _need(m, "splits", dict, where, "")
+    legacy = m.get("format") == LEGACY_FORMAT
+    for name, split in splits.items():
+        at = f"splits.{name}."
+        _need(split, "tokens", int, where, at)
+        _need(split, "tokens_per_source", dict, where, at)
+        for i, shard in enumerate(_need(split, "shards", list, where, at)):
+            sat = f"{at}shards[{i}]."
+            _need(shard, "file", str, where, sat)
+            _need(shard, "tokens", int, where, sat)
+            if legacy:
+                continue
+            _need(shard, "index", str, where, sat)
+            _need(shard, "docs", int, where, sat)
+            sources = _need(shard, "sources", list, where, sat)
+            if not all(isinstance(s, str) for s in sources):
+                raise TokenDataError(f"{where}: {sat}sources holds a non-string; {RETOKENIZE}")
+            if "max_id" in shard and (not isinstance(shard["max_id"], int) or shard["max_id"] >= m["vocab_size"]):
+                raise TokenDataError(f"{where}: {sat}max_id {shard['max_id']!r} is not an id below the vocabulary "
+                                     f"of {m['vocab_size']}: the shard {shard['file']} holds ids the model has no "
+                                     f"embedding for; {RETOKENIZE}")
+
+
+def has_checksums(m: dict[str, Any]) -> bool:
+    """Whether every shard of a `peneira.tokens/2` manifest carries its checksums and largest id (written since
+    issue 29); older manifests load without them (see `train.data.TokenDataset`)."""
+    return all(CHECKSUM in s and "max_id" in s for split in m["splits"].values() for s in split["shards"])
+
+
+def check_index(ends: np.ndarray, codes: np.ndarray, n_sources: int, where: str) -> None:
+    """A shard's index read from disk: its source codes point into the shard's `sources` and its document ends
+    never go back (each document is a non-negative number of tokens). O(documents): the index is 10 bytes a
+    document against thousands of bytes of tokens."""
+    if len(codes) and int(codes.max()) >= n_sources:
+        i = int(np.argmax(codes >= n_sources))
+        raise TokenDataError(f"{where}: document {i} has source code {int(codes[i])}, but the shard lists "
+                             f"{n_sources} source(s): the index is damaged; {RETOKENIZE}")
+    if len(ends) and (int(ends[0]) < 0 or (len(ends) > 1 and bool((np.diff(ends) < 0).any()))):
+        raise TokenDataError(f"{where}: document ends go backwards: the index is damaged; {RETOKENIZE}")
+
+
+def verify_shard(bin_path: str | Path, idx_path: str | Path, entry: dict[str, Any], vocab_size: int,
+                 dtype: np.dtype) -> None:
+    """Read a shard's two files once: their xxh3-64 must equal the manifest's and the `.bin`'s largest id must be
+    below the vocabulary. I/O bound (xxh3 and max run at ~20 GB/s a core; benchmarks in docs/tokens.md)."""
+    import xxhash
+
+    sums = entry[CHECKSUM]
+    for key, path in (("file", bin_path), ("index", idx_path)):
+        h = xxhash.xxh3_64()
+        top = -1
+        buf = np.empty(VERIFY_BLOCK, np.uint8)
+        with open(path, "rb", buffering=0) as f:
+            while n := f.readinto(buf):
+                block = buf[:n]
+                h.update(block)
+                if key == "file" and n >= dtype.itemsize:
+                    top = max(top, int(block[: n - n % dtype.itemsize].view(dtype).max()))
+        if h.hexdigest() != sums.get(key):
+            raise TokenDataError(f"{path}: checksum {h.hexdigest()} is not the manifest's {sums.get(key)}: the file "
+                                 f"was changed or damaged after `curate tokenize` wrote it; {RETOKENIZE}")
+        if key == "file" and top >= vocab_size:
+            raise TokenDataError(f"{path}: holds token id {top}, outside the vocabulary of {vocab_size}; {RETOKENIZE}")
+
+
+def verify_shards(files: list[tuple[Any, Any, dict[str, Any]]], vocab_size: int, dtype: np.dtype,
+                  threads: int = 4) -> None:
+    """`verify_shard` for every (bin path, idx path, manifest entry), a few at a time (the reads overlap; the
+    first failure is raised)."""
+    if len(files) <= 1 or threads <= 1:
+        for b, i, e in files:
+            verify_shard(b, i, e, vocab_size, dtype)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(files))) as pool:
+        for f in [pool.submit(verify_shard, b, i, e, vocab_size, dtype) for b, i, e in files]:
+            f.result()
+
+
+_WARNED: set[str] = set()
+
+
+def check_contents(m: dict[str, Any], location: str, files: list[tuple[Any, Any, dict[str, Any]]],
+                   verify: bool | None = None) -> None:
+    """At open: the (bin, idx, entry) `files` of a split read once against the manifest's checksums and largest ids
+    (`verify`; default: on unless the environment says PENEIRA_VERIFY_TOKENS=0). A `peneira.tokens/2` manifest
+    written before shards carried them is loaded as before, with one warning on stderr."""
+    import os
+    import sys
+
+    if m.get("format") != FORMAT:
+        return
+    if not has_checksums(m):
+        message = (f"{location}: token shards written before they carried checksums (issue 29): loaded without "
+                   "verifying them; re-run `curate tokenize` to add them")
+        if message not in _WARNED:
+            _WARNED.add(message)
+            print(f"warning: {message}", file=sys.stderr)
+        return
+    if verify is None:
+        verify = os.environ.get("PENEIRA_VERIFY_TOKENS", "1") != "0"
+    if verify:
+        verify_shards(files, m["vocab_size"], token_dtype(m["dtype"]))
+
+
+def check_ids(raw: np.ndarray, vocab_size: int, where: Callable[[int], str]) -> None:
+    """The ids of a batch (rows of windows) are below the vocabulary; else one line naming where the first bad id
+    lies (`where(row)`), before it reaches an embedding (an `IndexError`, or a device-side assert on CUDA)."""
+    if raw.size and int(raw.max()) >= vocab_size:
+        row = int(np.argmax((raw >= vocab_size).any(axis=-1))) if raw.ndim > 1 else 0
+        bad = int(raw.reshape(raw.shape[0], -1)[row].max()) if raw.ndim > 1 else int(raw.max())
+        raise TokenDataError(f"{where(row)}: token id {bad} is outside the vocabulary of {vocab_size}: the shard is "
+                             f"damaged; {RETOKENIZE}")
 
 
 def member(name: str, where: str = "manifest") -> str:

@@ -34,15 +34,28 @@ import pyarrow.parquet as pq
 from curate.core.document import CORE_COLUMNS, TEXT_SCHEMA
 from curate.core.errors import UsageError
 from curate.io import fs
-from curate.io.corpus import estimated_chars, read_batches, resolve_inputs, sha256_file
-from curate.io.outputs import claim
+from curate.io.batching import ROW_GROUP_BYTES, RowGroups, iter_batches
+from curate.io.corpus import estimated_chars, resolve_inputs, sha256_file
+from curate.io.outputs import claim, locked
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
+from curate.tokens.common import (
+    BATCH_CHARS,
+    check_outside,
+    encode_ids,
+    naming,
+    splits_exactly,
+    text_batches,
+    unique_tmp,
+)
 
 MIX_SCHEMA = TEXT_SCHEMA.append(pa.field("mix_epoch", pa.int16(), nullable=False))
 _SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
-ROW_GROUP = 10_000  # rows per written row group, and the span of the within-shard shuffle
+ROW_GROUP = 10_000  # most rows per written row group (and ROW_GROUP_BYTES), the span of the within-shard shuffle:
+# 10,000 documents of 150 KB made 1.5 GB row groups, which a pipeline reading the mix skipped whole (issue 29.2)
+READ_ROWS = 2048  # most rows read at a time (fewer when the text is large: `curate.io.batching.iter_batches`)
+CONFIG_FORMAT = "peneira.mix-config/1"
 WORK = "_work"  # per-file document counts between the two phases; removed when the mix completes
 
 
@@ -84,22 +97,38 @@ def parse_count(text: str) -> int:
 # ---------------------------------------------------------------------------------------------- tasks
 
 
-def _tables(path: str, source: str, batch_size: int = 2048) -> Iterator[pa.Table]:
-    """One input file as tables in the text contract, a batch at a time (extension columns dropped: sources
-    differ in them; `source` set to the mix's source name)."""
+def _tables(path: str, source: str, batch_chars: int = BATCH_CHARS) -> Iterator[pa.Table]:
+    """One input file as tables in the text contract, each of about `batch_chars` characters of text at most (or one
+    larger document), and at most `READ_ROWS` rows (extension columns dropped: sources differ in them; `source` set
+    to the mix's source name)."""
     if path.endswith(".parquet"):
         with fs.parquet_file(path) as pf:
             if all(c in pf.schema_arrow.names for c in CORE_COLUMNS):
-                for rb in pf.iter_batches(batch_size=batch_size, columns=list(CORE_COLUMNS)):
+                for rb in iter_batches(pf, columns=list(CORE_COLUMNS), budget=batch_chars, max_rows=READ_ROWS):
                     t = pa.Table.from_batches([rb]).filter(pc.is_valid(rb.column("text")))
                     t = t.set_column(t.schema.get_field_index("source"), "source", pa.array([source] * t.num_rows))
-                    yield t.cast(TEXT_SCHEMA)
+                    yield from _cut(t.cast(TEXT_SCHEMA), batch_chars)
                 return
-    for b in read_batches(path, batch_size=batch_size, source=source):
+    for b in text_batches(path, batch_chars, READ_ROWS, source=source):
         n = len(b.ids)
         cols = {"id": pa.array(b.ids, pa.string()), "text": pa.array(b.texts, pa.string()),
                 "source": pa.array([source] * n, pa.string())}
         yield pa.table({f.name: cols.get(f.name, pa.nulls(n, f.type)) for f in TEXT_SCHEMA}, schema=TEXT_SCHEMA)
+
+
+def _cut(t: pa.Table, batch_chars: int) -> Iterator[pa.Table]:
+    """`t` in consecutive slices of at most `batch_chars` bytes of text (a larger row alone), zero-copy."""
+    sizes = pc.binary_length(t["text"]).to_numpy(zero_copy_only=False).astype(np.int64)
+    if t.num_rows <= 1 or sizes.sum() <= batch_chars:
+        yield t
+        return
+    start, size = 0, 0
+    for i, n in enumerate(sizes.tolist()):
+        if i > start and size + n > batch_chars:
+            yield t.slice(start, i - start)
+            start, size = i, 0
+        size += n
+    yield t.slice(start)
 
 
 @dataclass(frozen=True)
@@ -118,13 +147,14 @@ def _measure(item: _Measure, progress=None) -> dict[str, Any]:
     from curate.tokens.tokenize import _unit, release_task_memory, task_tokenizer
 
     tok = task_tokenizer(item.tokenizer) if item.tokenizer else None
+    exact = tok is not None and splits_exactly(tok)
     parts, chars, sample = [], 0, []
     for t in _tables(item.path, item.source):
         lengths = pc.utf8_length(t["text"]).to_numpy(zero_copy_only=False).astype(np.int64)
         chars += int(lengths.sum())
         if tok is not None:
-            encs = tok.encode_batch_fast(t["text"].to_pylist(), add_special_tokens=False)
-            parts.append(np.fromiter((len(e.ids) + 1 for e in encs), np.int64, count=len(encs)))
+            ids = encode_ids(tok, t["text"].to_pylist(), np.uint32, exact_pieces=exact)
+            parts.append(np.fromiter((len(x) + 1 for x in ids), np.int64, count=len(ids)))
         else:
             parts.append(lengths)
         if item.sample_rate > 0:
@@ -135,7 +165,7 @@ def _measure(item: _Measure, progress=None) -> dict[str, Any]:
     counts = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     buf = io.BytesIO()
     np.save(buf, counts)
-    with fs.atomic_open(item.counts, "wb") as f:
+    with naming(item.counts), fs.atomic_open(item.counts, "wb", tmp_name=unique_tmp(fs.basename(item.counts))) as f:
         f.write(buf.getvalue())
     release_task_memory()
     return {"docs": len(counts), "chars": chars, "tokens": int(counts.sum()) if tok else None,
@@ -167,17 +197,16 @@ def _write(item: _Write, progress=None) -> dict[str, Any]:
     tokens = _doc_tokens(fs.load_npy(item.counts), item.per_token, item.eos)
     rng = np.random.default_rng([item.seed, zlib.crc32(fs.basename(item.dest).encode())])
     repeats = _select(tokens, item.target, rng)
-    staged = fs.Staged(item.dest)
+    staged = fs.Staged(item.dest, tmp_name=unique_tmp(fs.basename(item.dest)))
     stats = {"docs": 0, "chars": 0, "tokens": float(np.sum(tokens * repeats)), "file": item.dest}
-    pending: list[pa.Table] = []
+    groups = RowGroups(ROW_GROUP_BYTES, ROW_GROUP)
 
-    def flush(writer: pq.ParquetWriter) -> None:
-        t = pa.concat_tables(pending)
-        pending.clear()
-        writer.write_table(t.take(pa.array(rng.permutation(t.num_rows))), row_group_size=ROW_GROUP)
+    def write(writer: pq.ParquetWriter, t: pa.Table | None) -> None:
+        if t is not None:
+            writer.write_table(t.take(pa.array(rng.permutation(t.num_rows))), row_group_size=t.num_rows)
 
     try:
-        with pq.ParquetWriter(staged.tmp, MIX_SCHEMA, compression="zstd") as writer:
+        with naming(item.dest), pq.ParquetWriter(staged.tmp, MIX_SCHEMA, compression="zstd") as writer:
             for epoch in range(int(repeats.max(initial=0))):
                 start = 0
                 for t in _tables(item.path, item.source):
@@ -187,19 +216,18 @@ def _write(item: _Write, progress=None) -> dict[str, Any]:
                     if epoch:
                         t = t.set_column(0, "id", pc.binary_join_element_wise(t["id"], f"e{epoch}", "#"))
                     t = t.append_column("mix_epoch", pa.array(np.full(t.num_rows, epoch, np.int16)))
-                    pending.append(t.cast(MIX_SCHEMA))
                     stats["docs"] += t.num_rows
                     stats["chars"] += pc.sum(pc.utf8_length(t["text"])).as_py() or 0
-                    if sum(p.num_rows for p in pending) >= ROW_GROUP:
-                        flush(writer)
+                    for group in groups.add(t.cast(MIX_SCHEMA)):
+                        write(writer, group)
                     if progress is not None:
                         progress(t.num_rows)
-            if pending:
-                flush(writer)
+            write(writer, groups.take())
     except BaseException:
         staged.discard()
         raise
-    staged.commit()
+    with naming(item.dest):
+        staged.commit()
     release_task_memory()
     return stats
 
@@ -260,17 +288,29 @@ def calibrate(samples: dict[str, list[str]], vocab_size: int, out: str | None = 
     empty = [s for s, texts in samples.items() if not sum(map(len, texts))]
     if empty:
         raise UsageError(f"no text sampled from source(s) {empty} to measure characters per token")
-    batches = [texts[i : i + 1000] for texts in samples.values() for i in range(0, len(texts), 1000)]
+    batches = [b for texts in samples.values() for b in _chunks(texts)]
     tok = train_bpe(batches, vocab_size)
     if out is not None:
-        with fs.atomic_open(out, "w", encoding="utf-8") as f:
+        with naming(out), fs.atomic_open(out, "w", tmp_name=unique_tmp(fs.basename(out)), encoding="utf-8") as f:
             f.write(tok.to_str())
     ratio = {}
+    exact = splits_exactly(tok)
     for s, texts in samples.items():
-        n = sum(len(e.ids) for i in range(0, len(texts), 1000)
-                for e in tok.encode_batch_fast(texts[i : i + 1000], add_special_tokens=False))
+        n = sum(len(x) for b in _chunks(texts) for x in encode_ids(tok, b, np.uint32, exact_pieces=exact))
         ratio[s] = sum(map(len, texts)) / max(n, 1)
     return ratio
+
+
+def _chunks(texts: list[str], chars: int = BATCH_CHARS, docs: int = 1000) -> Iterator[list[str]]:
+    """`texts` in consecutive lists of at most `docs` texts and `chars` characters (or one longer text)."""
+    start, size = 0, 0
+    for i, t in enumerate(texts):
+        if i > start and (size + len(t) > chars or i - start >= docs):
+            yield texts[start:i]
+            start, size = i, 0
+        size += len(t)
+    if start < len(texts):
+        yield texts[start:]
 
 
 def mix(
@@ -292,16 +332,57 @@ def mix(
     Tokens are counted with `tokenizer` when given, else by characters per token measured per source on a
     sample of about `calibration_chars` characters (shared by weight) with a reference BPE of
     `calibration_vocab` tokens (saved as OUT/reference-tokenizer.json), else, with `chars_per_token`, by that
-    fixed ratio. Every path may be an fsspec URL. `overwrite` replaces a folder that holds something else.
+    fixed ratio. Every path may be an fsspec URL.
+
+    One output transaction (issue 29): every argument, the tokenizer and the inputs are checked first; then `out`
+    is locked (a second command into it is refused with one line) before anything in it is read or deleted. A
+    folder holding the same mix (same arguments, same inputs by size, modification time and ETag: an
+    interrupted or finished run of this very command) is redone in place, which gives the same bytes; a
+    different mix, or anything else, is refused with one line unless `overwrite`.
     """
+    with naming(os.fspath(out)):
+        return _mix(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, workers, executor,
+                    calibration_vocab, calibration_chars, overwrite)
+
+
+def _mix(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, workers, executor, calibration_vocab,
+         calibration_chars, overwrite) -> dict[str, Any]:
     t0 = time.time()
     sources = _check_args(sources, max_epochs, chars_per_token, calibration_vocab, calibration_chars)
+    if isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or not math.isfinite(tokens) or tokens < 1:
+        raise UsageError(f"--tokens must be a positive count, got {tokens!r}")
+    tokens = int(tokens)
     tokenizer = os.fspath(tokenizer) if tokenizer else None
+    tok_hash = None
+    if tokenizer:
+        from curate.tokens.tokenize import load_tokenizer
+
+        load_tokenizer(tokenizer)  # a tokenizer, with its EOS: checked before the folder is touched
+        tok_hash = sha256_file(tokenizer)
     files = {s.name: resolve_inputs(s.path) for s in sources}
     _check_disjoint(files)
     out = os.fspath(out)
-    _prepare_output(out, overwrite)
+    check_outside([f for fl in files.values() for f in fl], out)
+    from curate.tokens.tokenize import _fingerprints
+
+    config = {"format": CONFIG_FORMAT, "sources": [[s.name, s.path, s.weight] for s in sources], "tokens": tokens,
+              "max_epochs": max_epochs, "seed": seed, "chars_per_token": chars_per_token, "tokenizer_sha256": tok_hash,
+              "calibration_vocab": calibration_vocab, "calibration_chars": calibration_chars,
+              "inputs": _fingerprints([f for s in sources for f in files[s.name]])}
     executor = executor or LocalExecutor(workers)
+    with locked(out, what="`curate mix`"):
+        _prepare_output(out, config, overwrite)
+        manifest = _run(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, executor,
+                        calibration_vocab, calibration_chars, files, config)
+        manifest["seconds"] = round(time.time() - t0, 3)
+        with naming(fs.join(out, "manifest.json")):
+            atomic_write_text(fs.join(out, "manifest.json"), json.dumps(manifest, indent=1))
+        fs.remove_temp_files(out)  # what killed attempts left: every task has finished, and we hold the lock
+    return manifest
+
+
+def _run(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, executor, calibration_vocab,
+         calibration_chars, files, config) -> dict[str, Any]:
     calibrating = tokenizer is None and chars_per_token is None
     total_w = sum(s.weight for s in sources)
     items = []
@@ -355,9 +436,8 @@ def mix(
             for item, m in zip(items, measured, strict=True)
         ],
         "outputs": sorted(fs.relpath(r["file"], out) for r in written),
-        "seconds": round(time.time() - t0, 3),
+        "config": config,
     }
-    atomic_write_text(fs.join(out, "manifest.json"), json.dumps(manifest, indent=1))
     return manifest
 
 
@@ -412,30 +492,75 @@ def _check_disjoint(files: dict[str, list[str]]) -> None:
                 raise UsageError(f"{f} is in both sources {other!r} and {name!r}")
 
 
-def _prepare_output(out: str, overwrite: bool = False) -> None:
-    """Make `out` ready for a mix: an empty directory, or an earlier mix (finished or interrupted) whose shards
-    are replaced; anything else is refused unless `overwrite` (`curate.io.outputs.claim`).
+def _prepare_output(out: str, config: dict, overwrite: bool = False) -> None:
+    """Make `out` (locked) ready for a mix: an empty directory, or an earlier run of the same mix (finished or
+    interrupted: `config` equal) whose shards are replaced; anything else, another mix included, is refused unless
+    `overwrite` (`curate.io.outputs.claim`), which is only called once every argument and input was checked.
 
-    The old manifest is first replaced by an unfinished one, then the old shards are removed: a mix interrupted
-    at any point is still recognised as one by its rerun, and no manifest ever lists shards that are gone.
+    The old manifest is first replaced by an unfinished one (holding `config`), then the old shards are removed: a
+    mix interrupted at any point is still recognised as this one by its rerun, and no manifest ever lists shards
+    that are gone.
     """
+    from curate.run.state import parse_json
+
     mpath = fs.join(out, "manifest.json")
+    old: dict = {}
 
     def is_mix() -> bool:
+        nonlocal old
         try:
-            with fs.open(mpath, "r", encoding="utf-8") as f:
-                return json.load(f).get("kind") == "mix"
-        except (OSError, ValueError):
+            raw = fs.read_bytes(mpath)
+        except FileNotFoundError:
             return False
+        m = parse_json(raw, mpath, "pass --overwrite to replace this mix, or choose another --out")
+        old = m if isinstance(m, dict) else {}
+        return old.get("kind") == "mix"
 
-    claim(out, what="`curate mix`", option="--out", own=is_mix, overwrite=overwrite,
-          layout=("manifest.json", "data", WORK, "reference-tokenizer.json"))
+    if claim(out, what="`curate mix`", option="--out", own=is_mix, overwrite=overwrite,
+             layout=("manifest.json", "data", WORK, "reference-tokenizer.json")):
+        why = _config_change(old.get("config"), config)
+        if why:
+            raise UsageError(f"{out} holds another mix ({why}): pass --overwrite to replace it, or choose another "
+                             "--out")
     fs.makedirs(out)
-    atomic_write_text(mpath, json.dumps({"kind": "mix", "complete": False}))
+    with naming(mpath):
+        atomic_write_text(mpath, json.dumps({"kind": "mix", "complete": False, "config": config}))
     for sub, prefixes in (("data", ("part-", ".part-")), (WORK, ("counts-", ".counts-"))):
         for name in fs.listdir(fs.join(out, sub)):
             if name.startswith(prefixes):  # shards and counts, and the temp files of a killed run
                 fs.remove(fs.join(out, sub, name))
+
+
+def _config_change(old: dict | None, new: dict) -> str:
+    """What differs between the mix a folder holds and this one, in words; "" when nothing does."""
+    if not isinstance(old, dict):
+        return "made by an earlier version of curate, which did not record its arguments"
+    old, new = json.loads(json.dumps(old)), json.loads(json.dumps(new))
+    if old == new:
+        return ""
+    if old.get("format") != new["format"]:
+        return "made by another version of curate"
+    flags = {"sources": "--source", "tokens": "--tokens", "max_epochs": "--max-epochs", "seed": "--seed",
+             "chars_per_token": "--chars-per-token", "tokenizer_sha256": "--tokenizer",
+             "calibration_vocab": "--calibration-vocab", "calibration_chars": "--calibration-chars"}
+    for key, flag in flags.items():
+        if old.get(key) != new[key]:
+            return f"{flag} was {_show(old.get(key))}, now {_show(new[key])}"
+    was, now = old.get("inputs") or [], new["inputs"]
+    if [r[0] for r in was] == [r[0] for r in now]:
+        path = next(b[0] for a, b in zip(was, now, strict=True) if a != b)
+        return f"input {path} was rewritten since (its size, modification time or ETag differ)"
+    added = len({r[0] for r in now} - {r[0] for r in was})
+    gone = len({r[0] for r in was} - {r[0] for r in now})
+    return f"its input files differ: {added} new, {gone} gone"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list) and all(isinstance(v, list) and len(v) == 3 for v in value):  # sources
+        return " ".join(f"{n}={p}:{w:g}" for n, p, w in value)
+    if isinstance(value, str) and len(value) == 64:  # a sha256
+        return f"sha256 {value[:16]}…"
+    return str(value)
 
 
 def format_plan(manifest: dict[str, Any]) -> str:

@@ -11,11 +11,11 @@ Every path may be a local path or an fsspec URL (`s3://…`, `file://…`, `memo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -26,14 +26,35 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from curate.core.errors import UsageError
+from curate.core.errors import CorruptState, UsageError
 from curate.io import fs
-from curate.io.corpus import estimated_chars, read_batches, resolve_inputs, sha256_file
-from curate.io.outputs import claim
-from curate.io.token_format import DTYPES, FORMAT, MANIFEST, dtype_for, encode_index, fits, shard_entry, token_dtype
+from curate.io.corpus import estimated_chars, read_batches, resolve_inputs
+from curate.io.outputs import claim, locked
+from curate.io.token_format import (
+    DTYPES,
+    FORMAT,
+    MANIFEST,
+    ShardDigest,
+    digest_bytes,
+    dtype_for,
+    encode_index,
+    fits,
+    shard_entry,
+    token_dtype,
+)
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
+from curate.tokens.common import (
+    BATCH_CHARS,
+    MAX_BATCH_DOCS,
+    check_outside,
+    encode_ids,
+    naming,
+    splits_exactly,
+    text_batches,
+    unique_tmp,
+)
 
 EOS = "<|endoftext|>"
 PAD = "<|pad|>"
@@ -69,10 +90,7 @@ def train_bpe(texts: Iterable[list[str]], vocab_size: int, min_frequency: int = 
     """A byte-level BPE (`tokenizers.Tokenizer`) trained on batches of texts, with Peneira's special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    if vocab_size < 256 + len(SPECIAL_TOKENS):
-        raise UsageError(f"--vocab-size {vocab_size} is below the 256 bytes + {len(SPECIAL_TOKENS)} special tokens")
-    if vocab_size > 2**32:
-        raise UsageError(f"--vocab-size {vocab_size} does not fit uint32")
+    _check_bpe_args(vocab_size, min_frequency)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -102,8 +120,18 @@ def train_tokenizer(
     the decontamination and eval code rely on. The sample is drawn by a hash of the document id,
     so it spreads evenly over sources and shards and is the same on every rerun.
     Returns a summary (vocab size, sha256, documents and characters sampled).
+
+    Everything is checked before the (long) training and nothing is replaced until the end: `out` must not be a
+    folder, an input, or an existing file that is not a tokenizer; the file appears whole (written under a name
+    unique to this process, then renamed or uploaded once), so two trainings into one `out` each publish a
+    whole tokenizer and the last one wins. It writes one file, never a folder, so it takes no folder lock.
     """
+    _check_bpe_args(vocab_size, min_frequency)
+    if sample_chars <= 0:
+        raise UsageError(f"--sample-chars must be positive, got {sample_chars}")
+    out = os.fspath(out)
     files = _all_inputs(inputs)
+    _check_tokenizer_out(out, files)
     total = sum(estimated_chars(f) for f in files)
     rate = min(1.0, sample_chars / max(total, 1))
     seen = {"docs": 0, "chars": 0}
@@ -119,11 +147,39 @@ def train_tokenizer(
     tok = train_bpe(sample(), vocab_size, min_frequency)
     if seen["docs"] == 0:
         raise UsageError(f"no documents to train a tokenizer on in {inputs}")
-    out = os.fspath(out)
-    staged = fs.Staged(out)
-    tok.save(staged.tmp)
-    staged.commit()
-    return {"path": out, "vocab_size": tok.get_vocab_size(), "sha256": sha256_file(out), **seen}
+    text = tok.to_str()
+    with naming(out), fs.atomic_open(out, "w", tmp_name=unique_tmp(fs.basename(out)), encoding="utf-8") as f:
+        f.write(text)
+    return {"path": out, "vocab_size": tok.get_vocab_size(), "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            **seen}
+
+
+def _check_bpe_args(vocab_size: int, min_frequency: int) -> None:
+    if vocab_size < 256 + len(SPECIAL_TOKENS):
+        raise UsageError(f"--vocab-size {vocab_size} is below the 256 bytes + {len(SPECIAL_TOKENS)} special tokens")
+    if vocab_size > 2**32:
+        raise UsageError(f"--vocab-size {vocab_size} does not fit uint32")
+    if min_frequency < 1:
+        raise UsageError(f"--min-frequency must be >= 1, got {min_frequency}")
+
+
+def _check_tokenizer_out(out: str, files: list[str]) -> None:
+    """`curate tokenizer train --out`: a file path, not one of the inputs, and, if it exists, a tokenizer (a
+    corpus file or anything else given by mistake is never replaced)."""
+    if fs.isdir(out):
+        raise UsageError(f"--out {out} is a folder: give the tokenizer's file name, e.g. {fs.join(out, 'tokenizer.json')}")
+    check_outside(files, out)  # a folder named like the output file (…/tok.json/part.jsonl)
+    same = [f for f in files if os.path.realpath(fs.local_path(f) or f) == os.path.realpath(fs.local_path(out) or out)]
+    if same:
+        raise UsageError(f"--out {out} is one of the inputs: choose another file name")
+    if fs.isfile(out):
+        try:
+            ok = fs.size(out) < 1 << 30 and "model" in json.loads(fs.read_bytes(out))
+        except (ValueError, TypeError):
+            ok = False
+        if not ok:
+            raise UsageError(f"--out {out} exists and is not a tokenizer JSON: it is left alone; remove it or "
+                             "choose another file name")
 
 
 def load_tokenizer(path: str | os.PathLike):
@@ -132,11 +188,17 @@ def load_tokenizer(path: str | os.PathLike):
     return _build_tokenizer(path, _read_tokenizer(path))
 
 
-def _read_tokenizer(path: str) -> str:
+def _read_tokenizer_bytes(path: str) -> bytes:
     if not fs.isfile(path):
         raise UsageError(f"{path}: no such tokenizer file")
-    with fs.open(path, "r", encoding="utf-8") as f:
-        return f.read()
+    return fs.read_bytes(path)
+
+
+def _read_tokenizer(path: str) -> str:
+    try:
+        return _read_tokenizer_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not a tokenizers JSON file (not UTF-8: {e})") from None
 
 
 def _build_tokenizer(path: str, text: str):
@@ -192,14 +254,18 @@ class _ShardWriter:
     Tokens stream straight to a local temporary file, so a task holds one batch of tokens at a time; the index
     (10 bytes per document) is kept until the end, bounded by the input file. Nothing is visible under the final
     names until `commit`, which publishes the `.bin` first and the `.idx` second: a reader that finds the index
-    finds its tokens whole.
+    finds its tokens whole. The temporary names are unique to this writer (`unique_tmp`): a second writer of the
+    same shard (a second command, an orphaned worker) writes its own file, never into this one's. The checksums
+    and the largest id (`ShardDigest`) are taken from the bytes as they are written.
     """
 
     def __init__(self, out: str, split: str, name: str, dtype: str):
         self.split, self.name, self.dtype = split, name, token_dtype(dtype)
-        self.bin = fs.Staged(fs.join(out, split, f"{name}.bin"), tmp_name=f".{name}.bin.tmp")
-        self.idx = fs.Staged(fs.join(out, split, f"{name}.idx"), tmp_name=f".{name}.idx.tmp")
-        self.file = open(self.bin.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
+        self.bin = fs.Staged(fs.join(out, split, f"{name}.bin"), tmp_name=unique_tmp(f"{name}.bin"))
+        self.idx = fs.Staged(fs.join(out, split, f"{name}.idx"), tmp_name=unique_tmp(f"{name}.idx"))
+        with naming(self.bin.path):
+            self.file = open(self.bin.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
+        self.digest = ShardDigest()
         self.ends: list[np.ndarray] = []
         self.codes: list[np.ndarray] = []
         self.sources: dict[str, int] = {}
@@ -208,7 +274,10 @@ class _ShardWriter:
 
     def add(self, flat: np.ndarray, lengths: np.ndarray, sources: list[str]) -> None:
         """Documents whose tokens are `flat`, cut into `lengths` (EOS included), with their source names."""
-        self.file.write(np.ascontiguousarray(flat, dtype=self.dtype).tobytes())
+        ids = np.ascontiguousarray(flat, dtype=self.dtype)
+        self.digest.update(ids)
+        with naming(self.bin.path):
+            self.file.write(ids.tobytes())
         self.ends.append(self.tokens + np.cumsum(lengths, dtype=np.int64))
         self.codes.append(np.array([self.sources.setdefault(s, len(self.sources)) for s in sources], np.uint16))
         self.tokens += int(lengths.sum())
@@ -220,18 +289,24 @@ class _ShardWriter:
         return sum(len(e) for e in self.ends)
 
     def commit(self) -> dict[str, Any]:
-        self.file.close()
+        with naming(self.bin.path):
+            self.file.close()
         ends = np.concatenate(self.ends) if self.ends else np.zeros(0, np.int64)
         codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.uint16)
-        with open(self.idx.tmp, "wb") as f:
-            f.write(encode_index(ends, codes))
-        self.bin.commit()
-        self.idx.commit()
+        index = encode_index(ends, codes)
+        with naming(self.idx.path), open(self.idx.tmp, "wb") as f:
+            f.write(index)
+        with naming(self.bin.path):
+            self.bin.commit()
+        with naming(self.idx.path):
+            self.idx.commit()
         return shard_entry(self.split, self.name, len(ends), self.tokens, list(self.sources),
-                           dict(sorted(self.per_source.items())))
+                           dict(sorted(self.per_source.items())), self.digest.max_id,
+                           {"file": self.digest.hexdigest(), "index": digest_bytes(index)})
 
     def discard(self) -> None:
-        self.file.close()
+        with contextlib.suppress(OSError):  # a full disk may refuse to flush: the file goes anyway
+            self.file.close()
         self.bin.discard()
         self.idx.discard()
 
@@ -247,8 +322,9 @@ class _Task:
     tokenizer: str
     dtype: str
     val_fraction: float
-    batch_docs: int
+    batch_docs: int  # at most this many documents encoded at once
     threads: int
+    batch_chars: int = BATCH_CHARS  # and at most this many characters (or one larger document)
 
 
 def _done_path(out: str, index: int) -> str:
@@ -274,23 +350,29 @@ def _tokenize_file(task: _Task, progress: Callable[[int], None] | None = None) -
         if not w.docs:
             w.discard()
     result = {"input": task.path, "docs": sum(s["docs"] for s in shards.values()), "shards": shards}
-    atomic_write_text(_done_path(task.out, task.index), json.dumps(result))
+    done = _done_path(task.out, task.index)
+    with naming(done):
+        atomic_write_text(done, json.dumps(result))
     release_task_memory()
     return result
 
 
 def _encode_file(task: _Task, tok, writers: dict[str, _ShardWriter], progress) -> None:
-    """Encode one input file batch by batch, appending each split's documents to its (temporary) shard."""
+    """Encode one input file batch by batch, appending each split's documents to its (temporary) shard. A batch is
+    at most `task.batch_chars` characters (`text_batches`), and so is each call of the encoder (`encode_ids`, which
+    cuts a longer document into pieces whose ids are the document's when the tokenizer allows it)."""
     eos = tok.token_to_id(EOS)
     dtype = DTYPES[task.dtype]
-    for batch in read_batches(task.path, batch_size=task.batch_docs):
-        encs = tok.encode_batch_fast(batch.texts, add_special_tokens=False)
-        lengths = np.fromiter((len(e.ids) + 1 for e in encs), dtype=np.int64, count=len(encs))
+    exact = splits_exactly(tok)
+    for batch in text_batches(task.path, task.batch_chars, task.batch_docs):
+        ids = encode_ids(tok, batch.texts, dtype, task.batch_chars, exact)
+        lengths = np.fromiter((len(x) + 1 for x in ids), dtype=np.int64, count=len(ids))
         flat = np.empty(int(lengths.sum()), dtype=dtype)
         ends = np.cumsum(lengths)
-        for e, end, n in zip(encs, ends, lengths, strict=True):
-            flat[end - n : end - 1] = e.ids
+        for x, end, n in zip(ids, ends, lengths, strict=True):
+            flat[end - n : end - 1] = x
         flat[ends - 1] = eos
+        del ids
         is_val = np.array([_unit(split_key(i)) < task.val_fraction for i in batch.ids], dtype=bool)
         for split, mask in (("train", ~is_val), ("val", is_val)):
             if mask.all():
@@ -299,6 +381,7 @@ def _encode_file(task: _Task, tok, writers: dict[str, _ShardWriter], progress) -
                 idx = np.flatnonzero(mask)
                 values = np.concatenate([flat[ends[i] - lengths[i] : ends[i]] for i in idx])
                 writers[split].add(values, lengths[idx], [batch.sources[i] for i in idx])
+        del flat
         if progress is not None:
             progress(len(batch.ids))
 
@@ -355,24 +438,36 @@ def tokenize(
     dtype: str | None = None,
     workers: int = 1,
     executor: Executor | None = None,
-    batch_docs: int = 1000,
+    batch_docs: int = MAX_BATCH_DOCS,
     overwrite: bool = False,
+    batch_chars: int = BATCH_CHARS,
 ) -> dict[str, Any]:
     """Tokenize a corpus into token shards with an end-of-document token after every document.
 
-    One task per input file, in parallel processes, each using the library's batch encoder. A
-    document goes to the validation split when a hash of its id falls under `val_fraction`, so the
-    split is by document, stable across reruns and independent of sharding. A rerun resumes: files
-    with a `_done` record are skipped, and an output directory made with another tokenizer or split
-    is refused (`overwrite` replaces it). Every path may be an fsspec URL. Returns the manifest (also written to OUT/manifest.json).
+    One task per input file, in parallel processes, each using the library's batch encoder on batches of at most
+    `batch_docs` documents and `batch_chars` characters. A document goes to the validation split when a hash of
+    its id falls under `val_fraction`, so the split is by document, stable across reruns and independent of
+    sharding. Every path may be an fsspec URL. Returns the manifest (also written to OUT/manifest.json).
+
+    One output transaction (issue 29): every argument, the tokenizer and the inputs are checked first; then `out`
+    is locked (`curate.io.outputs.locked`: a second command into it is refused with one line) before anything
+    in it is read or deleted. A rerun resumes (files with a `_done` record are skipped) only when the tokenizer,
+    dtype, split and every input's size, modification time and ETag are those recorded when the folder was
+    begun; anything else is refused with one line saying what differs (`overwrite` replaces it).
     """
     t0 = time.time()
     if not 0 <= val_fraction < 1:
         raise UsageError(f"--val-fraction must be in [0, 1), got {val_fraction}")
+    if batch_docs < 1 or batch_chars < 1:
+        raise UsageError(f"batch_docs and batch_chars must be >= 1, got {batch_docs} and {batch_chars}")
     specs = inputs if isinstance(inputs, list) else [inputs]
     files = _all_inputs(inputs)
     tokenizer = os.fspath(tokenizer)
-    tok = load_tokenizer(tokenizer)
+    tok_bytes = _read_tokenizer_bytes(tokenizer)  # held: the copy is written from it, even over itself
+    try:
+        tok = _build_tokenizer(tokenizer, tok_bytes.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{tokenizer}: not a tokenizers JSON file (not UTF-8: {e})") from None
     vocab = tok.get_vocab_size()
     dtype = dtype or dtype_for(vocab)
     if dtype not in DTYPES:
@@ -380,34 +475,67 @@ def tokenize(
     if not fits(vocab, dtype):
         raise UsageError(f"vocab size {vocab} does not fit {dtype} (max id {np.iinfo(DTYPES[dtype]).max})")
     out = os.fspath(out)
-    tok_hash = sha256_file(tokenizer)
-    config = {"format": FORMAT, "tokenizer_sha256": tok_hash, "dtype": dtype, "val_fraction": val_fraction,
-              "inputs": files}
-    _check_config(out, config, overwrite)
-    with fs.open(tokenizer, "rb") as src, fs.atomic_open(fs.join(out, "tokenizer.json"), "wb") as dst:
-        shutil.copyfileobj(src, dst)
-
+    check_outside(files, out)
+    tok_hash = hashlib.sha256(tok_bytes).hexdigest()
+    config = {"state": STATE_FORMAT, "format": FORMAT, "tokenizer_sha256": tok_hash, "dtype": dtype,
+              "val_fraction": val_fraction, "inputs": _fingerprints(files)}
+    mix_plan = _mix_plans(specs)
     executor = executor or LocalExecutor(workers)
-    threads = 1 if getattr(executor, "workers", 1) > 1 else 0
-    tok_copy = fs.join(out, "tokenizer.json")
-    tasks = [_Task(i, f, out, tok_copy, dtype, val_fraction, batch_docs, threads) for i, f in enumerate(files)]
-    done = set(fs.listdir(fs.join(out, "_done")))  # listed once, not one lookup per task
-    todo = [t for t in tasks if f"part-{t.index:05d}.json" not in done]
-    if todo:
-        executor.map(_tokenize_file, todo, desc="tokenize", labels=[t.path for t in todo])
-    results = [json.loads(fs.read_bytes(_done_path(out, t.index))) for t in tasks]  # each must exist: it ran
-    manifest = _manifest(results, tok, tokenizer, tok_hash, dtype, val_fraction, _mix_plans(specs))
-    if manifest["splits"]["train"]["docs"] == 0:
-        raise UsageError(f"no documents were tokenized from {inputs}")
-    if val_fraction > 0 and manifest["splits"]["val"]["docs"] == 0:
-        raise UsageError(
-            f"--val-fraction {val_fraction} put no document in the validation split "
-            f"({manifest['splits']['train']['docs']} documents): raise it or pass 0"
-        )
-    manifest["seconds"] = round(time.time() - t0, 3)
-    atomic_write_text(fs.join(out, MANIFEST), json.dumps(manifest, indent=1))
-    fs.remove_temp_files(out)  # what killed attempts left: every task has finished now
+    with naming(out), locked(out, what="`curate tokenize`"):
+        _check_config(out, config, overwrite)
+        tok_copy = fs.join(out, "tokenizer.json")
+        with naming(tok_copy), fs.atomic_open(tok_copy, "wb", tmp_name=unique_tmp("tokenizer.json")) as dst:
+            dst.write(tok_bytes)
+        threads = 1 if getattr(executor, "workers", 1) > 1 else 0
+        tasks = [_Task(i, f, out, tok_copy, dtype, val_fraction, batch_docs, threads, batch_chars)
+                 for i, f in enumerate(files)]
+        listed = set(fs.listdir(fs.join(out, "_done")))  # listed once, not one lookup per task
+        results = {t.index: r for t in tasks if f"part-{t.index:05d}.json" in listed
+                   and (r := _read_done(out, t)) is not None}
+        todo = [t for t in tasks if t.index not in results]
+        if todo:
+            executor.map(_tokenize_file, todo, desc="tokenize", labels=[t.path for t in todo])
+        for t in todo:  # each must exist and read back: it ran
+            results[t.index] = _read_done(out, t, required=True)
+        manifest = _manifest([results[t.index] for t in tasks], tok, tokenizer, tok_hash, dtype, val_fraction,
+                             mix_plan)
+        if manifest["splits"]["train"]["docs"] == 0:
+            raise UsageError(f"no documents were tokenized from {inputs}")
+        if val_fraction > 0 and manifest["splits"]["val"]["docs"] == 0:
+            raise UsageError(
+                f"--val-fraction {val_fraction} put no document in the validation split "
+                f"({manifest['splits']['train']['docs']} documents): raise it or pass 0"
+            )
+        manifest["seconds"] = round(time.time() - t0, 3)
+        with naming(fs.join(out, MANIFEST)):
+            atomic_write_text(fs.join(out, MANIFEST), json.dumps(manifest, indent=1))
+        fs.remove_temp_files(out)  # what killed attempts left: every task has finished, and we hold the lock
     return manifest
+
+
+def _fingerprints(files: list[str]) -> list[list]:
+    """[path, size, mtime, ETag] of each input (`curate.run.fingerprint`, as `curate run` records its inputs)."""
+    from curate.run.fingerprint import Fingerprinter
+
+    return Fingerprinter().inputs(files)
+
+
+def _read_done(out: str, task: _Task, required: bool = False) -> dict[str, Any] | None:
+    """A task's `_done` record, or None when it cannot be trusted (damaged, or another input's): the task runs
+    again. `required` (the task has just run): a record that does not read back is one line naming it."""
+    from curate.run.state import parse_json
+
+    path = _done_path(out, task.index)
+    try:
+        record = parse_json(fs.read_bytes(path), path, "delete it and rerun to tokenize that file again")
+        if record.get("input") != task.path or not isinstance(record.get("shards"), dict):
+            raise CorruptState(f"{path} is the record of {record.get('input')!r}, not of {task.path}: delete it "
+                               "and rerun to tokenize that file again", path)
+    except CorruptState:
+        if required:
+            raise
+        return None
+    return record
 
 
 def _manifest(results: list, tok, tokenizer: str, tok_hash: str, dtype: str, val_fraction: float,
@@ -445,26 +573,55 @@ def _manifest(results: list, tok, tokenizer: str, tok_hash: str, dtype: str, val
     }
 
 
+STATE_FORMAT = "peneira.tokenize-state/2"  # _done/config.json; 1 (no "state" key) recorded no input fingerprints
+
+
 def _check_config(out: str, config: dict, overwrite: bool = False) -> None:
-    """Refuse to mix shards of two tokenizers (or two splits) in one directory, or to write beside anything
-    else (`curate.io.outputs.claim`); otherwise allow resume."""
+    """Refuse to mix shards of two tokenizers (or two splits, or two versions of an input) in one directory, or
+    to write beside anything else (`curate.io.outputs.claim`); otherwise allow resume. Called with `out` locked."""
+    from curate.run.state import read_json
+
     path = fs.join(out, "_done", "config.json")
     if claim(out, what="`curate tokenize`", option="--out", own=lambda: fs.exists(path), overwrite=overwrite,
              layout=("_done", "train", "val", "tokenizer.json", "manifest.json")):
-        with fs.open(path, "r", encoding="utf-8") as f:
-            old = json.load(f)
-        if old.get("tokenizer_sha256") != config["tokenizer_sha256"]:
-            raise UsageError(
-                f"{out} holds token shards from another tokenizer (sha256 {old.get('tokenizer_sha256', '?')[:16]}…, "
-                f"this one {config['tokenizer_sha256'][:16]}…): pass --overwrite to replace them, or use a new --out"
-            )
-        if old != config:
-            changed = sorted(k for k in config if old.get(k) != config[k])
-            raise UsageError(f"{out} was tokenized with other settings ({', '.join(changed)}): pass --overwrite "
-                             "to replace it, or use a new --out")
+        old = read_json(path, "pass --overwrite to tokenize again into this folder, or use a new --out")
+        why = _config_change(old if isinstance(old, dict) else {}, config)
+        if why:
+            raise UsageError(f"{out} {why}: pass --overwrite to replace it, or use a new --out")
         return
     fs.makedirs(fs.join(out, "_done"))
-    atomic_write_text(path, json.dumps(config, indent=1))
+    try:
+        with naming(path):
+            atomic_write_text(path, json.dumps(config, indent=1))
+    except BaseException:  # a full disk: leave no `_done/` without its config, which a rerun could not claim
+        local = fs.local_path(fs.join(out, "_done"))
+        with contextlib.suppress(OSError):
+            if local is not None:
+                os.rmdir(local)
+        raise
+
+
+def _config_change(old: dict, new: dict) -> str:
+    """Why the folder's recorded settings are not this run's, in words; "" when they are the same."""
+    old = json.loads(json.dumps(old))
+    new = json.loads(json.dumps(new))
+    if old == new:
+        return ""
+    if old.get("tokenizer_sha256") != new["tokenizer_sha256"]:
+        return (f"holds token shards from another tokenizer (sha256 {str(old.get('tokenizer_sha256', '?'))[:16]}…, "
+                f"this one {new['tokenizer_sha256'][:16]}…)")
+    if old.get("state") != new["state"]:
+        return "holds token shards of an earlier version of curate, which did not record its inputs' versions"
+    changed = sorted(k for k in new if k != "inputs" and old.get(k) != new[k])
+    if changed:
+        return f"was tokenized with other settings ({', '.join(changed)})"
+    was, now = old.get("inputs") or [], new["inputs"]
+    if [r[0] for r in was] == [r[0] for r in now]:
+        path = next(b[0] for a, b in zip(was, now, strict=True) if a != b)
+        return f"was tokenized from another version of {path} (its size, modification time or ETag differ)"
+    added = len({r[0] for r in now} - {r[0] for r in was})
+    gone = len({r[0] for r in was} - {r[0] for r in now})
+    return f"was tokenized from other inputs ({added} new, {gone} gone{', another order' if not added + gone else ''})"
 
 
 def build_token_shards(

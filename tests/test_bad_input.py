@@ -523,6 +523,6 @@ def test_parquet_row_group_over_the_limit_is_counted_not_decoded(tmp_path):
     path = tmp_path / "big.parquet"
     texts = ["first", "y" * (16 << 20), "third", "fourth"]
     pq.write_table(pa.table({"text": texts}), path, row_group_size=2, compression="zstd")
-    (docs, stats), peak = traced_peak(lambda: read(readers.Parquet(max_row_group_bytes=1 << 20), path))
+    (docs, stats), peak = traced_peak(lambda: read(readers.Parquet(max_record_bytes=1 << 20), path))
     assert [d.text for d in docs] == ["third", "fourth"] and dict(stats.dropped) == {"read:too_large": 2}
     assert peak < 8 << 20, peak

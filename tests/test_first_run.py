@@ -93,3 +93,47 @@ def test_readme_fetches_the_model_before_the_first_web_run():
     assert first_run is not None
     block = text[text.rfind("```bash", 0, first_run.start()):first_run.start()]
     assert re.search(r"^curate models fetch lid", block, re.M)
+
+
+# ---------------------------------------------------------------- issue 29.14: mistakes in the pipeline file
+
+HEAD = "from curate import Pipeline, readers\n"
+BROKEN = {
+    "syntax": (HEAD + "pipeline = Pipeline(name='t', reader=readers.Jsonl(), steps=[]\nx = = 1\n",
+               r"p\.py:2: SyntaxError: '\(' was never closed"),
+    "name": (HEAD + "\npipeline = Pipeline(name='t', reader=readers.Jsonl(), steps=[undefined_step])\n",
+             r"p\.py:3: NameError: name 'undefined_step' is not defined"),
+    "import": (HEAD + "import no_such_module_anywhere\n", r"p\.py:2: ModuleNotFoundError: No module named"),
+    "unpicklable": (HEAD + "import threading\nLOCK = threading.Lock()\n\ndef guarded(doc):\n    with LOCK:\n"
+                    "        return True\n\npipeline = Pipeline(name='t', reader=readers.Jsonl(), steps=[guarded])\n",
+                    r"step 'guarded' \(.*p\.py:5\) cannot be sent to worker processes \(cannot pickle '_thread\.lock' "
+                    r"object\); it reads the module-level 'LOCK'"),
+}
+FIXED = HEAD + "\ndef guarded(doc):\n    return True\n\npipeline = Pipeline(name='t', reader=readers.Jsonl(), steps=[guarded])\n"
+
+
+def _run_file(tmp_path: Path, text: str, workers: str = "1") -> int:
+    pipe = tmp_path / "p.py"
+    pipe.write_text(text)
+    src = _records(tmp_path / "in.jsonl", "text")
+    return cli(["run", str(pipe), "--input", str(src), "--output", str(tmp_path / "o"), "--workers", workers,
+                "--no-progress"])
+
+
+def test_a_broken_pipeline_file_is_one_line_naming_where_and_writes_nothing(tmp_path, capsys):
+    for kind, (text, expected) in BROKEN.items():
+        assert _run_file(tmp_path, text) == 2, kind
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and re.search(expected, err[0]), (kind, err)
+        assert not (tmp_path / "o").exists(), kind  # nothing written: the fixed file needs no --overwrite
+    assert _run_file(tmp_path, FIXED, workers="2") == 0
+
+
+def test_a_step_that_leaves_text_none_is_one_line_naming_the_step(tmp_path, capsys):
+    nuke = HEAD + ("\ndef nuke(doc):\n    doc.text = None\n    return doc\n\n"
+                   "pipeline = Pipeline(name='t', reader=readers.Jsonl(), steps=[nuke])\n")
+    for workers in ("1", "2"):
+        (tmp_path / workers).mkdir()
+        assert _run_file(tmp_path / workers, nuke, workers) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "step 'nuke' left document" in err[0] and "NoneType" in err[0], err

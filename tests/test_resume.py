@@ -317,3 +317,214 @@ def test_overwrite_on_an_object_store_removes_only_the_layout():
         assert store.cat("/peneira-test-overwrite/keep.txt") == b"mine"
     finally:
         store.rm("/peneira-test-overwrite", recursive=True)
+
+
+# ---------------------------------------------------------------- issue 29.16: inputs inside the output
+
+KEEP_PIPE = """
+from curate import Pipeline, readers
+
+def keep(doc):
+    return True
+
+pipeline = Pipeline(name="t", reader=readers.Jsonl(), steps=[keep])
+"""
+
+
+def test_inputs_inside_the_output_are_refused_with_one_line_and_overwrite_removes_nothing(tmp_path, capsys):
+    """A glob that covers --output: the first run sees no overlap (the output is empty), the rerun would read the
+    run's own files as new inputs (never resumable) and --overwrite would delete inputs. Both refused, naming them."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    _input(root)
+    pipe, out = tmp_path / "p.py", root / "out"
+    pipe.write_text(KEEP_PIPE)
+    glob = str(root / "**" / "*")
+    argv = ["run", str(pipe), "--input", glob, "--output", str(out), "--workers", "1", "--no-progress"]
+    assert cli(argv) == 0
+    capsys.readouterr()
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    for extra in ([], ["--overwrite"]):
+        assert cli([*argv, *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "inside the output folder" in err[0] and str(out) in err[0], err
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+# ---------------------------------------------------------------- issue 29.17: corrupt run state
+
+
+def _shards(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "data").glob("*.parquet"))}
+
+
+def _two_inputs(tmp_path: Path) -> str:
+    d = tmp_path / "in"
+    d.mkdir()
+    for k in range(2):
+        (d / f"{k}.jsonl").write_text("".join(json.dumps({"text": f"text {i % 7} of {k}"}) + "\n" for i in range(30)))
+    return str(d / "*.jsonl")
+
+
+def _run_glob(pipe: Path, glob: str, out: Path, *extra: str) -> int:
+    return cli(["run", str(pipe), "--input", glob, "--output", str(out), "--workers", "1", "--no-progress", *extra])
+
+
+def test_a_corrupt_config_is_one_line_naming_it_and_the_way_out(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(KEEP_PIPE)
+    assert _run(pipe, src, out) == 0
+    capsys.readouterr()
+    (out / "_work" / "config.json").write_text('{"pipeline": ')  # torn
+    assert _run(pipe, src, out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "_work/config.json cannot be read" in err[0] and "--overwrite" in err[0], err
+    assert _run(pipe, src, out, "--overwrite") == 0
+
+
+def test_a_corrupt_task_record_is_recomputed_and_the_output_is_the_same(tmp_path, capsys):
+    pipe, out = tmp_path / "p.py", tmp_path / "o"
+    pipe.write_text(KEEP_PIPE)
+    glob = _two_inputs(tmp_path)
+    assert _run_glob(pipe, glob, out) == 0
+    ref, ref_stats = _shards(out), json.loads((out / "stats.json").read_text())
+    (out / "stats" / "stage0-part-00001.json").write_bytes(b"\x00garbage")
+    capsys.readouterr()
+    assert _run_glob(pipe, glob, out) == 0
+    err = capsys.readouterr().err
+    assert "stats/stage0-part-00001.json cannot be read" in err and "runs again" in err
+    assert _shards(out) == ref
+    assert json.loads((out / "stats.json").read_text())["steps"][0]["docs_out"] == ref_stats["steps"][0]["docs_out"]
+
+
+DEDUP_PIPE = """
+from curate import Pipeline, dedup, readers
+pipeline = Pipeline(name="t", reader=readers.Jsonl(), steps=[dedup.Exact()])
+"""
+
+
+def test_a_corrupt_global_record_is_recomputed(tmp_path, capsys):
+    pipe, out = tmp_path / "p.py", tmp_path / "o"
+    pipe.write_text(DEDUP_PIPE)
+    glob = _two_inputs(tmp_path)
+    assert _run_glob(pipe, glob, out) == 0
+    ref = _shards(out)
+    (out / "stats" / "stage1-global.json").write_text("[")
+    capsys.readouterr()
+    assert _run_glob(pipe, glob, out) == 0
+    assert "stage1-global.json cannot be read" in capsys.readouterr().err
+    assert _shards(out) == ref
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage marker", "garbage state"])
+def test_a_corrupt_dedup_intermediate_is_recomputed_not_a_bare_error_on_every_rerun(tmp_path, capsys, damage):
+    """A run stopped in dedup's filter phase whose group file (or a phase marker, or the phases' state) then got
+    damaged: the rerun recomputes the step from its inputs and ends with the uninterrupted output."""
+    pipe, out = tmp_path / "p.py", tmp_path / "o"
+    pipe.write_text(DEDUP_PIPE)
+    glob = _two_inputs(tmp_path)
+    assert _run_glob(pipe, glob, out) == 0
+    ref = _shards(out)
+    work = out / "_work" / "global1"
+    for p in [out / "_done" / "stage1-global", out / "stats" / "stage1-global.json",
+              *(work / "_phases" / "filter").iterdir(), *(out / "data").iterdir()]:
+        p.unlink()  # as if killed in the filter phase
+    if damage == "truncated":
+        group = next((work / "groups").glob("*.parquet"))
+        group.write_bytes(group.read_bytes()[: group.stat().st_size // 2])
+    elif damage == "garbage marker":
+        next((work / "_phases" / "group").iterdir()).write_text("{")
+    else:
+        (work / "dedup.json").write_text("{")
+    capsys.readouterr()
+    assert _run_glob(pipe, glob, out) == 0, capsys.readouterr().err
+    assert "cannot be read" in capsys.readouterr().err
+    assert _shards(out) == ref
+
+
+def test_what_counts_as_a_corrupt_file():
+    import errno
+
+    import pyarrow as pa
+
+    from curate.io.state import is_corrupt_data
+
+    assert is_corrupt_data(OSError("ZSTD decompression failed: Corrupted block detected"))
+    assert is_corrupt_data(pa.ArrowInvalid("Parquet magic bytes not found in footer"))
+    assert not is_corrupt_data(OSError(errno.EIO, "Input/output error"))
+    assert not is_corrupt_data(OSError(errno.ENOSPC, "No space left on device"))
+    assert not is_corrupt_data(FileNotFoundError(errno.ENOENT, "gone"))
+    assert not is_corrupt_data(ConnectionResetError(errno.ECONNRESET, "reset"))
+
+
+# ---------------------------------------------------------------- issue 29.18: the other writers of an output
+
+
+def _bench(tmp_path: Path) -> Path:
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"question": "what is the capital of france and why is it paris today"}) + "\n")
+    return bench
+
+
+def test_decontam_index_checks_every_benchmark_before_it_touches_the_index(tmp_path, capsys):
+    idx, bench = tmp_path / "idx", _bench(tmp_path)
+    assert cli(["decontam", "index", "--benchmark", f"b={bench}:question", "--out", str(idx)]) == 0
+    before = {p.name: p.read_bytes() for p in idx.iterdir()}
+    capsys.readouterr()
+    bad = ["decontam", "index", "--benchmark", f"b={bench}:question", "--benchmark", f"x={tmp_path}/missing.jsonl",
+           "--out", str(idx), "--overwrite"]
+    assert cli(bad) == 2
+    assert "missing.jsonl' does not exist" in capsys.readouterr().err
+    assert cli(["decontam", "index", "--benchmark", f"b={bench}:question", "--out", str(idx), "--n", "5",
+                "--min-words", "9", "--overwrite"]) == 2
+    assert {p.name: p.read_bytes() for p in idx.iterdir()} == before  # untouched, and no lock file left
+
+
+def test_decontam_index_and_demo_generate_refuse_a_folder_in_use(tmp_path, capsys):
+    from curate.io.outputs import locked
+
+    idx, demo = tmp_path / "idx", tmp_path / "demo"
+    with locked(str(idx), what="`curate run`"), locked(str(demo), what="`curate run`"):
+        assert cli(["decontam", "index", "--benchmark", f"b={_bench(tmp_path)}:question", "--out", str(idx)]) == 2
+        assert "is in use by `curate run`" in capsys.readouterr().err
+        assert cli(["demo", "generate", "--out", str(demo), "--pages", "20", "--files", "1"]) == 2
+        assert "is in use by `curate run`" in capsys.readouterr().err
+    assert not os.listdir(idx) and not os.listdir(demo)
+
+
+def _classes(tmp_path: Path) -> tuple[str, str]:
+    pos = [" ".join(f"good{i} word{j}" for j in range(30)) for i in range(40)]
+    neg = [" ".join(f"bad{i} token{j}" for j in range(30)) for i in range(40)]
+    for name, rows in (("pos", pos), ("neg", neg)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+    return str(tmp_path / "pos.jsonl"), str(tmp_path / "neg.jsonl")
+
+
+def test_quality_train_checks_its_outputs_before_training(tmp_path, capsys):
+    pos, neg = _classes(tmp_path)
+    base = ["quality", "train", "--positive", pos, "--negative", neg, "--bucket", "1000", "--epoch", "1"]
+    (tmp_path / "folder").mkdir()
+    assert cli([*base, "--out", str(tmp_path / "folder")]) == 2
+    assert "must be a model file path" in capsys.readouterr().err
+    assert cli([*base, "--out", str(tmp_path / "m.bin"), "--plot", str(tmp_path / "no" / "pr.png")]) == 2
+    assert "--plot" in capsys.readouterr().err
+    assert not (tmp_path / "m.bin").exists()
+
+
+def test_quality_train_publishes_the_model_and_its_card_together_or_not_at_all(tmp_path, monkeypatch):
+    from curate.quality import model as qm
+
+    pos, neg = _classes(tmp_path)
+    out = tmp_path / "m.bin"
+    cfg = qm.TrainConfig(bucket=1000, epoch=2, holdout=0.2)
+    qm.train(pos, neg, str(out), cfg)
+    before = out.read_bytes(), (tmp_path / "m.bin.json").read_bytes()
+
+    def fail(*a, **k):
+        raise OSError(28, "No space left on device")  # the held-out scoring or the card fails after the fit
+
+    monkeypatch.setattr(qm, "_measure", fail)
+    with pytest.raises(OSError):
+        qm.train(pos, neg, str(out), qm.TrainConfig(bucket=1000, epoch=3, holdout=0.2, seed=1))
+    assert (out.read_bytes(), (tmp_path / "m.bin.json").read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bin", "m.bin.json", "neg.jsonl", "pos.jsonl"]

@@ -16,7 +16,7 @@ from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.fs import expand_inputs, is_url
 from curate.io.models import local_copy
-from curate.io.outputs import claim
+from curate.io.outputs import LOCK_NAME, claim, locked
 
 INDEX_LAYOUT = ("index.json", "hashes.npy", "items.npy", "items.json")  # what build_index writes
 
@@ -71,11 +71,11 @@ def _local_spec(spec: str) -> str:
     return local_copy(url) + (f":{fields}" if fields else "")
 
 
-def _sample_texts(patterns: list[str], text_key: str) -> Iterator[str]:
+def _sample_texts(paths: list[str], text_key: str) -> Iterator[str]:
     from curate.core.stats import StepStats
     from curate.io import readers
 
-    for path in expand_inputs(patterns):
+    for path in paths:
         if path.endswith(".parquet"):
             docs = readers.Parquet(text_key=text_key).read(path, StepStats("sample"))
         elif ".jsonl" in path or ".json" in path:
@@ -88,14 +88,20 @@ def _sample_texts(patterns: list[str], text_key: str) -> Iterator[str]:
             yield d.text
 
 
+def _index_names(out: str) -> set[str]:
+    """The names in an index folder, less the lock and the temporary files of an interrupted build."""
+    return {n for n in fs.listdir(out) if n != LOCK_NAME and not fs.TEMP_NAME.fullmatch(n)}
+
+
 def _index(args) -> int:
+    """Everything the user gave is checked and every benchmark loaded before the output is touched: a bad
+    --benchmark never costs the index that is there. From the claim to the last file the folder is locked."""
     from curate.decontam import BenchmarkError, build_index, load_benchmark
-    from curate.decontam.index import check_indexable
+    from curate.decontam.index import check_indexable, check_params
 
     if (args.corpus_sample is None) != (args.max_doc_freq is None):
         raise UsageError("the frequency cap needs both --corpus-sample and --max-doc-freq")
-    claim(args.out, what="`curate decontam index`", option="--out", layout=INDEX_LAYOUT, overwrite=args.overwrite,
-          own=lambda: set(fs.listdir(args.out)) <= set(INDEX_LAYOUT))  # an earlier index is rebuilt in place
+    check_params(args.n, args.min_words)
     benchmarks = {}
     for name, spec in _parse_benchmarks(args.benchmark).items():
         try:
@@ -104,7 +110,7 @@ def _index(args) -> int:
             raise UsageError(f"--benchmark {name}: {e}") from None
         except FileNotFoundError:
             raise UsageError(f"--benchmark {name}: {spec} does not exist") from None
-    sample = _sample_texts(args.corpus_sample, args.text_key) if args.corpus_sample else None
+    sample = _sample_texts(expand_inputs(args.corpus_sample), args.text_key) if args.corpus_sample else None
     for name, (spec, items) in benchmarks.items():  # checked before the output is touched, as is the sample
         check_indexable(name, spec, items, args.min_words)
     if sample is not None:
@@ -113,8 +119,12 @@ def _index(args) -> int:
             raise UsageError(f"--corpus-sample {' '.join(args.corpus_sample)}: no documents with a {args.text_key!r} "
                              "field, so the frequency cap would count nothing; name the text field with --text-key")
         sample = itertools.chain([first], sample)
-    meta = build_index(benchmarks, args.out, n=args.n, min_words=args.min_words, corpus_sample=sample,
-                       max_doc_freq=args.max_doc_freq)
+    what = "`curate decontam index`"
+    with locked(args.out, what=what):
+        claim(args.out, what=what, option="--out", layout=INDEX_LAYOUT, overwrite=args.overwrite,
+              own=lambda: _index_names(args.out) <= set(INDEX_LAYOUT))  # an earlier index is rebuilt in place
+        meta = build_index(benchmarks, args.out, n=args.n, min_words=args.min_words, corpus_sample=sample,
+                           max_doc_freq=args.max_doc_freq)
     print(f"{'benchmark':<24}{'items':>9}{'indexed':>9}{'n-grams':>12}")
     for name, b in meta["benchmarks"].items():
         print(f"{name:<24}{b['items']:>9,}{b['indexed_items']:>9,}{b['ngrams']:>12,}")

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from curate.core.errors import UsageError
 from curate.io import fs
+from curate.io.batching import iter_batches
 
 BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, 1000), (1001, None)]
 
@@ -37,7 +38,7 @@ def _batches(paths: list[str], columns: list[str]):
     for p in paths:
         pf = fs.parquet_file(p)
         if all(c in pf.schema_arrow.names for c in columns):
-            yield from pf.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+            yield from iter_batches(pf, columns=columns, max_rows=BATCH_ROWS)
 
 
 def _largest(rows: list[dict], n: int) -> list[dict]:

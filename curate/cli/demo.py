@@ -32,13 +32,15 @@ def main(args) -> int:
     if args.files < 1 or args.files > args.pages:
         raise UsageError(f"--files must be between 1 and --pages, got {args.files}")
     from curate.io import fs
-    from curate.io.outputs import claim
+    from curate.io.outputs import claim, locked
 
-    claim(args.out, what="`curate demo generate`", option="--out", layout=DEMO_LAYOUT, overwrite=args.overwrite,
-          own=lambda: "truth.json" in fs.listdir(args.out))  # the same seed writes the same bytes again
-    t0 = time.perf_counter()
-    truth = generate(args.out, pages=args.pages, seed=args.seed, files=args.files)
-    positive, negative = write_quality_samples(args.out, seed=args.seed)
+    what = "`curate demo generate`"
+    with locked(args.out, what=what):  # two generates into one folder: the second is refused with one line
+        claim(args.out, what=what, option="--out", layout=DEMO_LAYOUT, overwrite=args.overwrite,
+              own=lambda: "truth.json" in fs.listdir(args.out))  # the same seed writes the same bytes again
+        t0 = time.perf_counter()
+        truth = generate(args.out, pages=args.pages, seed=args.seed, files=args.files)
+        positive, negative = write_quality_samples(args.out, seed=args.seed)
     kinds = ", ".join(f"{n} {k}" for k, n in truth["kinds"].items())
     print(f"wrote {truth['pages']} pages ({kinds}) in {len(truth['files'])} WARC file(s) to {args.out} "
           f"in {time.perf_counter() - t0:.1f}s; {truth['html_responses']} are text/html")

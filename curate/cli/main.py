@@ -28,17 +28,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from curate.core.errors import UsageError
+    from curate.core.errors import Stopped, UsageError, disk_full
+    from curate.run.stopping import exit_code, message, stop_on_signals
 
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args) or 0
-    except UsageError as e:
-        sys.stderr.write(f"curate {args.command}: error: {e}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted: rerun the same command to resume\n")
-        return 130
+    with stop_on_signals():
+        try:
+            return args.func(args) or 0
+        except UsageError as e:
+            sys.stderr.write(f"curate {args.command}: error: {e}\n")
+            return 2
+        except Stopped as e:  # SIGTERM, SIGINT (curate.run.stopping): workers are stopped by now
+            sys.stderr.write(message(e.signum) + "\n")
+            return exit_code(e.signum)
+        except KeyboardInterrupt:
+            sys.stderr.write("stopped by SIGINT: rerun the same command to resume\n")
+            return 130
+        except Exception as e:
+            full = disk_full(e)
+            if full is None:
+                raise
+            sys.stderr.write(f"curate {args.command}: {disk_full_line(full, args)}\n")
+            return 1
+
+
+def disk_full_line(e: OSError, args) -> str:
+    """One line for a full disk anywhere in a command: the file it was writing when known, else the command's
+    output folder; what to do. Tasks that finished are kept, so a rerun resumes where the command stopped."""
+    where = e.filename or next((getattr(args, a) for a in ("output", "out") if getattr(args, a, None)), None)
+    at = f" writing {where}" if where else ""
+    return (f"no space left on the device{at}: free some space (or choose an output on a larger disk) "
+            "and rerun the same command to resume")
 
 
 if __name__ == "__main__":

@@ -95,6 +95,13 @@ def _confound_lines(figures: dict) -> list[str]:
     return out
 
 
+def _check_plot(path: str) -> None:
+    """The plot is written last: a path it cannot be written to is refused before the work, not after it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--plot {path}: cannot write a PNG there (is {folder} an existing, writable folder?)")
+
+
 def main(args) -> int:
     from curate.quality import TrainConfig, evaluate_model, load_examples, plot_pr, score_histogram, train
     from curate.quality.text import CHUNK_WORDS
@@ -102,16 +109,22 @@ def main(args) -> int:
     chunk = args.chunk_words or CHUNK_WORDS
     if chunk < 1:
         raise UsageError(f"--chunk-words must be >= 1, got {chunk}")
-    pos = load_examples(args.positive, args.text_key, chunk)
-    neg = load_examples(args.negative, args.text_key, chunk)
-    examples = {"positive": pos, "negative": neg}
-    if args.quality_command == "train":
+    if args.quality_command == "train":  # every option checked before the examples are read and the model trained
+        from curate.quality.model import check_out
+
         if args.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
         if args.epoch is not None and args.epoch < 1:
             raise UsageError(f"--epoch must be >= 1, got {args.epoch}")
         if args.plot and args.holdout == 0:
             raise UsageError("--plot needs a held-out split (--holdout > 0)")
+        check_out(args.out)
+    if args.plot:
+        _check_plot(args.plot)
+    pos = load_examples(args.positive, args.text_key, chunk)
+    neg = load_examples(args.negative, args.text_key, chunk)
+    examples = {"positive": pos, "negative": neg}
+    if args.quality_command == "train":
         cfg = TrainConfig(lr=args.lr, dim=args.dim, epoch=args.epoch, word_ngrams=args.word_ngrams, bucket=args.bucket,
                           threads=args.threads, seed=args.seed, holdout=args.holdout, balance=not args.no_balance,
                           chunk_words=chunk, text_key=args.text_key)

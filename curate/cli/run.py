@@ -6,7 +6,7 @@ import os
 import sys
 
 from curate.cli.common import add_overwrite, add_progress
-from curate.core.errors import UsageError
+from curate.core.errors import CorruptState, StepFailed, UsageError, disk_full
 from curate.core.stats import StepStats, format_table
 from curate.run.pipeline import Pipeline
 
@@ -34,7 +34,6 @@ def load_pipeline(path: str) -> Pipeline:
 
 
 def main(args) -> int:
-    from curate.core.errors import StepFailed
     from curate.run.executors import make_executor
     from curate.run.executors.base import TaskFailures
 
@@ -53,7 +52,9 @@ def main(args) -> int:
             overwrite=args.overwrite,
         )
     except (TaskFailures, StepFailed) as e:
-        sys.stderr.write(f"curate run: {e}\nfinished tasks are kept; fix the cause and rerun to resume\n")
+        if disk_full(e):
+            raise  # one line naming the path (curate.cli.main)
+        sys.stderr.write(f"curate run: {failure_text(e)}\n")
         return 1
     out = args.output or pipeline.output
     stats = print_summary(out, manifest)
@@ -62,6 +63,21 @@ def main(args) -> int:
         sys.stderr.write(f"curate run: {empty}\n")
         return 1
     return 0
+
+
+def failure_text(e: Exception) -> str:
+    """What a failed run prints. A step that failed (or left a document without text) and a state file that
+    cannot be read are one line, the same in every task that hit them; any other failure keeps its tasks
+    and the first traceback, which is what a reader or step bug needs."""
+    causes = getattr(e, "causes", None)
+    worded = [e] if causes is None else causes
+    if worded and all(isinstance(c, (StepFailed, CorruptState)) for c in worded):
+        first = worded[0]
+        more = f" (and in {len(worded) - 1} more task(s))" if len(worded) > 1 else ""
+        if isinstance(first, CorruptState):
+            return f"{first}{more}"
+        return f"{first}{more}; tasks that finished are kept"
+    return f"{e}\nfinished tasks are kept; fix the cause and rerun to resume"
 
 
 # What a reader's skip reason most likely means when it is all a run read (the reader's options or the inputs).

@@ -93,6 +93,11 @@ def _sorted_unique(h: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return h[keep], o[keep]
 
 
+def check_params(n: int, min_words: int) -> None:
+    if n < 1 or not 1 <= min_words <= n:
+        raise UsageError(f"need 1 <= min_words <= n, got n={n}, min_words={min_words}")
+
+
 def check_indexable(name: str, source: str, items: list[Item], min_words: int) -> None:
     """Refuse a benchmark none of whose items would be indexed: its index would pass every document."""
     if not any(len(words(s)) >= min_words for it in items for s in it.segments):  # stops at the first long one
@@ -117,8 +122,7 @@ def build_index(
     matching them would flag documents that leak nothing. The cap counts documents, not occurrences,
     so one page that repeats a phrase does not trip it.
     """
-    if n < 1 or not 1 <= min_words <= n:
-        raise UsageError(f"need 1 <= min_words <= n, got n={n}, min_words={min_words}")
+    check_params(n, min_words)
     t0 = time.time()
     names, table, all_h, all_o, stats = [], [], [], [], {}
     for b, (name, (source, items)) in enumerate(benchmarks.items()):
@@ -155,8 +159,11 @@ def build_index(
         meta["frequency_cap"] = {"sample_docs": docs, "max_doc_freq": max_doc_freq, "removed_ngrams": int(len(common))}
     meta["build_seconds"] = round(time.time() - t0, 3)
     out = os.fspath(out_dir)  # a local directory or an fsspec URL (s3://…)
+    # The transaction: everything above is computed before the folder is touched; then the marker goes first
+    # (an interrupted rebuild must not look complete), the arrays are published whole, and the marker last.
+    # `curate decontam index` holds the folder's lock throughout, so two builds never interleave their files.
     fs.makedirs(out)
-    fs.remove(fs.join(out, "index.json"))  # an interrupted rebuild must not look complete
+    fs.remove(fs.join(out, "index.json"))
     _save_npy(fs.join(out, "hashes.npy"), hashes)
     _save_npy(fs.join(out, "items.npy"), owners)
     atomic_write_text(fs.join(out, "items.json"), json.dumps({"benchmarks": names, "items": table}, ensure_ascii=False))

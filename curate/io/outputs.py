@@ -93,7 +93,8 @@ def locked(out: str, *, what: str) -> Iterator[None]:
     line naming the holder, before it reads or deletes anything. Creates `out` if it is missing.
 
     On a local disk (or a shared POSIX filesystem) it is an `flock` on `out/.peneira.lock`: the kernel drops it
-    when the holder exits, however it exits (SIGKILL included), so a killed run never leaves a stale lock.
+    when the holder exits, however it exits (SIGKILL included), so a killed run never leaves a stale lock (only,
+    after SIGKILL, the file, which the next holder takes and removes; a holder that exits removes it itself).
     On an object store, where nothing like flock exists, it is a lease object `out/.peneira.lock` holding an
     owner token and an expiry, renewed by a thread every third of `PENEIRA_LEASE_SECONDS` and deleted on exit;
     a lease older than its expiry is taken over (its holder died). Stores without conditional writes can let
@@ -129,8 +130,11 @@ def _me(what: str, token: str = "") -> dict:
 
 @contextlib.contextmanager
 def _flock(path: str, out: str, what: str) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
+    """The flock, on a lock file that exists only while it is held: the holder removes it before unlocking, so a
+    folder a command was refused or finished leaves no `.peneira.lock` behind. Whoever opened the file before
+    that removal and then got the lock holds a file no longer at `path`: it sees so (inode) and starts over."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -138,14 +142,28 @@ def _flock(path: str, out: str, what: str) -> Iterator[None]:
                 info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
             except (OSError, ValueError):
                 info = {}
+            os.close(fd)
             raise _busy(out, info) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(_me(what)).encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
         try:
+            here = os.stat(path)
+            mine = os.fstat(fd)
+            if (here.st_ino, here.st_dev) == (mine.st_ino, mine.st_dev):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # the file we locked was removed by its last holder: lock the one at `path` now
+    try:
+        try:
+            with contextlib.suppress(OSError):  # who holds it, for a refused command's message (a full disk: none)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(_me(what)).encode(), 0)
             yield
         finally:
             with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
+                os.unlink(path)  # before the unlock (see above)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

@@ -17,7 +17,6 @@ import numpy as np
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.models import local_copy
-from curate.io.writers import atomic_write_text
 from curate.quality.confounds import confounds
 from curate.quality.metrics import Metrics, evaluate, score_histogram
 from curate.quality.text import CHUNK_WORDS, Examples, classifier_text, load_examples
@@ -242,6 +241,8 @@ def train(
     cfg = config or TrainConfig()
     if not 0 <= cfg.holdout < 1:
         raise UsageError(f"holdout must be in [0, 1), got {cfg.holdout}")
+    out = os.fspath(out)
+    check_out(out)
     t0 = time.perf_counter()
     pos, neg = (c if isinstance(c, Examples) else load_examples(c, cfg.text_key, cfg.chunk_words) for c in (positive, negative))
     pos, neg = _drop_shared(pos, neg)
@@ -254,8 +255,56 @@ def train(
     examples = [f"{HQ} {x}" for x in pos_train] + [f"{LQ} {x}" for x in neg_train]
     rng.shuffle(examples)  # fastText decays lr over the file: classes must be interleaved
     epochs = _epochs(cfg, len(examples))
-    _fit(fasttext, examples, out, cfg, epochs)
+    out_dir = os.path.dirname(os.path.abspath(out))
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
+        staged = os.path.join(tmp, "model.bin")
+        _fit(fasttext, examples, staged, cfg, epochs)
+        result = _measure(staged, out, cfg, epochs, t0, pos, neg, pos_train, neg_train, pos_test, neg_test,
+                          figures, warnings)
+        card = os.path.join(tmp, "card.json")
+        with open(card, "w", encoding="utf-8") as f:
+            f.write(json.dumps(_card(cfg, epochs, result, figures), indent=1))
+            f.flush()
+            os.fsync(f.fileno())
+        _publish([(staged, out), (card, f"{out}.json")], out_dir)
+    _CACHE.pop(os.path.abspath(out), None)  # a retrained file must not be served from an old cache entry
+    return result
 
+
+def check_out(out: str) -> None:
+    """What `train` writes (`out` and `<out>.json`) can be written: checked before minutes of training."""
+    if not out or out.endswith(("/", os.sep)) or os.path.isdir(out):
+        raise UsageError(f"--out {out!r} must be a model file path (a <out>.json card is written beside it), not a folder")
+    for path in (out, f"{out}.json"):
+        if os.path.isdir(path):
+            raise UsageError(f"{path} is a folder: choose another --out")
+    parent = os.path.dirname(os.path.abspath(out))
+    probe = parent
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {out}: {probe} is not a writable folder")
+
+
+def _publish(pairs: list[tuple[str, str]], directory: str) -> None:
+    """Rename each staged file to its final name, the model before its card, holding an flock on the folder so
+    that two trainings into one --out publish in turn: the model and the card that describes it always come
+    from the same training (the last one to finish)."""
+    import fcntl
+
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for staged, final in pairs:
+            os.replace(staged, final)
+    finally:
+        os.close(fd)  # the flock goes with it
+
+
+def _measure(model_path: str, out: str, cfg: TrainConfig, epochs: int, t0: float, pos, neg, pos_train, neg_train,
+             pos_test, neg_test, figures, warnings) -> TrainResult:
+    """The result of a training whose model is at `model_path` (still staged): held-out metrics and histogram."""
     result = TrainResult(
         model_path=out,
         metrics=None,
@@ -270,15 +319,18 @@ def train(
         warnings=warnings,
     )
     if pos_test:
-        model = QualityModel(out)
-        _CACHE.pop(os.path.abspath(out), None)  # a retrained file must not be served from an old cache entry
+        model = QualityModel(model_path)
         result.heldout_scores = model.score_lines(pos_test + neg_test)
         result.heldout_labels = np.r_[np.ones(len(pos_test), bool), np.zeros(len(neg_test), bool)]
         result.metrics = evaluate(result.heldout_scores, result.heldout_labels)
         result.histogram = score_histogram(result.heldout_scores, result.heldout_labels)
         result.warnings += spread_warnings(result.histogram)
     result.seconds = time.perf_counter() - t0
-    card = {
+    return result
+
+
+def _card(cfg: TrainConfig, epochs: int, result: TrainResult, figures: dict) -> dict:
+    return {
         "config": asdict(cfg) | {"epochs_run": epochs},
         "train_examples": result.train_docs,
         "heldout_examples": result.heldout_docs,
@@ -289,8 +341,6 @@ def train(
         "heldout_metrics": result.metrics.to_dict() if result.metrics else None,
         "heldout_histogram": result.histogram,
     }
-    atomic_write_text(f"{out}.json", json.dumps(card, indent=1))
-    return result
 
 
 def _drop_shared(pos: Examples, neg: Examples) -> tuple[Examples, Examples]:
@@ -313,20 +363,17 @@ def _drop_shared(pos: Examples, neg: Examples) -> tuple[Examples, Examples]:
     return out[0], out[1]
 
 
-def _fit(fasttext, examples: list[str], out: str, cfg: TrainConfig, epochs: int) -> None:
-    out_dir = os.path.dirname(os.path.abspath(out))
-    os.makedirs(out_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
-        data = os.path.join(tmp, "train.txt")
-        with open(data, "w", encoding="utf-8") as f:
-            f.write("\n".join(examples) + "\n")
-        ft = fasttext.train_supervised(
-            input=data, lr=cfg.lr, dim=cfg.dim, epoch=epochs, wordNgrams=cfg.word_ngrams, bucket=cfg.bucket,
-            minCount=cfg.min_count, thread=cfg.threads, seed=cfg.seed, loss="softmax", verbose=0,
-        )
-        tmp_model = os.path.join(tmp, "model.bin")
-        ft.save_model(tmp_model)
-        os.replace(tmp_model, out)  # same directory, so the model appears whole or not at all
+def _fit(fasttext, examples: list[str], staged: str, cfg: TrainConfig, epochs: int) -> None:
+    """Train and save the model at `staged`, a file in the staging folder beside --out (published by `train`)."""
+    data = os.path.join(os.path.dirname(staged), "train.txt")
+    with open(data, "w", encoding="utf-8") as f:
+        f.write("\n".join(examples) + "\n")
+    ft = fasttext.train_supervised(
+        input=data, lr=cfg.lr, dim=cfg.dim, epoch=epochs, wordNgrams=cfg.word_ngrams, bucket=cfg.bucket,
+        minCount=cfg.min_count, thread=cfg.threads, seed=cfg.seed, loss="softmax", verbose=0,
+    )
+    os.remove(data)
+    ft.save_model(staged)
 
 
 def spread_warnings(hist: dict) -> list[str]:

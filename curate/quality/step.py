@@ -18,6 +18,7 @@ from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep, Reject, Result, Step
 from curate.core.validate import check, config_error
 from curate.io import fs
+from curate.io.batching import iter_batches
 from curate.io.writers import Parquet, together
 from curate.quality.model import QualityModel, load_model
 
@@ -225,7 +226,7 @@ def score_shard(job: ScoreJob) -> dict:
     """
     model = load_model(job.model_path)
     pf = fs.parquet_file(job.shard)
-    parts = [model.score(b.column("text").to_pylist()) for b in pf.iter_batches(batch_size=READ_BATCH, columns=["text"])]
+    parts = [model.score(b.column("text").to_pylist()) for b in iter_batches(pf, columns=["text"], max_rows=READ_BATCH)]
     scores = np.concatenate(parts).astype(np.float32) if parts else np.empty(0, np.float32)
     with fs.atomic_open(job.scores_path, "wb", tmp_name=f"{fs.basename(job.scores_path)}.tmp.{os.getpid()}") as f:
         np.save(f, scores)
@@ -281,7 +282,7 @@ def cut_shard(job: CutJob) -> dict:
 def _cut_rows(job: CutJob, scores: np.ndarray, keep: np.ndarray, stats: StepStats, out, rej) -> None:
     """Count and route the rows of one shard: kept ones to the output, dropped ones to rejected."""
     start = 0
-    for batch in fs.parquet_file(job.shard).iter_batches(batch_size=READ_BATCH):
+    for batch in iter_batches(fs.parquet_file(job.shard), max_rows=READ_BATCH):
         s, k = scores[start : start + len(batch)], keep[start : start + len(batch)]
         start += len(batch)
         lengths = pc.utf8_length(batch.column("text")).to_numpy(zero_copy_only=False)

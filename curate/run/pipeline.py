@@ -8,6 +8,7 @@ documents of an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -16,6 +17,7 @@ import os
 import platform
 import posixpath
 import runpy
+import sys
 import time
 import traceback
 from collections import Counter
@@ -26,12 +28,13 @@ from typing import Any
 import cloudpickle
 
 from curate.core.document import Document, shard_schema
-from curate.core.errors import StepFailed, UsageError
+from curate.core.errors import CorruptState, StepFailed, UsageError
 from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
-from curate.io import fs
+from curate.dedup.ids import check as check_ids
+from curate.io import fs, state
 from curate.io.fs import expand_inputs
-from curate.io.outputs import claim
+from curate.io.outputs import LOCK_NAME, claim, locked, remove_tree
 from curate.io.readers import Parquet as ParquetReader
 from curate.io.readers import Reader
 from curate.io.writers import Parquet as ParquetWriter
@@ -40,7 +43,8 @@ from curate.run.executors import make_executor
 from curate.run.executors.base import Executor, ProgressFn
 from curate.run.fingerprint import RUN_LAYOUT, Fingerprinter, describe_change, pipeline_config
 
-BATCH_DOCS = 64
+BATCH_DOCS = 64  # documents a step sees at once ...
+BATCH_CHARS = 16 << 20  # ... or documents of this many characters (HTML as read, else text), whichever comes first
 FAIL_FAST_ERRORS = 10  # a step that raised on this many documents and succeeded on none stops the run
 
 
@@ -131,6 +135,10 @@ class Pipeline:
             namespace = runpy.run_path(path, run_name="__pipeline__")
         except (ValueError, TypeError) as e:  # a bad config value or argument in the file (UsageError included)
             raise UsageError(f"{path}: {e}") from e
+        except SyntaxError as e:  # the file's own, or a module it imports
+            raise UsageError(f"{e.filename or path}:{e.lineno}: {type(e).__name__}: {e.msg}") from e
+        except Exception as e:  # NameError, ImportError, …: where in the file, one line
+            raise UsageError(f"{_where(e, path)}: {type(e).__name__}: {e}") from e
         pipeline = namespace.get("pipeline")
         if not isinstance(pipeline, Pipeline):
             raise UsageError(f"{path} defines no `pipeline = Pipeline(...)`")
@@ -138,6 +146,11 @@ class Pipeline:
 
     def describe(self) -> dict:
         return {"name": self.name, "reader": repr(self.reader), "steps": [repr(s) for s in self.steps]}
+
+    def payloads(self) -> dict[int, bytes]:
+        """Each streaming stage pickled, as its tasks get it (by stage index). A part that cannot be pickled
+        is a UsageError naming the step: found before anything is written, not in the first task."""
+        return {k: _pickled(stage) for k, stage in enumerate(self.stages()) if isinstance(stage, StreamStage)}
 
     def run(
         self,
@@ -161,6 +174,59 @@ class Pipeline:
         return Run(self, files, output, ex, rejected, limit, overwrite).execute()
 
 
+def _where(e: BaseException, path: str) -> str:
+    """`FILE:LINE` of the pipeline file's line that raised `e`, and where it was raised if that is elsewhere."""
+    frames = traceback.extract_tb(e.__traceback__)
+    real = os.path.realpath(path)
+    mine = [f for f in frames if os.path.realpath(f.filename) == real]
+    at = f"{path}:{mine[-1].lineno}" if mine else path
+    if frames and frames[-1] not in mine and not frames[-1].filename.startswith("<"):
+        at += f" (raised in {frames[-1].filename}:{frames[-1].lineno})"
+    return at
+
+
+def _pickled(stage: StreamStage) -> bytes:
+    """The stage for its tasks; what cannot be sent to a worker process is one line naming the step."""
+    try:
+        return cloudpickle.dumps(stage)
+    except Exception as e:  # PicklingError, TypeError("cannot pickle '_thread.lock' object"), …
+        parts = [("reader", stage.reader), *((f"step {s.name!r}", s) for s in stage.steps), ("writer", stage.writer)]
+        for label, part in parts:
+            try:
+                cloudpickle.dumps(part)
+            except Exception as err:
+                raise UsageError(f"{label}{_defined_at(part)} cannot be sent to worker processes ({err}){_culprit(part)}: "
+                                 "such an object (a lock, an open file, a client) cannot travel to another process: "
+                                 "create it in a Step class's setup(), which runs in each worker, not at module level") from None
+        raise UsageError(f"the pipeline cannot be sent to worker processes ({e})") from None
+
+
+def _defined_at(part: Any) -> str:
+    fn = getattr(part, "fn", None) or part  # a plain function step
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return f" ({code.co_filename}:{code.co_firstlineno})"
+    try:
+        return f" ({inspect.getsourcefile(type(part))}:{inspect.getsourcelines(type(part))[1]})"
+    except (OSError, TypeError):
+        return ""
+
+
+def _culprit(part: Any) -> str:
+    """The module-level name a function step reads whose value cannot be pickled, if there is one."""
+    fn = getattr(part, "fn", None) or part
+    code, env = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is None or env is None:
+        return ""
+    for name in code.co_names:
+        if name in env and not inspect.ismodule(env[name]):
+            try:
+                cloudpickle.dumps(env[name])
+            except Exception:
+                return f"; it reads the module-level {name!r}"
+    return ""
+
+
 class Run:
     """One execution of a pipeline into an output directory (see docs/data-contract.md for the layout).
 
@@ -174,18 +240,24 @@ class Run:
         self.rejected_dir = fs.join(output, "rejected") if rejected else None
         self.limit = limit
         self.schema = shard_schema(pipeline.extra_columns)
+        self._payloads: dict[int, bytes] = {}
+        self._recomputed: set[tuple[int, str]] = set()
 
     def _check_config(self) -> None:
         """Refuse to resume into an output made by a different pipeline or from changed inputs: that would
         mix two corpora. What is compared is `curate.run.fingerprint`'s; a folder that holds no run of a
         pipeline is refused unless `--overwrite` (`curate.io.outputs.claim`)."""
         path = fs.join(self.out, "_work", "config.json")
+        self._forget_unstarted()
         resuming = claim(self.out, what="`curate run`", option="--output", own=lambda: fs.exists(path),
                          layout=RUN_LAYOUT, overwrite=self.overwrite)
         old = None
         if resuming:
-            with fs.open(path, "r", encoding="utf-8") as f:
-                old = json.load(f)
+            remedy = ("it records what this run is, so it cannot be recomputed: pass --overwrite to start the run "
+                      "again, or choose a new --output")
+            old = state.read_json(path, remedy)
+            if not isinstance(old, dict):
+                raise state.corrupt(path, ValueError("not a run's config"), remedy)
         fp = Fingerprinter(old.get("file_digests") if old else None)
         config, unsound = pipeline_config(fp, self.p, self.files, self.limit, self.rejected_dir is not None)
         if old is not None:
@@ -201,12 +273,47 @@ class Run:
             return
         fs.makedirs(fs.join(self.out, "_work"))
         record = {**config, "unresumable": unsound, "file_digests": fp.rows()}
-        atomic_write_text(path, json.dumps(record, indent=1, default=str))
+        try:
+            atomic_write_text(path, json.dumps(record, indent=1, default=str))
+        except BaseException:  # a full disk, a signal: leave no `_work` without its config (a foreign folder)
+            with contextlib.suppress(Exception):
+                self._forget_unstarted()
+            raise
+
+    def _forget_unstarted(self) -> None:
+        """Remove a `_work` folder that holds no config (at most its temporary file) when it is all the output
+        holds: a run stopped before it wrote its config left it, and it would make the folder look foreign."""
+        if [n for n in fs.listdir(self.out) if n != LOCK_NAME] != ["_work"]:
+            return
+        work = fs.join(self.out, "_work")
+        if all(fs.TEMP_NAME.fullmatch(n) for n in fs.listdir(work)):
+            remove_tree(work)
+
+    def _check_inputs(self) -> None:
+        """Refuse inputs inside the output folder, naming them: a rerun would read the run's own shards as new
+        inputs (refused as changed inputs, so it could never resume) and `--overwrite` would delete inputs."""
+        local = fs.local_path(self.out)
+        folder = os.path.realpath(local) if local is not None else self.out
+        inside = [f for f in self.files if _inside(f, folder, local is not None)]
+        if inside:
+            shown = ", ".join(inside[:2]) + (f", … ({len(inside)} in all)" if len(inside) > 2 else "")
+            raise UsageError(f"the inputs include {len(inside)} file(s) inside the output folder {self.out} ({shown}): "
+                             "a run never reads its own output; narrow the --input glob or choose an --output "
+                             "outside the inputs")
 
     def execute(self) -> dict:
-        t0 = time.time()
+        """Run it: nothing is written into the output before the pipeline is known to reach the workers (pickled)
+        and its inputs lie outside the output; from the config check to the end the output is locked, so a second
+        command into it is refused with one line (`curate.io.outputs.locked`)."""
+        self._payloads = self.p.payloads()
+        self._check_inputs()
         for step in self.p.steps:  # a missing model fails the run here, once, not in every task
             step.check_ready()
+        with locked(self.out, what="`curate run`"):
+            return self._execute()
+
+    def _execute(self) -> dict:
+        t0 = time.time()
         self._check_config()
         for d in ("_done", "stats"):
             fs.makedirs(fs.join(self.out, d))
@@ -229,7 +336,7 @@ class Run:
         return manifest
 
     def _stream(self, k: int, stage: StreamStage, inputs: list[str], out_dir: str):
-        payload = cloudpickle.dumps(stage)
+        payload = self._payloads.get(k) or _pickled(stage)
         keys = input_keys(inputs) if k == 0 else [None] * len(inputs)
         tasks = []
         for i, path in enumerate(inputs):
@@ -249,14 +356,14 @@ class Run:
                 )
             )
         done = set(fs.listdir(fs.join(self.out, "_done")))  # one listing per stage, not a request per task
-        todo = [t for t in tasks if t.tag not in done]
+        records = _done_records([t for t in tasks if t.tag in done])  # an unreadable one: its task runs again
+        todo = [t for t in tasks if t.tag not in records]
         ran = {}
         if todo:
             ran = dict(zip((t.tag for t in todo),
                            self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.path for t in todo]),
                            strict=True))
-        skipped = [t for t in tasks if t.tag not in ran]  # their stats records, fetched concurrently on object stores
-        ran.update(zip((t.tag for t in skipped), map(json.loads, fs.cat_files([t.stats_path for t in skipped])), strict=True))
+        ran.update(records)
         results = [ran[t.tag] for t in tasks]
         stats = merge_step_lists([[StepStats.from_dict(d) for d in r["steps"]] for r in results])
         return [p for r in results for p in r["outputs"]], stats
@@ -276,15 +383,24 @@ class Run:
             )
             fs.makedirs(out_dir)
             fs.makedirs(ctx.work_dir)
-            stats = step.run_global(ctx)
+            # a step that needs unique ids refuses repeats (check_ids) before it runs, naming them
+            stats = _run_global(step, ctx, lambda: check_ids(step, ctx, self.files))
             written = set(fs.listdir(out_dir))  # one listing, not an exists per shard (a HEAD and a LIST each on S3)
             outputs = [fs.join(out_dir, fs.basename(p)) for p in inputs if fs.basename(p) in written]
             record = {"steps": [s.to_dict() for s in stats], "outputs": outputs}
             atomic_write_text(stats_path, json.dumps(record))
             atomic_write_text(done, "")
-        with fs.open(stats_path, "r", encoding="utf-8") as f:
-            record = json.load(f)
-        return record["outputs"], [StepStats.from_dict(d) for d in record["steps"]]
+        try:
+            record = state.read_json(stats_path, "")
+            return record["outputs"], [StepStats.from_dict(d) for d in record["steps"]]
+        except (CorruptState, FileNotFoundError, KeyError, TypeError, AttributeError) as e:
+            if (k, "stats") in self._recomputed:
+                raise
+            self._recomputed.add((k, "stats"))  # once: a record this run just wrote that cannot be read is a fault
+            note(f"{stats_path} cannot be read ({type(e).__name__}: {e}); step {step.name!r} runs again "
+                 "(it resumes its finished phases)")
+            fs.remove(done)
+            return self._global(k, step, inputs, out_dir)
 
     @staticmethod
     def _check_all_failed(stats: list[StepStats]) -> None:
@@ -305,6 +421,82 @@ class Run:
             "seconds": round(seconds, 2),
             "versions": {"peneira": version("peneira"), "python": platform.python_version(), "pyarrow": pyarrow.__version__},
         }
+
+
+def _inside(path: str, folder: str, local: bool) -> bool:
+    """Whether the file `path` lies under `folder` (local: a resolved path, and `path` is resolved, links
+    followed; else a URL, compared as text)."""
+    inner = fs.local_path(path)
+    if (inner is not None) != local:
+        return False
+    if local:
+        return os.path.realpath(inner).startswith(folder.rstrip(os.sep) + os.sep)
+    return path.startswith(folder.rstrip("/") + "/")
+
+
+def _run_global(step: GlobalStep, ctx: GlobalContext, before: Any = None) -> list[StepStats]:
+    """`before()`, then `step.run_global(ctx)`; if an intermediate file of the work folder cannot be read (a corrupt
+    dedup phase file), the folder is removed and both run again from the step's inputs, once."""
+    from curate.run.executors.base import TaskFailures
+
+    def attempt() -> list[StepStats]:
+        if before is not None:
+            before()
+        return step.run_global(ctx)
+
+    try:
+        return attempt()
+    except (CorruptState, TaskFailures) as e:
+        bad = state.cause_under(e, ctx.work_dir)
+        if bad is None:
+            raise
+        note(f"{bad.path} cannot be read; step {step.name!r} is recomputed from its inputs")
+    remove_tree(ctx.work_dir)
+    fs.makedirs(ctx.work_dir)
+    try:
+        return attempt()
+    except (CorruptState, TaskFailures) as e:
+        again = state.cause_under(e, ctx.work_dir)
+        if again is None:
+            raise
+        raise CorruptState(f"{again} (again after recomputing it: check the disk)", again.path) from None
+
+
+def note(text: str) -> None:
+    """A line for the user about something the run did on its own (it recomputed an unreadable state file)."""
+    sys.stderr.write(f"note: {text}\n")
+
+
+def _done_records(tasks: list[StreamTask]) -> dict[str, dict]:
+    """The stats records of finished tasks (fetched concurrently on object stores), by tag. A record that is
+    missing or cannot be read has its task's marker removed and is left out: the task runs again (its shards
+    are rewritten whole, with the same content)."""
+    if not tasks:
+        return {}
+    try:
+        blobs: list[bytes | None] = list(fs.cat_files([t.stats_path for t in tasks]))
+    except FileNotFoundError:
+        blobs = []
+        for t in tasks:
+            try:
+                blobs.append(fs.read_bytes(t.stats_path))
+            except FileNotFoundError:
+                blobs.append(None)
+    records = {}
+    for t, blob in zip(tasks, blobs, strict=True):
+        try:
+            if blob is None:
+                raise state.corrupt(t.stats_path, FileNotFoundError("missing"), "")
+            record = state.parse_json(blob, t.stats_path, "")
+            if not (isinstance(record, dict) and isinstance(record.get("steps"), list)
+                    and isinstance(record.get("outputs"), list)):
+                raise state.corrupt(t.stats_path, ValueError("not a task's stats record"), "")
+        except CorruptState as e:
+            note(f"{str(e).rstrip(': ')}; its task ({t.path}) runs again")
+            fs.remove(t.done_path)
+            continue
+        records[t.tag] = record
+    return records
 
 
 # ---------------------------------------------------------------- worker side
@@ -351,13 +543,16 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej, progress: Pr
     step_stats = [StepStats(s.name) for s in stage.steps]
     t_read = time.perf_counter()
     batch: list[Document] = []
+    batch_chars = 0
     for doc in _limited(_read(stage.reader, task, read_stats), task.limit):
-        read_stats.chars_in += len(doc.html if doc.html is not None else doc.text)  # raw size as read
+        chars = len(doc.html if doc.html is not None else doc.text)
+        read_stats.chars_in += chars  # raw size as read
         batch.append(doc)
-        if len(batch) >= BATCH_DOCS:
+        batch_chars += chars
+        if len(batch) >= BATCH_DOCS or batch_chars >= BATCH_CHARS:
             progress(len(batch))
             _run_batch(stage.steps, step_stats, batch, writer, rej)
-            batch = []
+            batch, batch_chars = [], 0
     if batch:
         progress(len(batch))
         _run_batch(stage.steps, step_stats, batch, writer, rej)
@@ -428,15 +623,27 @@ def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document],
                 st.extra["split_parts"] = st.extra.get("split_parts", 0) + len(res)  # documents they became
                 continue
             reason = f"{st.name}:{res.rule if isinstance(res, Reject) else 'rejected'}"
-            st.drop(reason, len(doc.text))
+            st.drop(reason, _text_chars([doc], st.name))
             if rej is not None:
                 rej.write(doc, drop_reason=reason)
         st.docs_out += len(kept)
-        st.chars_out += sum(len(d.text) for d in kept)
+        st.chars_out += _text_chars(kept, st.name)
         st.seconds += time.perf_counter() - t
         batch = kept
     for doc in batch:
         writer.write(doc)
+
+
+def _text_chars(docs: list[Document], step: str) -> int:
+    """Characters of the documents' text, which a step must leave a string: anything else (a step that set
+    `doc.text = None`) stops the run with one line naming the step, not a TypeError in the runner."""
+    n = 0
+    for d in docs:
+        if not isinstance(d.text, str):
+            raise StepFailed(f"step {step!r} left document {d.id!r} with text of type {type(d.text).__name__}: a step "
+                             "must keep doc.text a string (to drop a document, return False or Reject(rule))")
+        n += len(d.text)
+    return n
 
 
 def _apply(step: Step, st: StepStats, batch: list[Document]) -> tuple[list[Document], list]:

@@ -7,7 +7,9 @@ which failed and why.
 
 from __future__ import annotations
 
+import errno
 import inspect
+import os
 import sys
 import time
 import traceback
@@ -21,6 +23,7 @@ class TaskError:
     label: str
     error: str  # the exception's type and message
     detail: str  # the traceback
+    cause: BaseException | None = None  # the exception itself when the CLI words it (`portable_cause`), else None
 
     def __str__(self) -> str:
         return f"{self.label}: {self.error}"
@@ -34,6 +37,11 @@ class TaskFailures(RuntimeError):
             lines.append(f"  … and {len(errors) - 10} more")
         lines.append(f"first traceback:\n{errors[0].detail}")
         super().__init__("\n".join(lines))
+
+    @property
+    def causes(self) -> list[BaseException | None]:
+        """Each failed task's exception where it is one the CLI words (`portable_cause`), else None."""
+        return [e.cause for e in self.errors]
 
 
 ProgressFn = Callable[[int], None]  # a task calls it with the number of documents it just read
@@ -52,7 +60,23 @@ def call_captured(fn: Callable[..., Any], item: Any, progress: ProgressFn | None
     try:
         return True, (fn(item) if progress is None else fn(item, progress=progress))
     except Exception as e:
-        return False, (f"{type(e).__name__}: {e}", traceback.format_exc())
+        return False, (f"{type(e).__name__}: {e}", traceback.format_exc(), portable_cause(e))
+
+
+def portable_cause(e: BaseException) -> BaseException | None:
+    """The exceptions the CLI turns into one line, rebuilt from plain values so that they always pickle: a full
+    disk (an OSError with its errno and file), a step that failed, a corrupt state file. None for the rest,
+    whose type, message and traceback travel as text."""
+    from curate.core.errors import CorruptState, StepFailed, UsageError, disk_full
+
+    full = disk_full(e)
+    if full is not None:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), full.filename)
+    if isinstance(e, CorruptState):
+        return CorruptState(str(e), e.path)
+    if isinstance(e, (StepFailed, UsageError)):
+        return type(e)(str(e)) if type(e) in (StepFailed, UsageError) else UsageError(str(e))
+    return None
 
 
 class Progress:

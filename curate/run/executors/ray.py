@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from curate.run.executors.base import Executor, Progress
+from curate.run.executors.base import Executor, Progress, portable_cause
 
 # Errors that say something about the data or the pipeline, not about the machine: retrying cannot help.
 NEVER_RETRY = ("StepFailed", "UsageError")
@@ -57,7 +57,7 @@ def _attempt(fn: Callable[[Any], Any], item: Any, retry_exceptions: bool | tuple
             retry = isinstance(e, retry_exceptions)
         else:
             retry = bool(retry_exceptions)
-        return False, (f"{type(e).__name__}: {e}", traceback.format_exc()), retry
+        return False, (f"{type(e).__name__}: {e}", traceback.format_exc(), portable_cause(e)), retry
 
 
 class RayExecutor(Executor):
@@ -143,7 +143,7 @@ class RayExecutor(Executor):
                         queue.append(i)
                     else:
                         tries = f" (after {attempts[i]} attempts)" if attempts[i] > 1 else ""
-                        outcomes[i] = (False, (out[0] + tries, out[1]))
+                        outcomes[i] = (False, (out[0] + tries, *out[1:]))  # the cause (a full disk, …) kept
                         bar.done(None)
         except BaseException:  # Ctrl-C or a driver error: don't leave orphan tasks writing on the cluster
             for ref in running:

@@ -199,7 +199,7 @@ def test_under_torchrun_rank_0_locks_for_the_job_and_a_refusal_or_sigterm_stops_
     for p, (_, err) in zip(procs, results, strict=True):
         assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err[-3000:]
         assert f"{out} is in use by another job" in err
-    assert sorted(p.name for p in out.iterdir()) == [".peneira.lock"]  # nothing was written
+    assert not [p.name for p in out.iterdir() if p.name != ".peneira.lock"]  # nothing was written (the lock goes on release)
 
     procs = ranks(command(tokens, out, micro_batch=2, steps=100_000, ckpt_every=0))
     try:

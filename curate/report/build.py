@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from curate.core.stats import StepStats
 from curate.io import fs
+from curate.io.batching import iter_batches
 
 MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
 
@@ -70,7 +71,7 @@ def load_corpus(out: str) -> Corpus:
     for path in fs.glob(fs.join(out, "data", "*.parquet")):
         pf = fs.parquet_file(path)
         cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in pf.schema_arrow.names]
-        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols):
+        for batch in iter_batches(pf, columns=cols, max_rows=BATCH_ROWS):
             _add_batch(corpus, lengths, batch)
     if lengths:
         corpus.lengths, corpus.length_counts = (np.array(v, np.int64) for v in zip(*sorted(lengths.items()), strict=True))

@@ -6,8 +6,8 @@ Gopher, C4 and FineWeb rules, and redact e-mail and IP addresses.
     curate report out/web
 
 Extraction is `extract.Main` (docs/extract.md): on the four gold sets of ../shared/data/extraction it
-recovers more of the main text than trafilatura and Resiliparse, at about ten times trafilatura's speed
-(docs/benchmarks.md); `extract.Trafilatura()` is the choice where its output must be matched.
+recovers more of the main text than trafilatura and Resiliparse, many times faster than trafilatura (the
+figures, per gold set, are the extraction table of docs/benchmarks.md); `extract.Trafilatura()` is the choice where its output must be matched.
 
 Order matters. Error pages go first, by the status the server sent (a 404 page is fluent prose that every
 text rule keeps: 2 of the 35 pages this pipeline kept from the shared Internet Archive WARC). Language ID is cheap and removes most of a multilingual crawl before the word-level

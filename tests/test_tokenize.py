@@ -580,3 +580,16 @@ def test_long_documents_are_encoded_in_pieces_with_the_same_ids(built):
     same_ids()
     no_regex = Tokenizer.from_str(tok.to_str().replace('"use_regex":true', '"use_regex":false'))
     assert not splits_exactly(no_regex)  # another pre-tokenizer: documents are encoded whole
+
+
+def test_a_file_named_by_two_specs_is_read_once(tmp_path):
+    """A mix folder and one of its shards, or a link beside its target, name one file: it is tokenized once."""
+    from curate.tokens.tokenize import _all_inputs
+
+    data = tmp_path / "mix" / "data"
+    data.mkdir(parents=True)
+    for name in ("a.jsonl", "b.jsonl"):
+        (data / name).write_text('{"text": "x"}\n')
+    (tmp_path / "link.jsonl").symlink_to(data / "a.jsonl")
+    files = _all_inputs([str(tmp_path / "mix"), str(data / "a.jsonl"), str(tmp_path / "link.jsonl")])
+    assert sorted(os.path.realpath(f) for f in files) == sorted(str(data / n) for n in ("a.jsonl", "b.jsonl"))

@@ -133,7 +133,7 @@ def fingerprint(curated: Path) -> dict:
 
 def drop_reasons(curated: Path) -> dict[str, int]:
     """Documents each step dropped, by reason (the run's stats.json): why two curations kept different counts,
-    e.g. `extract:timeout`, which depends on the machine's speed and load."""
+    e.g. `extract:timeout` before issue 29, when extraction had a wall-clock limit."""
     stats = curated / "stats.json"
     steps = json.loads(stats.read_text())["steps"] if stats.is_file() else []
     return {reason: n for s in steps for reason, n in sorted(s.get("dropped", {}).items())}

@@ -142,7 +142,7 @@ def extract_text(html: str, threshold: float = THRESHOLD, min_words: int = 10, t
 
 class Main(Extractor):
     """Main-content extraction tuned on four gold sets: trafilatura's precision on article pages,
-    Resiliparse's recall on broad pages, about 20x trafilatura's speed and 1.9x Resiliparse's (docs/extract.md).
+    Resiliparse's recall on broad pages, faster than both (the extraction table of docs/benchmarks.md).
     `threshold` trades precision (higher) for recall (lower); `title=True` puts the page's <title> on the first line;
     `keep_comments=True` keeps comment sections judged as text (by default they are dropped, as in most
     pretraining pipelines: whether comments are main text is the user's call, not something to learn from

@@ -76,11 +76,13 @@ def split_key(doc_id: str) -> str:
 
 
 def _all_inputs(inputs: str | os.PathLike | list) -> list[str]:
+    """The files of every spec, each once: a file named by two specs (a mix folder and one of its shards, a
+    link beside its target) would otherwise be tokenized twice."""
     specs = inputs if isinstance(inputs, list) else [inputs]
     files: list[str] = []
     for spec in specs:
         files.extend(resolve_inputs(spec))
-    return files
+    return fs.unique_files(list(dict.fromkeys(files)))
 
 
 # ---------------------------------------------------------------------------------------------- training

@@ -85,6 +85,15 @@ def naming(path: str) -> Iterator[None]:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path) from e
 
 
+def input_change(was: list, now: list) -> tuple[str | None, int, int]:
+    """How two input fingerprint lists (`[path, size, mtime, etag]` rows, as recorded by mix and tokenize) differ:
+    (the path of a file rewritten in place, or None; files added; files gone). Called only when they differ."""
+    if [r[0] for r in was] == [r[0] for r in now]:
+        return next(b[0] for a, b in zip(was, now, strict=True) if a != b), 0, 0
+    added = len({r[0] for r in now} - {r[0] for r in was})
+    return None, added, len({r[0] for r in was} - {r[0] for r in now})
+
+
 def check_outside(files: list[str], out: str, option: str = "--out") -> None:
     """Refuse inputs inside the output folder: resuming would count them as the command's own files, and
     `--overwrite` would delete them before they are read (local paths; URLs by their text)."""

@@ -44,6 +44,7 @@ from curate.tokens.common import (
     BATCH_CHARS,
     check_outside,
     encode_ids,
+    input_change,
     naming,
     splits_exactly,
     text_batches,
@@ -546,12 +547,9 @@ def _config_change(old: dict | None, new: dict) -> str:
     for key, flag in flags.items():
         if old.get(key) != new[key]:
             return f"{flag} was {_show(old.get(key))}, now {_show(new[key])}"
-    was, now = old.get("inputs") or [], new["inputs"]
-    if [r[0] for r in was] == [r[0] for r in now]:
-        path = next(b[0] for a, b in zip(was, now, strict=True) if a != b)
+    path, added, gone = input_change(old.get("inputs") or [], new["inputs"])
+    if path:
         return f"input {path} was rewritten since (its size, modification time or ETag differ)"
-    added = len({r[0] for r in now} - {r[0] for r in was})
-    gone = len({r[0] for r in was} - {r[0] for r in now})
     return f"its input files differ: {added} new, {gone} gone"
 
 

@@ -50,6 +50,7 @@ from curate.tokens.common import (
     MAX_BATCH_DOCS,
     check_outside,
     encode_ids,
+    input_change,
     naming,
     splits_exactly,
     text_batches,
@@ -617,12 +618,9 @@ def _config_change(old: dict, new: dict) -> str:
     changed = sorted(k for k in new if k != "inputs" and old.get(k) != new[k])
     if changed:
         return f"was tokenized with other settings ({', '.join(changed)})"
-    was, now = old.get("inputs") or [], new["inputs"]
-    if [r[0] for r in was] == [r[0] for r in now]:
-        path = next(b[0] for a, b in zip(was, now, strict=True) if a != b)
+    path, added, gone = input_change(old.get("inputs") or [], new["inputs"])
+    if path:
         return f"was tokenized from another version of {path} (its size, modification time or ETag differ)"
-    added = len({r[0] for r in now} - {r[0] for r in was})
-    gone = len({r[0] for r in was} - {r[0] for r in now})
     return f"was tokenized from other inputs ({added} new, {gone} gone{', another order' if not added + gone else ''})"
 
 

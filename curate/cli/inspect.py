@@ -7,6 +7,7 @@ import unicodedata
 
 from curate.core.errors import UsageError
 from curate.io import fs
+from curate.io.state import DAMAGED_SHARD, reading
 
 
 def add_parser(sub):
@@ -74,5 +75,6 @@ def shown_safely(text: str) -> str:
 
 def _records(path: str, batch_size: int):
     """Rows of a shard, one row group batch at a time: showing 3 documents must not decode a 512 MB shard."""
-    for batch in fs.parquet_file(path).iter_batches(batch_size=max(batch_size, 1)):
-        yield from batch.to_pylist()
+    with reading(path, DAMAGED_SHARD):
+        for batch in fs.parquet_file(path).iter_batches(batch_size=max(batch_size, 1)):
+            yield from batch.to_pylist()

@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from curate.core.errors import Stopped, UsageError, disk_full
+    from curate.core.errors import CorruptState, Stopped, UsageError, disk_full
     from curate.run.stopping import exit_code, message, stop_on_signals
 
     args = build_parser().parse_args(argv)
@@ -45,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("stopped by SIGINT: rerun the same command to resume\n")
             return 130
         except Exception as e:
+            corrupt = next((c for c in getattr(e, "causes", []) if isinstance(c, CorruptState)), None)
+            if corrupt is not None:  # a task read a damaged file: the file and what to do, not a traceback
+                sys.stderr.write(f"curate {args.command}: error: {corrupt}\n")
+                return 2
             full = disk_full(e)
             if full is None:
                 raise

@@ -178,7 +178,8 @@ def write_table(table: pa.Table, path: str, row_group_size: int = 65_536, segmen
     """
     staged = fs.Staged(path, tmp_name=f"{os.path.basename(path)}.tmp.{os.getpid()}")
     try:
-        with naming(staged.tmp), pq.ParquetWriter(staged.tmp, table.schema, compression="zstd") as writer:
+        with naming(staged.tmp), pq.ParquetWriter(staged.tmp, table.schema, compression="zstd",
+                                                                 write_page_checksum=True) as writer:
             for lo, hi in _runs(table, segments):
                 writer.write_table(table.slice(lo, hi - lo), row_group_size=row_group_size)
     except BaseException:

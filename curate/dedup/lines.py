@@ -139,7 +139,8 @@ def unit_shard(task: UnitTask) -> dict:
     staged = fs.Staged(task.out, tmp_name=f"{os.path.basename(task.out)}.tmp.{os.getpid()}")
     row, windows = 0, 0
     try:
-        with common.naming(staged.tmp), pq.ParquetWriter(staged.tmp, schema, compression="zstd") as writer:
+        with common.naming(staged.tmp), pq.ParquetWriter(staged.tmp, schema, compression="zstd",
+                                                                       write_page_checksum=True) as writer:
             for batch in iter_batches(pf, columns=cols, max_rows=task.batch_docs):
                 texts = batch.column("text").to_pylist()
                 langs = batch.column("lang").to_pylist() if "lang" in cols else [None] * len(texts)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.io import fs
+from curate.io.state import DAMAGED_SHARD, reading
 
 TEXT_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".jsonl.zst")
 
@@ -62,7 +63,7 @@ def read_batches(path: str, batch_size: int = 1024, source: str | None = None) -
     parse are skipped: this reads finished corpora, where the curation run already counted them.
     """
     if path.endswith(".parquet"):
-        with fs.parquet_file(path) as pf:  # closed when the generator ends
+        with reading(path, DAMAGED_SHARD), fs.parquet_file(path) as pf:  # closed when the generator ends
             names = pf.schema_arrow.names
             if "text" not in names:
                 raise UsageError(f"{path}: no 'text' column (columns: {names})")

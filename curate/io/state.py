@@ -30,7 +30,13 @@ from curate.io import fs
 
 # pyarrow's words for a file that is not what it should be (it raises OSError for some of them)
 _CORRUPT_WORDS = ("decompress", "deserializ", "corrupt", "magic bytes", "unexpected end", "invalid", "truncated",
-                  "couldn't", "could not read", "parquet file size is 0", "out of bounds", "not a parquet")
+                  "couldn't", "could not read", "parquet file size is 0", "out of bounds", "not a parquet",
+                  "checksum", "page integrity")
+
+
+# What to do about a damaged shard of a finished corpus that another command reads (mix, tokenize, report, inspect)
+DAMAGED_SHARD = ("the shard is damaged: rerun the command that wrote it (with --overwrite), or leave it out of the "
+                 "inputs")
 
 
 def _reason(e: BaseException) -> str:

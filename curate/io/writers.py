@@ -59,7 +59,8 @@ class Parquet:
         return TableWriter(self, path, schema)
 
     def _parquet_writer(self, path: str, schema: pa.Schema) -> pq.ParquetWriter:
-        return pq.ParquetWriter(path, schema, compression=self.compression, compression_level=self.compression_level)
+        return pq.ParquetWriter(path, schema, compression=self.compression, compression_level=self.compression_level,
+                                write_page_checksum=True)  # a damaged page is then an error when read, never other data
 
     def _row_groups(self) -> RowGroups:
         return RowGroups(self.row_group_bytes, self.row_group_docs)

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.batching import iter_batches
+from curate.io.state import DAMAGED_SHARD, reading
 
 MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
 
@@ -69,10 +70,11 @@ def load_corpus(out: str) -> Corpus:
     lengths: dict[int, int] = {}
     corpus = Corpus()
     for path in fs.glob(fs.join(out, "data", "*.parquet")):
-        pf = fs.parquet_file(path)
-        cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in pf.schema_arrow.names]
-        for batch in iter_batches(pf, columns=cols, max_rows=BATCH_ROWS):
-            _add_batch(corpus, lengths, batch)
+        with reading(path, DAMAGED_SHARD):
+            pf = fs.parquet_file(path)
+            cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in pf.schema_arrow.names]
+            for batch in iter_batches(pf, columns=cols, max_rows=BATCH_ROWS):
+                _add_batch(corpus, lengths, batch)
     if lengths:
         corpus.lengths, corpus.length_counts = (np.array(v, np.int64) for v in zip(*sorted(lengths.items()), strict=True))
     corpus.langs = dict(sorted(corpus.langs.items(), key=lambda kv: -kv[1]))

@@ -37,6 +37,7 @@ from curate.io import fs
 from curate.io.batching import ROW_GROUP_BYTES, RowGroups, iter_batches
 from curate.io.corpus import estimated_chars, resolve_inputs, sha256_file
 from curate.io.outputs import claim, locked
+from curate.io.state import DAMAGED_SHARD, reading
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
@@ -103,7 +104,7 @@ def _tables(path: str, source: str, batch_chars: int = BATCH_CHARS) -> Iterator[
     larger document), and at most `READ_ROWS` rows (extension columns dropped: sources differ in them; `source` set
     to the mix's source name)."""
     if path.endswith(".parquet"):
-        with fs.parquet_file(path) as pf:
+        with reading(path, DAMAGED_SHARD), fs.parquet_file(path) as pf:
             if all(c in pf.schema_arrow.names for c in CORE_COLUMNS):
                 for rb in iter_batches(pf, columns=list(CORE_COLUMNS), budget=batch_chars, max_rows=READ_ROWS):
                     t = pa.Table.from_batches([rb]).filter(pc.is_valid(rb.column("text")))
@@ -207,7 +208,8 @@ def _write(item: _Write, progress=None) -> dict[str, Any]:
             writer.write_table(t.take(pa.array(rng.permutation(t.num_rows))), row_group_size=t.num_rows)
 
     try:
-        with naming(item.dest), pq.ParquetWriter(staged.tmp, MIX_SCHEMA, compression="zstd") as writer:
+        with naming(item.dest), pq.ParquetWriter(staged.tmp, MIX_SCHEMA, compression="zstd",
+                                                                     write_page_checksum=True) as writer:
             for epoch in range(int(repeats.max(initial=0))):
                 start = 0
                 for t in _tables(item.path, item.source):

@@ -593,3 +593,31 @@ def test_a_file_named_by_two_specs_is_read_once(tmp_path):
     (tmp_path / "link.jsonl").symlink_to(data / "a.jsonl")
     files = _all_inputs([str(tmp_path / "mix"), str(data / "a.jsonl"), str(tmp_path / "link.jsonl")])
     assert sorted(os.path.realpath(f) for f in files) == sorted(str(data / n) for n in ("a.jsonl", "b.jsonl"))
+
+
+def test_a_killed_runs_output_is_refused_unless_allow_partial_which_the_manifest_records(built, shared, tmp_path,
+                                                                                         capsys):
+    """Issue 36.4: a run killed with some tasks done and no manifest.json was mixed and tokenized without a word.
+    `mix` and `tokenize` refuse it in one line; `--allow-partial` reads it and says so in the manifest."""
+    from curate.cli.main import main as cli
+
+    tok_path = str(built[1])
+    run = tmp_path / "run"
+    (run / "data").mkdir(parents=True)
+    (run / "_done").mkdir()
+    (run / "data" / "part-00000-000.jsonl").write_text((shared / PT).read_text())
+    capsys.readouterr()
+    for argv in (["mix", "--source", f"pt={run}:1.0", "--tokens", "10K", "--out", str(tmp_path / "m")],
+                 ["tokenize", str(run), "--tokenizer", tok_path, "--out", str(tmp_path / "t")]):
+        assert cli([*argv, "--no-progress"]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is not a finished output" in err[0] and "--allow-partial" in err[0], err
+        assert not (tmp_path / argv[argv.index("--out") + 1]).exists()
+    assert cli(["tokenize", str(run), "--tokenizer", tok_path, "--out", str(tmp_path / "t"), "--allow-partial",
+                "--val-fraction", "0", "--no-progress", "--workers", "1"]) == 0
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert manifest["partial_inputs"] == [str(run)] and manifest["splits"]["train"]["docs"] > 0
+    (run / "manifest.json").write_text("{}")  # finished: read as it is, nothing recorded
+    assert cli(["tokenize", str(run), "--tokenizer", tok_path, "--out", str(tmp_path / "t2"), "--val-fraction", "0",
+                "--no-progress", "--workers", "1"]) == 0
+    assert "partial_inputs" not in json.loads((tmp_path / "t2" / "manifest.json").read_text())

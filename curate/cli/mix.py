@@ -42,6 +42,8 @@ def add_parser(sub):
     p.add_argument("--workers", type=int, default=None, help="parallel tasks (default: all CPUs)")
     add_progress(p)
     add_overwrite(p)
+    p.add_argument("--allow-partial", action="store_true",
+                   help="read an unfinished run or mix (no manifest.json) as it is; recorded in the manifest")
     return p
 
 
@@ -68,6 +70,7 @@ def main(args) -> int:
         calibration_chars=int(args.calibration_chars),
         executor=LocalExecutor(workers, progress=args.progress),
         overwrite=args.overwrite,
+        allow_partial=args.allow_partial,
     )
     print(format_plan(manifest))
     print(f"wrote {len(manifest['outputs'])} shard(s) to {fs.join(args.out, 'data')}")

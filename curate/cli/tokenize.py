@@ -24,6 +24,8 @@ def add_parser(sub):
     p.add_argument("--workers", type=int, default=None, help="parallel processes (default: all CPUs)")
     add_progress(p)
     add_overwrite(p)
+    p.add_argument("--allow-partial", action="store_true",
+                   help="read an unfinished run or mix (no manifest.json) as it is; recorded in the manifest")
     return p
 
 
@@ -42,6 +44,7 @@ def main(args) -> int:
         dtype=args.dtype,
         executor=LocalExecutor(workers, progress=args.progress),
         overwrite=args.overwrite,
+        allow_partial=args.allow_partial,
     )
     for split in ("train", "val"):
         s = m["splits"][split]

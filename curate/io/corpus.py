@@ -30,10 +30,28 @@ def is_dir(spec: str) -> bool:
     return fs.isdir(spec)  # not fsspec's isdir: it answers False to any fault
 
 
-def resolve_inputs(spec: str | os.PathLike) -> list[str]:
-    """Files of a corpus: a run's output directory (its `data/`), a directory of shards, a file, or a glob."""
+def unfinished(spec: str) -> str | None:
+    """Why the folder `spec` is an unfinished output of ours, or None: it holds `data/` and a command's state
+    (`_done/`, `_work/`) but no `manifest.json`, which `curate run` and `curate mix` write last. A folder of
+    shards with no state is the user's own and is read as it is."""
+    names = set(fs.listdir(spec))
+    if "data" in names and "manifest.json" not in names and names & {"_done", "_work"}:
+        return "no manifest.json beside data/: a command that wrote it was killed or is still running"
+    return None
+
+
+def resolve_inputs(spec: str | os.PathLike, allow_partial: bool = False) -> list[str]:
+    """Files of a corpus: a run's output directory (its `data/`), a directory of shards, a file, or a glob.
+
+    An unfinished output (`unfinished`) is refused: mixing or tokenizing what a killed run left would give a
+    corpus with some inputs missing and no word about it. `allow_partial` reads what is there; the caller
+    records it (`partial_inputs` in its manifest)."""
     spec = os.fspath(spec)
     if is_dir(spec):
+        why = unfinished(spec)
+        if why and not allow_partial:
+            raise UsageError(f"{spec} is not a finished output ({why}): rerun that command to finish it, or pass "
+                             "--allow-partial to read the shards it has")
         data = fs.join(spec, "data")
         files = _shards_in(data if is_dir(data) else spec)
     elif fs.isfile(spec):

@@ -35,7 +35,7 @@ from curate.core.document import CORE_COLUMNS, TEXT_SCHEMA
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.batching import ROW_GROUP_BYTES, RowGroups, iter_batches
-from curate.io.corpus import estimated_chars, resolve_inputs, sha256_file
+from curate.io.corpus import estimated_chars, is_dir, resolve_inputs, sha256_file, unfinished
 from curate.io.outputs import claim, locked
 from curate.io.state import DAMAGED_SHARD, reading
 from curate.io.writers import atomic_write_text
@@ -329,6 +329,7 @@ def mix(
     calibration_vocab: int = 32_000,
     calibration_chars: int = 20_000_000,
     overwrite: bool = False,
+    allow_partial: bool = False,
 ) -> dict[str, Any]:
     """Mix sources to `tokens` tokens; writes OUT/data/*.parquet and OUT/manifest.json, returns the manifest.
 
@@ -345,11 +346,11 @@ def mix(
     """
     with naming(os.fspath(out)):
         return _mix(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, workers, executor,
-                    calibration_vocab, calibration_chars, overwrite)
+                    calibration_vocab, calibration_chars, overwrite, allow_partial)
 
 
 def _mix(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, workers, executor, calibration_vocab,
-         calibration_chars, overwrite) -> dict[str, Any]:
+         calibration_chars, overwrite, allow_partial=False) -> dict[str, Any]:
     t0 = time.time()
     sources = _check_args(sources, max_epochs, chars_per_token, calibration_vocab, calibration_chars)
     if isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or not math.isfinite(tokens) or tokens < 1:
@@ -362,7 +363,7 @@ def _mix(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, wor
 
         load_tokenizer(tokenizer)  # a tokenizer, with its EOS: checked before the folder is touched
         tok_hash = sha256_file(tokenizer)
-    files = {s.name: resolve_inputs(s.path) for s in sources}
+    files = {s.name: resolve_inputs(s.path, allow_partial) for s in sources}
     _check_disjoint(files)
     out = os.fspath(out)
     check_outside([f for fl in files.values() for f in fl], out)
@@ -372,6 +373,9 @@ def _mix(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, wor
               "max_epochs": max_epochs, "seed": seed, "chars_per_token": chars_per_token, "tokenizer_sha256": tok_hash,
               "calibration_vocab": calibration_vocab, "calibration_chars": calibration_chars,
               "inputs": _fingerprints([f for s in sources for f in files[s.name]])}
+    partial = [s.path for s in sources if is_dir(s.path) and unfinished(s.path)]
+    if partial:  # read with allow_partial: said in the config, and so in the manifest
+        config["partial_inputs"] = partial
     executor = executor or LocalExecutor(workers)
     with locked(out, what="`curate mix`"):
         _prepare_output(out, config, overwrite)

@@ -28,7 +28,7 @@ import xxhash
 
 from curate.core.errors import CorruptState, UsageError
 from curate.io import fs
-from curate.io.corpus import estimated_chars, read_batches, resolve_inputs
+from curate.io.corpus import estimated_chars, is_dir, read_batches, resolve_inputs, unfinished
 from curate.io.outputs import claim, locked
 from curate.io.token_format import (
     DTYPES,
@@ -76,13 +76,13 @@ def split_key(doc_id: str) -> str:
     return _COPY_SUFFIX.sub("", doc_id)
 
 
-def _all_inputs(inputs: str | os.PathLike | list) -> list[str]:
+def _all_inputs(inputs: str | os.PathLike | list, allow_partial: bool = False) -> list[str]:
     """The files of every spec, each once: a file named by two specs (a mix folder and one of its shards, a
     link beside its target) would otherwise be tokenized twice."""
     specs = inputs if isinstance(inputs, list) else [inputs]
     files: list[str] = []
     for spec in specs:
-        files.extend(resolve_inputs(spec))
+        files.extend(resolve_inputs(spec, allow_partial))
     return fs.unique_files(list(dict.fromkeys(files)))
 
 
@@ -444,6 +444,7 @@ def tokenize(
     batch_docs: int = MAX_BATCH_DOCS,
     overwrite: bool = False,
     batch_chars: int = BATCH_CHARS,
+    allow_partial: bool = False,
 ) -> dict[str, Any]:
     """Tokenize a corpus into token shards with an end-of-document token after every document.
 
@@ -464,7 +465,8 @@ def tokenize(
     if batch_docs < 1 or batch_chars < 1:
         raise UsageError(f"batch_docs and batch_chars must be >= 1, got {batch_docs} and {batch_chars}")
     specs = inputs if isinstance(inputs, list) else [inputs]
-    files = _all_inputs(inputs)
+    files = _all_inputs(inputs, allow_partial)
+    partial = [os.fspath(s) for s in specs if is_dir(os.fspath(s)) and unfinished(os.fspath(s))]
     tokenizer = os.fspath(tokenizer)
     tok_bytes = _read_tokenizer_bytes(tokenizer)  # held: the copy is written from it, even over itself
     try:
@@ -482,6 +484,8 @@ def tokenize(
     tok_hash = hashlib.sha256(tok_bytes).hexdigest()
     config = {"state": STATE_FORMAT, "format": FORMAT, "tokenizer_sha256": tok_hash, "dtype": dtype,
               "val_fraction": val_fraction, "inputs": _fingerprints(files)}
+    if partial:  # read with allow_partial: said in the config, and so in the manifest
+        config["partial_inputs"] = partial
     mix_plan = _mix_plans(specs)
     executor = executor or LocalExecutor(workers)
     with naming(out), locked(out, what="`curate tokenize`"):
@@ -510,6 +514,8 @@ def tokenize(
                 f"({manifest['splits']['train']['docs']} documents): raise it or pass 0"
             )
         manifest["seconds"] = round(time.time() - t0, 3)
+        if partial:
+            manifest["partial_inputs"] = partial  # unfinished outputs read with allow_partial
         with naming(fs.join(out, MANIFEST)):
             atomic_write_text(fs.join(out, MANIFEST), json.dumps(manifest, indent=1))
         fs.remove_temp_files(out)  # what killed attempts left: every task has finished, and we hold the lock

@@ -221,6 +221,16 @@ def test_sample_and_surprise_from_checkpoint(trained, capsys):
     assert sample(run, "The city of", 12, top_k=5, seed=3) == sample(run, "The city of", 12, top_k=5, seed=3)
     assert sample(run, "The", 8, temperature=0) == sample(run, "The", 8, top_k=1, seed=9)  # top-1 is greedy
 
+    # issue 36.6: numbers that make no sample are one line each, before the checkpoint is loaded; a top-k above
+    # the vocabulary lists every token
+    for flag, value in (("--temperature", "nan"), ("--temperature", "-1"), ("--max-new-tokens", "-5"),
+                        ("--top-k", "-1"), ("--num-samples", "0")):
+        assert main(["sample", "--checkpoint", str(ckpt), flag, value]) == 2, flag
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and flag in err[0], err
+    assert main(["sample", "--checkpoint", str(ckpt), "--top-k", "999999", "--max-new-tokens", "2"]) == 0
+    assert capsys.readouterr().out.count("%") >= run.model.cfg.vocab_size  # (a token may hold a % too)
+
     text = "The information on this website is provided for general purposes only and may change without notice."
     rows = surprise(run, text)
     assert len(rows) == len(run.tokenizer.encode(text, add_special_tokens=False).ids)

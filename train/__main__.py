@@ -109,6 +109,19 @@ def _train_args(argv: list[str], prog: str) -> argparse.Namespace:
     return args
 
 
+
+def _sample_args_error(args) -> str | None:
+    """Why `train sample`'s numbers make no sample (checked before the checkpoint is loaded), or None."""
+    import math
+
+    if not math.isfinite(args.temperature) or args.temperature < 0:
+        return f"--temperature must be a finite number >= 0 (0: greedy), got {args.temperature}"
+    for flag, value, low in (("--max-new-tokens", args.max_new_tokens, 0), ("--top-k", args.top_k, 0),
+                             ("--num-samples", args.num_samples, 1)):
+        if value < low:
+            return f"{flag} must be >= {low}, got {value}"
+    return None
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = argv[0] if argv and not argv[0].startswith("-") else "train"
@@ -157,13 +170,18 @@ def main(argv: list[str] | None = None) -> int:
         if command == "sample":
             parser.add_argument("--prompt", default="")
             parser.add_argument("--max-new-tokens", type=int, default=64)
-            parser.add_argument("--temperature", type=float, default=1.0)
-            parser.add_argument("--top-k", type=int, default=50)
+            parser.add_argument("--temperature", type=float, default=1.0, help="0: the most likely token (greedy)")
+            parser.add_argument("--top-k", type=int, default=50, help="0: no top-k cut (above the vocabulary: all)")
             parser.add_argument("--num-samples", type=int, default=1)
             parser.add_argument("--seed", type=int, default=0)
         else:
             parser.add_argument("--text", required=True)
         args = parser.parse_args(rest)
+        if command == "sample":
+            bad = _sample_args_error(args)
+            if bad:
+                print(f"python -m train sample: error: {bad}", file=sys.stderr)
+                return 2
         from train.checkpoint import CheckpointError
         from train.generate import format_surprise, load_checkpoint, next_token_candidates, sample, surprise
 

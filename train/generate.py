@@ -66,7 +66,7 @@ def next_token_candidates(run: Loaded, prompt: str, k: int = 5) -> list[tuple[st
     """The k most likely next tokens after `prompt`, with their probabilities."""
     idx = run.ids(_encode(run, prompt)[-run.model.cfg.seq_len :])
     probs = F.softmax(run.model(idx)[0, -1, : run.model.cfg.vocab_size].float().cpu(), dim=-1)
-    p, ids = probs.topk(k)
+    p, ids = probs.topk(min(k, probs.numel()))  # a k above the vocabulary lists every token
     return [(run.tokenizer.decode([i]), float(q)) for i, q in zip(ids.tolist(), p.tolist(), strict=True)]
 
 

@@ -386,3 +386,22 @@ def test_row_groups_are_cut_by_bytes(shared, tmp_path, monkeypatch):
     rows = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
     assert len(sizes) > 3 and sum(rows) == m["actual"]["big"]["docs"]
     assert all(s <= (1 << 20) + 100_000 or r == 1 for s, r in zip(sizes, rows, strict=True)), (sizes, rows)
+
+
+def test_a_copy_of_a_source_under_another_name_and_an_empty_mix_are_refused(shared, tmp_path, capsys):
+    """Issue 36.7: a byte-identical copy of one source's file given as another source was mixed (its text counted
+    twice), and `--tokens 1` published empty shards with exit 0 that tokenize then failed on."""
+    a, b = tmp_path / "a" / "pt.jsonl", tmp_path / "b" / "copy.jsonl"
+    for p in (a, b):
+        p.parent.mkdir()
+        p.write_bytes((shared / PT).read_bytes())
+    capsys.readouterr()
+    assert cli(["mix", "--source", f"x={a}:0.5", "--source", f"y={b}:0.5", "--tokens", "10K", "--chars-per-token",
+                "4", "--out", str(tmp_path / "m"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "byte-identical copy" in err[0] and str(b) in err[0], err
+    assert not (tmp_path / "m").exists()
+    assert cli(["mix", "--source", f"x={a}:1", "--tokens", "1", "--chars-per-token", "4", "--out",
+                str(tmp_path / "one"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "selects no document of 'x'" in err[0], err

@@ -422,6 +422,10 @@ def _run(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, exe
             actual[job.source][k] += res[k]
     for a in actual.values():
         a["tokens"] = round(a["tokens"])
+    empty = [s.name for s in sources if s.weight > 0 and not actual[s.name]["docs"]]
+    if empty:  # an empty source is no mix: say so rather than publish it (issue 36.7)
+        raise UsageError(f"--tokens {tokens:,} selects no document of {', '.join(map(repr, empty))} (a document "
+                         "holds more tokens than that share): ask for more tokens")
     if tokenizer:
         measure = f"tokenizer {tokenizer}"
     elif calibrating:
@@ -490,6 +494,8 @@ def _token_measure(items: list[_Measure], measured: list[dict], files: dict, tok
 
 
 def _check_disjoint(files: dict[str, list[str]]) -> None:
+    """No file in two sources: not by name, and not as a byte-identical copy under another name (issue 36.7),
+    which would weigh its text twice. Only files of equal size are hashed."""
     seen: dict[str, str] = {}
     for name, paths in files.items():
         for f in paths:
@@ -497,6 +503,19 @@ def _check_disjoint(files: dict[str, list[str]]) -> None:
             other = seen.setdefault(key, name)
             if other != name:
                 raise UsageError(f"{f} is in both sources {other!r} and {name!r}")
+    by_size: dict[int, list[tuple[str, str]]] = {}
+    for name, paths in files.items():
+        for f in paths:
+            by_size.setdefault(fs.size(f), []).append((name, f))
+    for group in by_size.values():
+        if len({name for name, _ in group}) < 2:
+            continue
+        digests: dict[str, tuple[str, str]] = {}
+        for name, f in group:
+            first = digests.setdefault(sha256_file(f), (name, f))
+            if first[0] != name:
+                raise UsageError(f"{f} (source {name!r}) is a byte-identical copy of {first[1]} (source {first[0]!r}): "
+                                 "its text would count twice; give each file to one source")
 
 
 def _prepare_output(out: str, config: dict, overwrite: bool = False) -> None:

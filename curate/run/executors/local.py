@@ -105,10 +105,56 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     for p in procs:
         with contextlib.suppress(Exception):
             p.kill()
+    _stop_forkserver()
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         with contextlib.suppress(Exception):
             p.join(timeout=10)
+
+
+def _stop_forkserver() -> None:
+    """Kill the forkserver and every child it has forked, the pool does not know of yet: a stop that lands while
+    the pool is starting a worker leaves a child that reads its start-up data after this process has released
+    the shared counter, and prints a traceback of its own. The forkserver is stopped first (it forks no more),
+    then its children are killed, then it is; `multiprocessing` starts a new one when one is needed. Linux only
+    (it finds the children in /proc); elsewhere the workers' own watch of the driver still ends them."""
+    try:
+        from multiprocessing import forkserver
+
+        pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    except Exception:  # a private attribute: without it, nothing to do here
+        return
+    if not pid or not os.path.isdir("/proc"):
+        return
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGSTOP)
+        for child in _children(pid):
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and _state(pid) not in ("Z", "X", None):
+            time.sleep(0.01)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(name))
+    return out
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
 
 
 class _PoolProgress:

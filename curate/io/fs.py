@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from curate.core.errors import UsageError
+from curate.io.retry import Policy, is_throttle
 
 __all__ = [
     "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
@@ -111,6 +112,7 @@ def _unstrip(fs: Any, inner: str, like: str) -> str:
 # Attempts of one operation on a store (each itself retried by s3fs/botocore for what they know to be
 # transient): waits of 0.2, 0.4, 0.8, 1.6 s between them, 3 s in all. PENEIRA_IO_TRIES changes it.
 TRIES = int(os.environ.get("PENEIRA_IO_TRIES", "5"))
+_THROTTLED = Policy(throttle_base=2.0, cap=30.0)  # waits after a throttle: 5 tries then wait up to 2+4+8+16 s
 _PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
 
 
@@ -144,10 +146,11 @@ def retrying(fn: Callable[..., Any], *args: Any, tries: int | None = None) -> An
             return fn(*args)
         except _PERMANENT:
             raise
-        except transient:
+        except transient as e:
             if attempt == tries - 1:
                 raise
-            time.sleep(0.2 * 2**attempt)
+            # a throttle (503 SlowDown, 429) waits as `retry.Policy` says (from 2 s, jittered); other faults 0.2 s doubling
+            time.sleep(_THROTTLED.delay(attempt, e) if is_throttle(e) else 0.2 * 2**attempt)
     raise AssertionError("unreachable")
 
 

@@ -7,7 +7,8 @@ HTML bytes, `warc` the WARC readers, `text` the JSONL and Parquet ones.
 
 from curate.io.readers.base import Reader
 from curate.io.readers.charsets import decode_html
+from curate.io.readers.commoncrawl import CommonCrawl
 from curate.io.readers.text import Jsonl, Parquet
 from curate.io.readers.warc import FastWarc, Warc
 
-__all__ = ["FastWarc", "Jsonl", "Parquet", "Reader", "Warc", "decode_html"]
+__all__ = ["CommonCrawl", "FastWarc", "Jsonl", "Parquet", "Reader", "Warc", "decode_html"]

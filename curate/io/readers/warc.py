@@ -64,7 +64,7 @@ class Warc(Reader):
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
         if self._empty(path, stats):
             return
-        with fs.open(path, "rb") as f:
+        with self._open(path) as f:
             state = _FileState(stats, Tracked(f), key or path)
             try:
                 yield from self._stream(io.BufferedReader(state.raw, CHUNK), path, stats, state)
@@ -75,6 +75,10 @@ class Warc(Reader):
             state.forget(stats)
             self.skip(stats, "not_warc")
             note(stats, path, "not a WARC file (ARC is not supported)")
+
+    def _open(self, path: str) -> Any:
+        """The file's bytes (readers.CommonCrawl reads them by retried range requests instead)."""
+        return fs.open(path, "rb")
 
     def _stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
         if not (f.peek(3).startswith(GZIP_MAGIC) or path.endswith(".gz")):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
-from curate.cli.common import add_overwrite, add_progress
-from curate.core.errors import UsageError
+from curate.cli.common import add_executor, add_overwrite, add_progress, detach, executor_from_args
 
 
 def add_parser(sub):
@@ -21,30 +19,34 @@ def add_parser(sub):
         default=None,
         help="token dtype (default: uint16 when the vocabulary fits)",
     )
-    p.add_argument("--workers", type=int, default=None, help="parallel processes (default: all CPUs)")
+    add_executor(p)
     add_progress(p)
     add_overwrite(p)
+    p.add_argument("--format", default="peneira",
+                   choices=["peneira", "megatron", "nanotron", "hf"],
+                   help="the trainer's format: peneira (python -m train), megatron (Megatron-LM/NeMo .bin+.idx), "
+                        "nanotron (datatrove .ds), hf (Parquet input_ids); see docs/tokens.md")
     p.add_argument("--allow-partial", action="store_true",
                    help="read an unfinished run or mix (no manifest.json) as it is; recorded in the manifest")
     return p
 
 
 def main(args) -> int:
-    from curate.run.executors.local import LocalExecutor
     from curate.tokens.tokenize import format_shares, tokenize
 
-    if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    workers = args.workers or os.cpu_count() or 1
+    executor = executor_from_args(args, args.out)  # checks --workers and the engine's options
+    if args.detach:
+        return detach(args, args.out)
     m = tokenize(
         args.inputs,
         args.tokenizer,
         args.out,
         val_fraction=args.val_fraction,
         dtype=args.dtype,
-        executor=LocalExecutor(workers, progress=args.progress),
+        executor=executor,
         overwrite=args.overwrite,
         allow_partial=args.allow_partial,
+        format=args.format,
     )
     for split in ("train", "val"):
         s = m["splits"][split]

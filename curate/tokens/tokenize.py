@@ -30,18 +30,7 @@ from curate.core.errors import CorruptState, UsageError
 from curate.io import fs
 from curate.io.corpus import estimated_chars, is_dir, read_batches, resolve_inputs, unfinished
 from curate.io.outputs import claim, locked
-from curate.io.token_format import (
-    DTYPES,
-    FORMAT,
-    MANIFEST,
-    ShardDigest,
-    digest_bytes,
-    dtype_for,
-    encode_index,
-    fits,
-    shard_entry,
-    token_dtype,
-)
+from curate.io.token_format import FORMAT, MANIFEST  # noqa: F401 (FORMAT: the default format, one definition)
 from curate.io.writers import atomic_write_text
 from curate.run.executors.base import Executor
 from curate.run.executors.local import LocalExecutor
@@ -56,6 +45,8 @@ from curate.tokens.common import (
     text_batches,
     unique_tmp,
 )
+from curate.tokens.formats import DEFAULT, MANIFEST_FORMATS, NAMES, check_format, writer_class
+from curate.tokens.formats.peneira import PeneiraWriter
 
 EOS = "<|endoftext|>"
 PAD = "<|pad|>"
@@ -251,67 +242,7 @@ def release_task_memory() -> None:
 # ---------------------------------------------------------------------------------------------- shard files
 
 
-class _ShardWriter:
-    """One split's shard of one input file: token ids appended to `NAME.bin`, the document index to `NAME.idx`.
-
-    Tokens stream straight to a local temporary file, so a task holds one batch of tokens at a time; the index
-    (10 bytes per document) is kept until the end, bounded by the input file. Nothing is visible under the final
-    names until `commit`, which publishes the `.bin` first and the `.idx` second: a reader that finds the index
-    finds its tokens whole. The temporary names are unique to this writer (`unique_tmp`): a second writer of the
-    same shard (a second command, an orphaned worker) writes its own file, never into this one's. The checksums
-    and the largest id (`ShardDigest`) are taken from the bytes as they are written.
-    """
-
-    def __init__(self, out: str, split: str, name: str, dtype: str):
-        self.split, self.name, self.dtype = split, name, token_dtype(dtype)
-        self.bin = fs.Staged(fs.join(out, split, f"{name}.bin"), tmp_name=unique_tmp(f"{name}.bin"))
-        self.idx = fs.Staged(fs.join(out, split, f"{name}.idx"), tmp_name=unique_tmp(f"{name}.idx"))
-        with naming(self.bin.path):
-            self.file = open(self.bin.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
-        self.digest = ShardDigest()
-        self.ends: list[np.ndarray] = []
-        self.codes: list[np.ndarray] = []
-        self.sources: dict[str, int] = {}
-        self.tokens = 0
-        self.per_source: Counter = Counter()
-
-    def add(self, flat: np.ndarray, lengths: np.ndarray, sources: list[str]) -> None:
-        """Documents whose tokens are `flat`, cut into `lengths` (EOS included), with their source names."""
-        ids = np.ascontiguousarray(flat, dtype=self.dtype)
-        self.digest.update(ids)
-        with naming(self.bin.path):
-            self.file.write(ids.tobytes())
-        self.ends.append(self.tokens + np.cumsum(lengths, dtype=np.int64))
-        self.codes.append(np.array([self.sources.setdefault(s, len(self.sources)) for s in sources], np.uint16))
-        self.tokens += int(lengths.sum())
-        for s, n in zip(sources, lengths.tolist(), strict=True):
-            self.per_source[s] += n
-
-    @property
-    def docs(self) -> int:
-        return sum(len(e) for e in self.ends)
-
-    def commit(self) -> dict[str, Any]:
-        with naming(self.bin.path):
-            self.file.close()
-        ends = np.concatenate(self.ends) if self.ends else np.zeros(0, np.int64)
-        codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.uint16)
-        index = encode_index(ends, codes)
-        with naming(self.idx.path), open(self.idx.tmp, "wb") as f:
-            f.write(index)
-        with naming(self.bin.path):
-            self.bin.commit()
-        with naming(self.idx.path):
-            self.idx.commit()
-        return shard_entry(self.split, self.name, len(ends), self.tokens, list(self.sources),
-                           dict(sorted(self.per_source.items())), self.digest.max_id,
-                           {"file": self.digest.hexdigest(), "index": digest_bytes(index)})
-
-    def discard(self) -> None:
-        with contextlib.suppress(OSError):  # a full disk may refuse to flush: the file goes anyway
-            self.file.close()
-        self.bin.discard()
-        self.idx.discard()
+_ShardWriter = PeneiraWriter  # the seam (issue 33): one writer class per format, `formats.writer_class`
 
 
 # ---------------------------------------------------------------------------------------------- tokenizing
@@ -328,6 +259,7 @@ class _Task:
     batch_docs: int  # at most this many documents encoded at once
     threads: int
     batch_chars: int = BATCH_CHARS  # and at most this many characters (or one larger document)
+    format: str = DEFAULT  # the shard writer's format (`curate.tokens.formats`)
 
 
 def _done_path(out: str, index: int) -> str:
@@ -341,7 +273,8 @@ def _tokenize_file(task: _Task, progress: Callable[[int], None] | None = None) -
         os.environ["RAYON_NUM_THREADS"] = str(task.threads)
     tok = task_tokenizer(task.tokenizer)
     name = f"part-{task.index:05d}"
-    writers = {s: _ShardWriter(task.out, s, name, task.dtype) for s in ("train", "val")}
+    cls = writer_class(task.format)
+    writers = {s: cls(task.out, s, name, task.dtype) for s in ("train", "val")}
     try:
         _encode_file(task, tok, writers, progress)
         shards = {s: w.commit() for s, w in writers.items() if w.docs}
@@ -360,12 +293,12 @@ def _tokenize_file(task: _Task, progress: Callable[[int], None] | None = None) -
     return result
 
 
-def _encode_file(task: _Task, tok, writers: dict[str, _ShardWriter], progress) -> None:
+def _encode_file(task: _Task, tok, writers: dict, progress) -> None:
     """Encode one input file batch by batch, appending each split's documents to its (temporary) shard. A batch is
     at most `task.batch_chars` characters (`text_batches`), and so is each call of the encoder (`encode_ids`, which
     cuts a longer document into pieces whose ids are the document's when the tokenizer allows it)."""
     eos = tok.token_to_id(EOS)
-    dtype = DTYPES[task.dtype]
+    dtype = np.dtype(task.dtype)
     exact = splits_exactly(tok)
     for batch in text_batches(task.path, task.batch_chars, task.batch_docs):
         ids = encode_ids(tok, batch.texts, dtype, task.batch_chars, exact)
@@ -445,8 +378,12 @@ def tokenize(
     overwrite: bool = False,
     batch_chars: int = BATCH_CHARS,
     allow_partial: bool = False,
+    format: str = DEFAULT,
 ) -> dict[str, Any]:
     """Tokenize a corpus into token shards with an end-of-document token after every document.
+
+    `format` names the trainer's format the shards are written in (`curate.tokens.formats`: peneira, megatron,
+    nanotron, hf); the documents, their order, the split and the accounting are the same in every one.
 
     One task per input file, in parallel processes, each using the library's batch encoder on batches of at most
     `batch_docs` documents and `batch_chars` characters. A document goes to the validation split when a hash of
@@ -473,16 +410,13 @@ def tokenize(
         tok = _build_tokenizer(tokenizer, tok_bytes.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise UsageError(f"{tokenizer}: not a tokenizers JSON file (not UTF-8: {e})") from None
-    vocab = tok.get_vocab_size()
-    dtype = dtype or dtype_for(vocab)
-    if dtype not in DTYPES:
-        raise UsageError(f"--dtype {dtype!r}: choose uint16 or uint32")
-    if not fits(vocab, dtype):
-        raise UsageError(f"vocab size {vocab} does not fit {dtype} (max id {np.iinfo(DTYPES[dtype]).max})")
+    if format not in NAMES:
+        raise UsageError(f"--format {format!r}: choose one of {', '.join(NAMES)}")
+    dtype = check_format(format, tok.get_vocab_size(), dtype)
     out = os.fspath(out)
     check_outside(files, out)
     tok_hash = hashlib.sha256(tok_bytes).hexdigest()
-    config = {"state": STATE_FORMAT, "format": FORMAT, "tokenizer_sha256": tok_hash, "dtype": dtype,
+    config = {"state": STATE_FORMAT, "format": MANIFEST_FORMATS[format], "tokenizer_sha256": tok_hash, "dtype": dtype,
               "val_fraction": val_fraction, "inputs": _fingerprints(files)}
     if partial:  # read with allow_partial: said in the config, and so in the manifest
         config["partial_inputs"] = partial
@@ -494,7 +428,7 @@ def tokenize(
         with naming(tok_copy), fs.atomic_open(tok_copy, "wb", tmp_name=unique_tmp("tokenizer.json")) as dst:
             dst.write(tok_bytes)
         threads = 1 if getattr(executor, "workers", 1) > 1 else 0
-        tasks = [_Task(i, f, out, tok_copy, dtype, val_fraction, batch_docs, threads, batch_chars)
+        tasks = [_Task(i, f, out, tok_copy, dtype, val_fraction, batch_docs, threads, batch_chars, format)
                  for i, f in enumerate(files)]
         listed = set(fs.listdir(fs.join(out, "_done")))  # listed once, not one lookup per task
         results = {t.index: r for t in tasks if f"part-{t.index:05d}.json" in listed
@@ -505,7 +439,7 @@ def tokenize(
         for t in todo:  # each must exist and read back: it ran
             results[t.index] = _read_done(out, t, required=True)
         manifest = _manifest([results[t.index] for t in tasks], tok, tokenizer, tok_hash, dtype, val_fraction,
-                             mix_plan)
+                             mix_plan, format)
         if manifest["splits"]["train"]["docs"] == 0:
             raise UsageError(f"no documents were tokenized from {inputs}")
         if val_fraction > 0 and manifest["splits"]["val"]["docs"] == 0:
@@ -548,7 +482,7 @@ def _read_done(out: str, task: _Task, required: bool = False) -> dict[str, Any] 
 
 
 def _manifest(results: list, tok, tokenizer: str, tok_hash: str, dtype: str, val_fraction: float,
-              mix_plan: dict[str, float]) -> dict[str, Any]:
+              mix_plan: dict[str, float], format: str = DEFAULT) -> dict[str, Any]:
     splits = {}
     for split in ("train", "val"):
         shards = [r["shards"][split] for r in results if split in r["shards"]]
@@ -562,7 +496,8 @@ def _manifest(results: list, tok, tokenizer: str, tok_hash: str, dtype: str, val
             "shards": shards,
         }
     return {
-        "format": FORMAT,
+        "format": MANIFEST_FORMATS[format],
+        "token_format": format,
         "tokenizer": {
             "file": "tokenizer.json",
             "sha256": tok_hash,
@@ -619,6 +554,8 @@ def _config_change(old: dict, new: dict) -> str:
     if old.get("tokenizer_sha256") != new["tokenizer_sha256"]:
         return (f"holds token shards from another tokenizer (sha256 {str(old.get('tokenizer_sha256', '?'))[:16]}…, "
                 f"this one {new['tokenizer_sha256'][:16]}…)")
+    if old.get("format") != new["format"] and old.get("state") == new["state"]:
+        return f"holds token shards in format {old.get('format')!r}, not {new['format']!r} (--format)"
     if old.get("state") != new["state"]:
         return "holds token shards of an earlier version of curate, which did not record its inputs' versions"
     changed = sorted(k for k in new if k != "inputs" and old.get(k) != new[k])

@@ -1,0 +1,62 @@
+"""Megatron-LM / Megatron-Core's indexed dataset (`megatron.core.datasets.indexed_dataset`), as its
+`IndexedDatasetBuilder` writes it and `IndexedDataset(path_prefix)` reads it, so Megatron-LM, NeMo and anything built
+on Megatron-Core train on `SPLIT/part-NNNNN` prefixes (`--data-path 1.0 OUT/train/part-00000 ...`).
+
+* `PREFIX.bin`: every document's ids end to end, each document ending with the end-of-document token (what
+  Megatron's `tools/preprocess_data.py --append-eod` writes), in the dtype Megatron chooses for the vocabulary
+  (`DType.optimal_dtype`: uint16 below 65,500 ids, else int32).
+* `PREFIX.idx`: `MMIDIDX\\x00\\x00`, version 1 (uint64), the dtype code (uint8: 8 uint16, 4 int32), the sequence count
+  and the document-index count (uint64), the sequence lengths (int32), the sequence pointers (int64 byte offsets
+  into the `.bin`) and the document indices (int64: 0, then the end of each document in sequences). One sequence
+  is one document, as `preprocess_data.py` writes without sentence splitting.
+* `PREFIX.sources`: the source code of each document (uint16, into the manifest entry's `sources`): not Megatron's,
+  which ignores it; `python -m train` reads it to weight sources.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from curate.core.errors import UsageError
+from curate.tokens.formats.base import StreamWriter
+
+INDEX_HEADER = b"MMIDIDX\x00\x00"
+VERSION = 1
+DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "float64": 6, "float32": 7, "uint16": 8}
+OPTIMAL_UINT16 = 65500  # Megatron's rule: uint16 when the vocabulary has fewer ids than this
+
+
+def encode_index(lengths: np.ndarray, dtype: np.dtype) -> bytes:
+    """The `.idx` bytes of documents of `lengths` tokens of `dtype`, one sequence each."""
+    n = len(lengths)
+    pointers = np.zeros(n, "<i8")
+    if n:
+        np.cumsum(lengths[:-1] * dtype.itemsize, out=pointers[1:])
+    return b"".join([INDEX_HEADER, np.array([VERSION], "<u8").tobytes(),
+                     np.array([DTYPE_CODES[dtype.name]], "<u1").tobytes(),
+                     np.array([n, n + 1], "<u8").tobytes(), np.asarray(lengths, "<i4").tobytes(),
+                     pointers.tobytes(), np.arange(n + 1, dtype="<i8").tobytes()])
+
+
+class MegatronWriter(StreamWriter):
+    format = "megatron"
+    dtypes = ("uint16", "int32")
+
+    @classmethod
+    def choose_dtype(cls, vocab_size: int, dtype: str | None) -> str:
+        best = "uint16" if vocab_size < OPTIMAL_UINT16 else "int32"
+        if dtype is not None and dtype != best:
+            raise UsageError(f"--dtype {dtype}: Megatron reads {best} for a vocabulary of {vocab_size} ids "
+                             "(uint16 below 65,500, else int32); leave --dtype out")
+        if vocab_size > 2**31:
+            raise UsageError(f"vocab size {vocab_size} does not fit Megatron's int32")
+        return best
+
+    def write_index(self) -> None:
+        ends = self.all_ends()
+        lengths = np.diff(ends, prepend=0)
+        if len(lengths) and int(lengths.max()) >= 2**31:
+            raise UsageError(f"{self.split}/{self.name}: a document of {int(lengths.max())} tokens is longer than "
+                             "Megatron's int32 sequence length")
+        self.write_small(".idx", encode_index(lengths, self.dtype))
+        self.write_small(".sources", self.all_codes().astype("<u2").tobytes())

@@ -1,0 +1,208 @@
+"""`curate tokenize --format` (issue 33): each trainer's own reader returns exactly our documents' token ids.
+
+The reference is computed here, independently of the shard writers: every document of the corpus encoded with
+`tokenizers` (the end-of-document token appended) in input order, put in `val` by the documented hash rule. Each
+format's output is then read with the library the trainer uses (Megatron-Core's `IndexedDataset`, datatrove's
+`DatatroveFolderDataset`, `datasets.load_dataset`), never with ours. Where a library is not installed the test skips
+and says so (they are the `formats` extra: `pip install -e '.[formats]'`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from curate.core.errors import UsageError
+from curate.io.token_format import TokenDataError
+
+WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+PT = "text/pt/bosque_docs.jsonl"
+VAL = 0.1
+
+
+def _lines(path: Path, n: int) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    out = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            if d.get("text"):
+                out.append(d)
+            if len(out) == n:
+                break
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(shared, tmp_path_factory) -> dict:
+    """Two Parquet inputs of real text: one interleaving web and Portuguese documents, one Portuguese only, and a
+    512-id byte-level BPE trained on them; `ref` holds the expected (ids, source) of every document per split."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import xxhash
+    from tokenizers import Tokenizer
+
+    from curate.tokens.tokenize import EOS, train_tokenizer
+
+    tmp = tmp_path_factory.mktemp("formats")
+    web, pt = _lines(shared / WEB, 60), _lines(shared / PT, 160)
+    docs = [[], []]
+    for i in range(60):
+        docs[0].append((f"web-{i}", web[i]["text"], "web"))
+        docs[0].append((f"pt-{i}", pt[i]["text"], "pt"))
+    docs[1] = [(f"pt-{i}", pt[i]["text"], "pt") for i in range(60, 160)]
+    (tmp / "in").mkdir()
+    files = []
+    for k, rows in enumerate(docs):
+        f = tmp / "in" / f"part-{k}.parquet"
+        pq.write_table(pa.table({"id": [r[0] for r in rows], "text": [r[1] for r in rows],
+                                 "source": [r[2] for r in rows]}), f)
+        files.append(str(f))
+    train_tokenizer(files, 512, tmp / "tok.json", sample_chars=400_000)
+    tok = Tokenizer.from_file(str(tmp / "tok.json"))
+    tok.encode_special_tokens = True
+    eos = tok.token_to_id(EOS)
+    ref = {"train": [[] for _ in files], "val": [[] for _ in files]}
+    for k, rows in enumerate(docs):
+        for doc_id, text, src in rows:
+            split = "val" if xxhash.xxh64_intdigest(doc_id.encode()) / 2.0**64 < VAL else "train"
+            ref[split][k].append((tok.encode(text, add_special_tokens=False).ids + [eos], src))
+    return {"tmp": tmp, "files": files, "tok": tmp / "tok.json", "ref": ref, "eos": eos}
+
+
+def _tokenize(corpus, fmt: str, out: Path | None = None, **kw) -> tuple[Path, dict]:
+    from curate.run.executors.local import LocalExecutor
+    from curate.tokens.tokenize import tokenize
+
+    out = out or corpus["tmp"] / fmt
+    m = tokenize(corpus["files"], corpus["tok"], out, val_fraction=VAL, executor=LocalExecutor(1, progress=False),
+                 format=fmt, **kw)
+    return out, m
+
+
+def _check_accounting(corpus, m: dict) -> None:
+    """The manifest's per-source tokens and documents are the reference's."""
+    for split in ("train", "val"):
+        want = Counter()
+        for shard in corpus["ref"][split]:
+            for ids, src in shard:
+                want[src] += len(ids)
+        assert m["splits"][split]["tokens_per_source"] == dict(want)
+        assert m["splits"][split]["docs"] == sum(len(s) for s in corpus["ref"][split])
+
+
+def _import(module: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pytest.importorskip(module, reason=f"{module} is not installed (pip install -e '.[formats]')")
+
+
+def test_megatron_indexed_dataset_reads_our_documents(corpus):
+    idx = _import("megatron.core.datasets.indexed_dataset")
+    out, m = _tokenize(corpus, "megatron")
+    assert m["format"] == "megatron.indexed/1" and m["dtype"] == "uint16"  # Megatron's rule: < 65,500 ids
+    _check_accounting(corpus, m)
+    for split in ("train", "val"):
+        shards = m["splits"][split]["shards"]
+        assert len(shards) == 2
+        for k, shard in enumerate(shards):
+            prefix = str(out / shard["files"][0]).removesuffix(".bin")
+            ds = idx.IndexedDataset(prefix)
+            ref = corpus["ref"][split][k]
+            assert len(ds) == len(ref)
+            assert ds.index.dtype == np.uint16
+            assert list(ds.document_indices) == list(range(len(ref) + 1))  # one sequence per document
+            got = [ds[i].tolist() for i in range(len(ds))]
+            assert got == [ids for ids, _ in ref]
+            assert all(g[-1] == corpus["eos"] for g in got)
+            codes = np.fromfile(out / shard["files"][2], "<u2")
+            assert [shard["sources"][c] for c in codes] == [s for _, s in ref]
+
+
+def test_nanotron_datatrove_reads_our_documents(corpus):
+    _import("datatrove")
+    from datatrove.utils.dataset import DatatroveFolderDataset
+
+    out, m = _tokenize(corpus, "nanotron")
+    _check_accounting(corpus, m)
+    seq = 63
+    for k, shard in enumerate(m["splits"]["train"]["shards"]):
+        ref = corpus["ref"]["train"][k]
+        flat = [t for ids, _ in ref for t in ids]
+        ds = DatatroveFolderDataset(str(out / "train"), seq_len=seq, token_size=2, filename_pattern=f"*{k:05d}.ds",
+                                    return_positions=True)
+        assert len(ds) == len(flat) // (seq + 1)
+        got = [ds[i] for i in range(len(ds))]
+        assert [t for g in got for t in g["input_ids"].tolist()] == flat[: len(ds) * (seq + 1)]
+        # datatrove's positions come from our .ds.index: they restart at 0 right after every document's end
+        ends = np.cumsum([len(ids) for ids, _ in ref])
+        pos = np.concatenate([g["positions"].numpy() for g in got])
+        assert len(pos) == len(ds) * (seq + 1)
+        starts = {int(e) for e in ends[:-1]}
+        for i in range(1, len(pos)):
+            if i % (seq + 1) == 0:
+                continue  # a window's first position is 0 whatever the documents
+            assert (pos[i] == 0) == (i in starts), i
+        meta = (out / shard["files"][2]).read_text().splitlines()
+        assert meta[0].endswith("|2") and int(meta[1]) == len(flat)
+
+
+def test_hf_parquet_loads_with_datasets(corpus):
+    datasets = _import("datasets")
+    out, m = _tokenize(corpus, "hf")
+    _check_accounting(corpus, m)
+    ds = datasets.load_dataset("parquet", data_files={"train": str(out / "train" / "*.parquet"),
+                                                      "validation": str(out / "val" / "*.parquet")},
+                               cache_dir=str(corpus["tmp"] / "hf-cache"))
+    for split, name in (("train", "train"), ("val", "validation")):
+        ref = [d for shard in corpus["ref"][split] for d in shard]
+        assert ds[name]["input_ids"] == [ids for ids, _ in ref]
+        assert ds[name]["source"] == [s for _, s in ref]
+
+
+def test_a_rerun_with_another_format_is_refused(corpus, tmp_path):
+    out, _ = _tokenize(corpus, "megatron", tmp_path / "t")
+    with pytest.raises(UsageError, match=r"in format 'megatron.indexed/1', not 'hf.parquet-tokens/1' \(--format\)"):
+        _tokenize(corpus, "hf", out)
+    _, m = _tokenize(corpus, "megatron", out)  # the same format resumes
+    assert m["token_format"] == "megatron"
+    with pytest.raises(UsageError, match="Megatron reads uint16"):
+        _tokenize(corpus, "megatron", tmp_path / "u", dtype="uint32")
+
+
+@pytest.mark.parametrize("fmt", ["megatron", "nanotron", "hf"])
+def test_a_damaged_shard_is_named_by_verify(corpus, tmp_path, fmt):
+    """Flip one byte in the middle of a shard's token file: ours names the file; the library's reader (where it has a
+    check) fails too, else it reads other ids silently, which is why `verify` exists."""
+    from curate.tokens.formats import verify
+
+    out, m = _tokenize(corpus, fmt, tmp_path / fmt)
+    verify(str(out))
+    name = m["splits"]["train"]["shards"][0]["files"][0]
+    path = out / name
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(TokenDataError, match=rf"{name}: checksum .* changed or damaged"):
+        verify(str(out))
+    if fmt == "hf":  # Parquet page checksums: the library's own error
+        pq = pytest.importorskip("pyarrow.parquet")
+        with pytest.raises(OSError, match="(?i)crc|checksum|corrupt"):
+            pq.read_table(path, page_checksum_verification=True)
+
+
+def test_megatron_truncated_index_is_megatrons_error(corpus, tmp_path):
+    idx = _import("megatron.core.datasets.indexed_dataset")
+    out, m = _tokenize(corpus, "megatron", tmp_path / "m")
+    shard = m["splits"]["train"]["shards"][0]
+    index = out / shard["files"][1]
+    index.write_bytes(index.read_bytes()[:-20])
+    with pytest.raises(Exception):  # noqa: B017 (numpy's or Megatron's own error: not a silent read)
+        ds = idx.IndexedDataset(str(out / shard["files"][0]).removesuffix(".bin"))
+        [ds[i] for i in range(len(ds))]

@@ -16,3 +16,98 @@ def add_progress(parser: argparse.ArgumentParser) -> None:
     """`--progress/--no-progress` (default on), spelled as the trainer spells it."""
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                         help="show progress bars (default: on)")
+
+
+def add_executor(parser: argparse.ArgumentParser) -> None:
+    """`--executor local|ray|slurm` and each engine's options, for every command that maps tasks (run, mix,
+    tokenize); `executor_from_args` builds the executor from them."""
+    parser.add_argument("--executor", choices=["local", "ray", "slurm"], default="local")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel tasks (default: local: all CPUs; ray: as many as the cluster runs; "
+                             "slurm: no cap on an array's running tasks)")
+    ray = parser.add_argument_group("Ray (with --executor ray)")
+    ray.add_argument("--address", default=None, help="Ray cluster address")
+    ray.add_argument("--task-cpus", type=float, default=1, help="CPUs reserved per task (Ray and Slurm)")
+    ray.add_argument("--task-memory-gb", type=float, default=None, help="memory reserved per task, GB (Ray and Slurm)")
+    slurm = parser.add_argument_group("Slurm (with --executor slurm; docs/scale-out.md)")
+    slurm.add_argument("--partition", default=None, help="sbatch --partition")
+    slurm.add_argument("--time-limit", default=None, help="sbatch --time per task, e.g. 2:00:00")
+    slurm.add_argument("--account", default=None, help="sbatch --account")
+    slurm.add_argument("--qos", default=None, help="sbatch --qos")
+    slurm.add_argument("--constraint", default=None, help="sbatch --constraint")
+    slurm.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                       help="another sbatch argument, e.g. --sbatch-arg=--exclusive (repeatable)")
+    slurm.add_argument("--setup", default=None,
+                       help="a shell line each task runs first, e.g. 'source /shared/venv/bin/activate'")
+    slurm.add_argument("--log-dir", default=None, help="task logs (default: OUTPUT/_work/slurm/logs)")
+    slurm.add_argument("--max-retries", type=int, default=3,
+                       help="resubmissions of a task that died or raised (never of a usage error or a failed step)")
+    slurm.add_argument("--detach", action="store_true",
+                       help="submit the driver itself as a Slurm job and return at once (follow: curate status)")
+
+
+def executor_from_args(args: argparse.Namespace, output: str):
+    """The executor the options name. Slurm keeps its batches and job ids in OUTPUT/_work/slurm (on the
+    filesystem the nodes share), where `curate status` and `curate cancel` find them."""
+    import os
+
+    from curate.core.errors import UsageError
+    from curate.run.executors import make_executor
+
+    if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    memory = int(args.task_memory_gb * 2**30) if args.task_memory_gb else None
+    if args.executor == "ray":  # workers=0: the window follows the cluster, not this machine's CPUs
+        kw = {"address": args.address, "num_cpus_per_task": args.task_cpus, "memory_per_task": memory}
+        return make_executor("ray", args.workers or 0, progress=args.progress, **kw)
+    if args.executor == "slurm":
+        if not output:
+            raise UsageError("a run needs inputs and an output (--input/--output or Pipeline(inputs=, output=))")
+        kw = {"work_dir": slurm_work_dir(output), "partition": args.partition, "time_limit": args.time_limit,
+              "cpus_per_task": max(1, int(args.task_cpus)), "account": args.account, "qos": args.qos,
+              "constraint": args.constraint, "sbatch_args": args.sbatch_arg, "setup": args.setup,
+              "log_dir": args.log_dir, "max_retries": args.max_retries,
+              "mem_per_task": f"{max(1, memory // 2**20)}M" if memory else None}
+        return make_executor("slurm", args.workers or 0, progress=args.progress, **kw)
+    if args.detach:
+        raise UsageError("--detach submits the driver to Slurm: use it with --executor slurm")
+    return make_executor("local", args.workers or os.cpu_count() or 1, progress=args.progress)
+
+
+def slurm_work_dir(output: str) -> str:
+    """Where a Slurm run keeps its batches, logs and job ids: inside its output folder."""
+    from curate.core.errors import UsageError
+    from curate.io import fs
+
+    if fs.local_path(output) is None:
+        raise UsageError("--executor slurm keeps its work folder beside the output, which must then be on a "
+                         f"filesystem the nodes share, not a URL: {output}")
+    return fs.join(output, "_work", "slurm")
+
+
+def detach(args: argparse.Namespace, output: str, argv: list[str] | None = None) -> int:
+    """`--detach`: submit this same command, without --detach, as a one-task Slurm job; print how to follow it."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from curate.core.errors import UsageError
+
+    argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--detach"]
+    slurm_work_dir(output)
+    # not inside the output: the run claims that folder (an unknown file there would make it look foreign)
+    log = os.path.join(os.path.abspath(args.log_dir or "."), "curate-driver-%j.log")
+    cmd = f"cd {shlex.quote(os.getcwd())} && {args.setup or 'true'} && exec " + \
+        shlex.join([sys.executable, "-m", "curate.cli.main", *argv, "--no-progress"])
+    opts = [f"--partition={args.partition}"] if args.partition else []
+    opts += [f"--account={args.account}"] if args.account else []
+    opts += [f"--qos={args.qos}"] if args.qos else []
+    p = subprocess.run(["sbatch", "--parsable", "--job-name=curate-driver", f"--output={log}", *opts,
+                        f"--wrap={cmd}"], capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        raise UsageError(f"sbatch of the driver failed: {p.stderr.strip()}")
+    job = p.stdout.strip().split(";")[0]
+    print(f"submitted the driver as Slurm job {job}; follow it with `curate status {output}` "
+          f"(log {log.replace('%j', job)}); stop it with `curate cancel {output}`")
+    return 0

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-from curate.cli.common import add_overwrite, add_progress
+from curate.cli.common import add_executor, add_overwrite, add_progress, detach, executor_from_args
 from curate.core.errors import UsageError
 from curate.io import fs
 
@@ -39,7 +37,7 @@ def add_parser(sub):
         help="skip the measurement: count every source as characters / this (the shares then drift by source)",
     )
     p.add_argument("--out", required=True, help="output directory (text shards in data/, manifest.json; or a URL)")
-    p.add_argument("--workers", type=int, default=None, help="parallel tasks (default: all CPUs)")
+    add_executor(p)
     add_progress(p)
     add_overwrite(p)
     p.add_argument("--allow-partial", action="store_true",
@@ -48,16 +46,15 @@ def add_parser(sub):
 
 
 def main(args) -> int:
-    from curate.run.executors.local import LocalExecutor
     from curate.tokens.mix import format_plan, mix, parse_count, parse_source
 
     sources = [parse_source(s) for s in args.source]  # every spec is checked before any work
     tokens = parse_count(args.tokens)
     if args.tokenizer and not fs.isfile(args.tokenizer):
         raise UsageError(f"--tokenizer {args.tokenizer}: no such file")
-    if args.workers is not None and args.workers < 1:  # checked before `or`: 0 would silently mean all CPUs
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
-    workers = args.workers or os.cpu_count() or 1
+    executor = executor_from_args(args, args.out)  # checks --workers and the engine's options
+    if args.detach:
+        return detach(args, args.out)
     manifest = mix(
         sources,
         tokens,
@@ -68,7 +65,7 @@ def main(args) -> int:
         tokenizer=args.tokenizer,
         calibration_vocab=args.calibration_vocab,
         calibration_chars=int(args.calibration_chars),
-        executor=LocalExecutor(workers, progress=args.progress),
+        executor=executor,
         overwrite=args.overwrite,
         allow_partial=args.allow_partial,
     )

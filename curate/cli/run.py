@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
-from curate.cli.common import add_overwrite, add_progress
-from curate.core.errors import CorruptState, StepFailed, UsageError, disk_full
+from curate.cli.common import add_executor, add_overwrite, add_progress, detach, executor_from_args
+from curate.core.errors import CorruptState, StepFailed, disk_full
 from curate.core.stats import StepStats, format_table
 from curate.run.pipeline import Pipeline
 
@@ -16,14 +15,12 @@ def add_parser(sub):
     p.add_argument("pipeline", help="a Python file that defines `pipeline = Pipeline(...)`")
     p.add_argument("--input", action="append", help="input glob (repeatable; ** recurses)")
     p.add_argument("--output", help="output directory")
-    p.add_argument("--workers", type=int, default=None,
-                   help="parallel tasks (default: local: all CPUs; ray: as many as the cluster runs)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
-    p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
-    p.add_argument("--task-cpus", type=float, default=1, help="CPUs reserved per Ray task")
-    p.add_argument("--task-memory-gb", type=float, default=None, help="memory reserved per Ray task (GB)")
+    add_executor(p)
     p.add_argument("--rejected", action="store_true", help="also write dropped documents with drop_reason")
     p.add_argument("--limit", type=int, default=None, help="stop after N documents per task")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="a record or file still failing after the reader's retries is counted as read:missing "
+                        "(named in the stats) instead of stopping the run (readers.CommonCrawl)")
     add_progress(p)
     add_overwrite(p)
     return p
@@ -34,18 +31,21 @@ def load_pipeline(path: str) -> Pipeline:
 
 
 def main(args) -> int:
-    from curate.run.executors import make_executor
     from curate.run.executors.base import TaskFailures
 
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     pipeline = load_pipeline(args.pipeline)
-    if args.executor == "ray":  # workers=0: the window follows the cluster, not this machine's CPUs
-        memory = int(args.task_memory_gb * 2**30) if args.task_memory_gb else None
-        kw = {"address": args.address, "num_cpus_per_task": args.task_cpus, "memory_per_task": memory}
-        executor = make_executor("ray", args.workers or 0, progress=args.progress, **kw)
-    else:
-        executor = make_executor("local", args.workers or os.cpu_count() or 1, progress=args.progress)
+    if getattr(args, "allow_missing", False):
+        if not hasattr(pipeline.reader, "allow_missing"):
+            from curate.core.errors import UsageError
+
+            raise UsageError(f"--allow-missing: the reader {type(pipeline.reader).__name__} always stops on a "
+                             "missing input; it applies to readers.CommonCrawl")
+        pipeline.reader.allow_missing = True
+    output = args.output or pipeline.output or ""
+    if args.detach:
+        executor_from_args(args, output)  # every option checked before the driver is submitted
+        return detach(args, output)
+    executor = executor_from_args(args, output)
     try:
         manifest = pipeline.run(
             inputs=args.input, output=args.output, executor=executor, rejected=args.rejected, limit=args.limit,

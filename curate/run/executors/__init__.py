@@ -1,4 +1,4 @@
-"""Executors: where tasks run. `local` (a process pool) and `ray` (a cluster) implement `base.Executor`."""
+"""Executors: where tasks run. `local` (a process pool), `ray` and `slurm` (clusters) implement `base.Executor`."""
 
 from __future__ import annotations
 
@@ -17,4 +17,8 @@ def make_executor(name: str, workers: int = 1, progress: bool = True, **kw: Any)
         from curate.run.executors.ray import RayExecutor  # the extra `ray`: imported only when chosen
 
         return RayExecutor(workers=workers, progress=progress, **kw)
-    raise ValueError(f"unknown executor {name!r}: choose local or ray")
+    if name == "slurm":
+        from curate.run.executors.slurm import SlurmExecutor
+
+        return SlurmExecutor(workers=workers, progress=progress, **kw)
+    raise ValueError(f"unknown executor {name!r}: choose local, ray or slurm")

@@ -79,6 +79,23 @@ def portable_cause(e: BaseException) -> BaseException | None:
     return None
 
 
+# Errors that say something about the data or the pipeline, not about the machine: retrying cannot help.
+NEVER_RETRY = ("StepFailed", "UsageError")
+
+
+def retryable(e: BaseException, retry_exceptions: bool | tuple = True) -> bool:
+    """The retry rule shared by the cluster executors (Ray, Slurm): an exception raised by a task is retried
+    (on a cluster most are accidents of the place: a network filesystem hiccup, a MemoryError on a crowded
+    node) unless it is a verdict on the data or the pipeline (`StepFailed`, `UsageError`), which a rerun would
+    only repeat; `retry_exceptions=False` retries none, a tuple of types only those. A task that died without
+    raising (killed, preempted, out of memory) is always retried: that is the executor's own decision."""
+    if type(e).__name__ in NEVER_RETRY:
+        return False
+    if isinstance(retry_exceptions, tuple):
+        return isinstance(e, retry_exceptions)
+    return bool(retry_exceptions)
+
+
 class Progress:
     """A progress bar over tasks with documents per second, live when tasks report as they go."""
 

@@ -32,10 +32,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from curate.run.executors.base import Executor, Progress, portable_cause
+from curate.run.executors.base import NEVER_RETRY, Executor, Progress, portable_cause, retryable
 
-# Errors that say something about the data or the pipeline, not about the machine: retrying cannot help.
-NEVER_RETRY = ("StepFailed", "UsageError")
+__all__ = ["NEVER_RETRY", "RayExecutor"]
 
 WINDOW_REFRESH_S = 10.0  # how often a cluster-sized window is re-read
 
@@ -51,12 +50,7 @@ def _attempt(fn: Callable[[Any], Any], item: Any, retry_exceptions: bool | tuple
     try:
         return True, fn(item), False
     except Exception as e:
-        if type(e).__name__ in NEVER_RETRY:
-            retry = False
-        elif isinstance(retry_exceptions, tuple):
-            retry = isinstance(e, retry_exceptions)
-        else:
-            retry = bool(retry_exceptions)
+        retry = retryable(e, retry_exceptions)
         return False, (f"{type(e).__name__}: {e}", traceback.format_exc(), portable_cause(e)), retry
 
 

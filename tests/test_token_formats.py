@@ -206,3 +206,35 @@ def test_megatron_truncated_index_is_megatrons_error(corpus, tmp_path):
     with pytest.raises(Exception):  # noqa: B017 (numpy's or Megatron's own error: not a silent read)
         ds = idx.IndexedDataset(str(out / shard["files"][0]).removesuffix(".bin"))
         [ds[i] for i in range(len(ds))]
+
+
+def test_the_trainer_reads_a_megatron_folder_as_the_same_stream(corpus):
+    """`python -m train --data MEGATRON_DIR`: the same tokens, documents and sources as the default format, read
+    through Megatron's own .idx (its sequence lengths and pointers), and the same batches."""
+    from train.data import Loader, TokenDataset
+
+    meg, _ = _tokenize(corpus, "megatron", corpus["tmp"] / "meg-train")
+    pen, _ = _tokenize(corpus, "peneira", corpus["tmp"] / "pen-train")
+    for split in ("train", "val"):
+        a, b = TokenDataset(meg, split), TokenDataset(pen, split)
+        assert a.num_tokens == b.num_tokens and a.num_docs == b.num_docs
+        ref = [t for shard in corpus["ref"][split] for ids, _ in shard for t in ids]
+        assert a.read(0, a.num_tokens).tolist() == ref
+        assert a.source_runs() == b.source_runs() and a.sources == b.sources
+    la, lb = Loader(TokenDataset(meg), 32, 4, seed=1), Loader(TokenDataset(pen), 32, 4, seed=1)
+    for _ in range(3):
+        xa, ya = la.next_batch()
+        xb, yb = lb.next_batch()
+        assert xa.equal(xb) and ya.equal(yb)
+
+
+def test_the_trainer_refuses_a_damaged_megatron_index(corpus, tmp_path):
+    from train.data import TokenDataset
+
+    out, m = _tokenize(corpus, "megatron", tmp_path / "m")
+    index = out / m["splits"]["train"]["shards"][0]["index"]
+    raw = bytearray(index.read_bytes())
+    raw[-8 * 3] ^= 0x01  # a document index
+    index.write_bytes(bytes(raw))
+    with pytest.raises(TokenDataError, match="part-00000.idx"):
+        TokenDataset(out, "train", verify=False)

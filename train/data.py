@@ -41,12 +41,14 @@ from curate.io.token_format import (
     FORMAT,
     LEGACY_FORMAT,
     MANIFEST,
+    MEGATRON_FORMAT,
     TokenDataError,
     check_contents,
     check_ids,
     check_index,
     check_manifest,
     decode_index,
+    decode_megatron_index,
     index_size,
     member,
     parse_manifest,
@@ -169,6 +171,19 @@ def _read_index(mapped: _Mapped, file: str) -> tuple[np.ndarray, np.ndarray]:
     return decode_index(mapped.mm if mapped.size else b"", mapped.size, file)
 
 
+def _read_megatron(ds: TokenDataset, shard: dict, idx_path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """A `curate tokenize --format megatron` shard's document ends (from Megatron's `.idx`: its sequence lengths
+    and pointers) and source codes (its `.sources`), so the trainer reads the very files Megatron trains on."""
+    mapped = _Mapped(idx_path)
+    ends = decode_megatron_index(mapped.mm if mapped.size else b"", mapped.size, ds.dtype, str(idx_path))
+    n_doc = int(shard["docs"])
+    codes_path = ds._local_file(member(shard["source_codes"], f"{ds.location}/{MANIFEST}"), 2 * n_doc)
+    codes = np.fromfile(codes_path, "<u2")
+    if len(codes) != n_doc:
+        raise TokenDataError(f"{codes_path}: {len(codes)} source codes, manifest says {n_doc} documents")
+    return ends, codes
+
+
 # ---------------------------------------------------------------------------------------------- dataset
 
 
@@ -200,7 +215,7 @@ class TokenDataset:
         local = _fs().local_path(self.location) if "://" in self.location else self.location
         self.remote = local is None
         self.manifest, self.path = self._open_manifest(local)
-        if self.manifest.get("format") not in (FORMAT, LEGACY_FORMAT):
+        if self.manifest.get("format") not in (FORMAT, LEGACY_FORMAT, MEGATRON_FORMAT):
             raise TokenDataError(_not_tokens(self.location, self.manifest))
         check_manifest(self.manifest, f"{self.location}/{MANIFEST}")
         tok = self.manifest["tokenizer"]
@@ -276,14 +291,16 @@ class TokenDataset:
     def _open_shard(self, shard: dict) -> _Shard:
         n_tok, n_doc = int(shard["tokens"]), int(shard["docs"])
         bin_path = self._local_file(shard["file"], n_tok * self.dtype.itemsize)
-        idx_path = self._local_file(shard["index"], index_size(n_doc))
+        megatron = self.manifest["format"] == MEGATRON_FORMAT
+        idx_path = self._local_file(shard["index"], None if megatron else index_size(n_doc))
         tokens_map = _Mapped(bin_path)
         if tokens_map.size != n_tok * self.dtype.itemsize:
             raise TokenDataError(
                 f"{bin_path}: {tokens_map.size} bytes = {tokens_map.size / self.dtype.itemsize:g} {self.dtype} "
                 f"tokens, manifest says {n_tok}"
             )
-        ends, codes = _read_index(_Mapped(idx_path), str(idx_path))
+        ends, codes = _read_megatron(self, shard, idx_path) if megatron else _read_index(_Mapped(idx_path),
+                                                                                          str(idx_path))
         if len(ends) != n_doc or (n_doc and int(ends[-1]) != n_tok):
             raise TokenDataError(f"{idx_path}: {len(ends)} documents ending at token "
                                  f"{int(ends[-1]) if n_doc else 0}, manifest says {n_doc} and {n_tok}")

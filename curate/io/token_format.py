@@ -42,7 +42,7 @@ LEGACY_FORMAT = "peneira.tokens/1"  # Parquet `tokens: list<uint>` + `source` sh
 INDEX_MAGIC = b"PNRIDX01"
 INDEX_HEADER = 16  # magic + uint64 document count
 INDEX_BYTES_PER_DOC = 10  # int64 end + uint16 source
-DTYPES = {"uint16": np.uint16, "uint32": np.uint32}
+DTYPES = {"uint16": np.uint16, "uint32": np.uint32, "int32": np.int32}  # int32: Megatron's for >= 65,500 ids
 MAX_SOURCES = np.iinfo(np.uint16).max + 1  # a shard's source codes are uint16
 CHECKSUM = "xxh3_64"  # the shard entry's key for {"file": hex digest of the .bin, "index": hex digest of the .idx}
 VERIFY_BLOCK = 1 << 24  # bytes read at a time when a shard is verified
@@ -89,6 +89,40 @@ def decode_index(buf: Any, size: int, name: str) -> tuple[np.ndarray, np.ndarray
     if n == 0:
         return np.zeros(0, "<i8"), np.zeros(0, "<u2")
     return np.frombuffer(buf, "<i8", n, INDEX_HEADER), np.frombuffer(buf, "<u2", n, INDEX_HEADER + 8 * n)
+
+
+MEGATRON_FORMAT = "megatron.indexed/1"  # `curate tokenize --format megatron`: Megatron-Core's .bin + .idx
+MEGATRON_INDEX_HEADER = b"MMIDIDX\x00\x00"
+MEGATRON_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "float64": 6, "float32": 7,
+                        "uint16": 8}
+
+
+def decode_megatron_index(buf: Any, size: int, dtype: np.dtype, name: str) -> np.ndarray:
+    """The document ends (tokens, cumulative) of a Megatron-Core `.idx` held in `buf`, checked the way Megatron's
+    `_IndexReader` reads it (header, version 1, dtype code, counts) and beyond it: the sizes add up, each
+    sequence pointer is where the previous sequence ends, and there is one document per sequence (what
+    `curate tokenize` writes). One `TokenDataError` naming the file otherwise."""
+    head = len(MEGATRON_INDEX_HEADER) + 8 + 1 + 16
+    if size < head or bytes(buf[:9]) != MEGATRON_INDEX_HEADER:
+        raise TokenDataError(f"{name}: not a Megatron index (no {MEGATRON_INDEX_HEADER!r} header)")
+    version = int(np.frombuffer(buf, "<u8", 1, 9)[0])
+    code = int(np.frombuffer(buf, "<u1", 1, 17)[0])
+    n, docs = (int(x) for x in np.frombuffer(buf, "<u8", 2, 18))
+    if version != 1 or MEGATRON_DTYPE_CODES.get(dtype.name) != code:
+        raise TokenDataError(f"{name}: Megatron index version {version}, dtype code {code}; expected 1 and "
+                             f"{MEGATRON_DTYPE_CODES.get(dtype.name)} ({dtype.name}); {RETOKENIZE}")
+    if docs != n + 1 or size != head + 4 * n + 8 * n + 8 * docs:
+        raise TokenDataError(f"{name}: {size} bytes for {n} sequences and {docs} document indices: the index is "
+                             f"damaged or cut short; {RETOKENIZE}")
+    lengths = np.frombuffer(buf, "<i4", n, head).astype(np.int64)
+    pointers = np.frombuffer(buf, "<i8", n, head + 4 * n)
+    doc_index = np.frombuffer(buf, "<i8", docs, head + 12 * n)
+    ends = np.cumsum(lengths)
+    if (lengths < 0).any() or (n and (pointers[0] != 0 or (pointers[1:] != ends[:-1] * dtype.itemsize).any())):
+        raise TokenDataError(f"{name}: sequence lengths and pointers disagree: the index is damaged; {RETOKENIZE}")
+    if (doc_index != np.arange(docs)).any():
+        raise TokenDataError(f"{name}: documents of several sequences: not written by `curate tokenize`")
+    return ends
 
 
 def shard_entry(split: str, name: str, docs: int, tokens: int, sources: list[str],
@@ -255,7 +289,7 @@ def check_contents(m: dict[str, Any], location: str, files: list[tuple[Any, Any,
     import os
     import sys
 
-    if m.get("format") != FORMAT:
+    if m.get("format") not in (FORMAT, MEGATRON_FORMAT):
         return
     if not has_checksums(m):
         message = (f"{location}: token shards written before they carried checksums (issue 29): loaded without "

@@ -70,10 +70,8 @@ def verify(out: str) -> dict:
     m = json.loads(fs.read_bytes(fs.join(out, MANIFEST)))
     for split in m["splits"].values():
         for shard in split["shards"]:
-            sums = shard[CHECKSUM]
-            if "files" not in shard:  # peneira: {"file": digest of .bin, "index": digest of .idx}
-                sums = {shard["file"]: sums["file"], shard["index"]: sums["index"]}
-            for name, want in sums.items():
+            for key, want in shard[CHECKSUM].items():  # by the entry's key naming the file (peneira, megatron)
+                name = shard[key] if isinstance(shard.get(key), str) else key  # or by the file's name
                 h = xxhash.xxh3_64()
                 path = fs.join(out, member(name))
                 try:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from curate.core.errors import UsageError
+from curate.io.token_format import CHECKSUM
+from curate.io.token_format import MEGATRON_DTYPE_CODES as DTYPE_CODES
+from curate.io.token_format import MEGATRON_INDEX_HEADER as INDEX_HEADER
 from curate.tokens.formats.base import StreamWriter
 
-INDEX_HEADER = b"MMIDIDX\x00\x00"
 VERSION = 1
-DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "float64": 6, "float32": 7, "uint16": 8}
 OPTIMAL_UINT16 = 65500  # Megatron's rule: uint16 when the vocabulary has fewer ids than this
 
 
@@ -60,3 +61,12 @@ class MegatronWriter(StreamWriter):
                              "Megatron's int32 sequence length")
         self.write_small(".idx", encode_index(lengths, self.dtype))
         self.write_small(".sources", self.all_codes().astype("<u2").tobytes())
+
+    def entry(self) -> dict:
+        """The generic entry, plus `file`, `index` and `source_codes` (and checksums by those keys), which is what
+        `train.data.TokenDataset` reads."""
+        e = super().entry()
+        names = dict(zip(("file", "index", "source_codes"), e["files"], strict=True))
+        e.update(names)
+        e[CHECKSUM] = {key: e[CHECKSUM][name] for key, name in names.items()}
+        return e

@@ -253,8 +253,10 @@ class FaultProxy(_Counted):
                     self.close_connection = True
                     self.connection.close()
                     return
-                if fault == "stall":
+                if fault == "stall":  # not counted in flight while stalled: the client gives up on it (its
+                    proxy.leave()     # timeout, shorter than the stall), which the proxy cannot see
                     time.sleep(proxy.stall)
+                    proxy.enter()
                 conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection",)}
                 conn.request(method, self.path, headers=headers)
@@ -265,7 +267,7 @@ class FaultProxy(_Counted):
                 for k, v in r.getheaders():
                     if k.lower() not in ("connection", "transfer-encoding", "content-length", "date", "server"):
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", r.getheader("Content-Length", "0") if method == "HEAD" else str(len(data)))
                 self.end_headers()
                 if method == "HEAD":
                     return

@@ -1,0 +1,318 @@
+"""Common Crawl input (issue 31): planning from path lists and the columnar index, range reads, faults survived.
+
+A Common Crawl-shaped tree of real WARC/WET/WAT files is served on 127.0.0.1 (tests/_ccserver.py); the
+references are warcio (offsets and lengths in the index, the brute-force filter over its rows) and
+readers.Warc reading the same files from disk (documents and ids). Faults come from a proxy in front of the
+server at planned moments; the proxy counts what it delivered whole per range and its peak of requests in flight.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _ccserver import SNAPSHOT, FaultProxy, RangeServer, build_tree, env, planned  # noqa: E402
+
+from curate.core.errors import UsageError  # noqa: E402
+from curate.core.stats import StepStats  # noqa: E402
+from curate.io import commoncrawl as cc  # noqa: E402
+from curate.io.readers import CommonCrawl, Warc  # noqa: E402
+from curate.io.readers import commoncrawl as ccreader  # noqa: E402
+from curate.io.retry import Exhausted, Policy, Transient, parse_retry_after  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cc")
+    rows = build_tree(root)
+    server = RangeServer(root, delay=0.005)
+    yield root, rows, server
+    server.close()
+
+
+@pytest.fixture
+def cc_env(tree, monkeypatch):
+    root, rows, server = tree
+    for k, v in env(server.url).items():
+        monkeypatch.setenv(k, v)
+    return root, rows, server
+
+
+def reference(root: Path, splits) -> dict:
+    """Documents by id of readers.Warc reading the files from disk under the same keys."""
+    out = {}
+    for s in {s.key: s for s in splits}.values():
+        for d in Warc().read(str(root / "crawl-data" / SNAPSHOT / s.key), StepStats("read"), key=s.key):
+            out[d.id] = d
+    return out
+
+
+def read_all(reader, splits) -> tuple[list, StepStats]:
+    stats = StepStats("read")
+    return [d for s in splits for d in reader.read_split(s, stats)], stats
+
+
+def brute(rows, **want) -> set:
+    """The (file, offset) of the rows an index query should select, by a plain loop over the rows."""
+    keep = set()
+    for r in rows:
+        if "domain" in want and r["url_host_registered_domain"] not in want["domain"].split(","):
+            continue
+        if "mime" in want and r["content_mime_detected"] != want["mime"]:
+            continue
+        if "status" in want and r["fetch_status"] != int(want["status"]):
+            continue
+        if "lang" in want and want["lang"] not in r["content_languages"].split(","):
+            continue
+        keep.add((r["warc_filename"], r["warc_record_offset"]))
+    return keep
+
+
+# ---------------------------------------------------------------- planning
+
+
+def test_snapshots_paths_and_selection(cc_env):
+    assert [s["id"] for s in cc.snapshots()] == [SNAPSHOT, "CC-MAIN-2023-50"]
+    every = cc.cc_splits(f"cc://{SNAPSHOT}/warc")
+    assert len(every) == 5 and all(s.whole and s.url.startswith("http://127.0.0.1") for s in every)
+    assert every[0].key.startswith("segments/1700000000001.0/warc/")
+    half = cc.cc_splits(f"cc://{SNAPSHOT}/warc?sample=0.5")
+    assert half == cc.cc_splits(f"cc://{SNAPSHOT}/warc?sample=0.5")  # stable: a rerun plans the same tasks
+    assert {s.key for s in half} == {s.key for s in every if cc.in_sample(f"crawl-data/{SNAPSHOT}/{s.key}", 0.5)}
+    assert {s.key.split("/")[1] for s in cc.cc_splits(f"cc://{SNAPSHOT}/warc?segments=2")} == {
+        "1700000000001.0", "1700000000002.0"}
+    assert [s.key for s in cc.cc_splits(f"cc://{SNAPSHOT}/warc?files=1:3")] == [s.key for s in every[1:3]]
+    assert [s.key for s in cc.cc_splits(f"cc://{SNAPSHOT}/wet")] == [
+        "segments/1700000000003.0/wet/CC-MAIN-whirl_wet.warc.wet.gz"]
+    for bad, words in [("cc://CC-2024/warc", "not a Common Crawl snapshot"), (f"cc://{SNAPSHOT}/arc", "kind"),
+                       (f"cc://{SNAPSHOT}/warc?sampel=0.1", "unknown parameter"),
+                       (f"cc://{SNAPSHOT}/warc?segments=nope", "no such segment"),
+                       ("cc://CC-MAIN-1999-01/warc", "no warc.paths.gz")]:
+        with pytest.raises(UsageError, match=words):
+            cc.cc_splits(bad)
+
+
+@pytest.mark.parametrize("query", [
+    {"mime": "text/html", "lang": "por"},
+    {"domain": "commoncrawl.org,allenai.org", "status": "200"},
+    {"mime": "text/html", "status": "200", "lang": "eng"},
+])
+def test_index_query_selects_what_a_loop_over_the_rows_selects(cc_env, query):
+    root, rows, _ = cc_env
+    url = f"cc://{SNAPSHOT}/index?" + "&".join(f"{k}={v}" for k, v in query.items()) + "&per_task=4"
+    splits = cc.cc_splits(url)
+    got = [(f"crawl-data/{SNAPSHOT}/{s.key}", off) for s in splits for off, _ in s.records]
+    assert len(got) == len(set(got)) and set(got) == brute(rows, **query) and got
+    assert all(len(s.records) <= 4 and list(s.records) == sorted(s.records) for s in splits)
+    lengths = {(r["warc_filename"], r["warc_record_offset"]): r["warc_record_length"] for r in rows}
+    assert all(lengths[(f"crawl-data/{SNAPSHOT}/{s.key}", o)] == n for s in splits for o, n in s.records)
+
+
+def test_url_glob_and_limit(cc_env):
+    _, rows, _ = cc_env
+    splits = cc.cc_splits(f"cc://{SNAPSHOT}/index?url=https://commoncrawl.org/*")
+    want = {(r["warc_filename"], r["warc_record_offset"]) for r in rows if r["url"].startswith("https://commoncrawl.org/")}
+    assert {(f"crawl-data/{SNAPSHOT}/{s.key}", o) for s in splits for o, _ in s.records} == want and want
+    assert cc.describe_splits(cc.cc_splits(f"cc://{SNAPSHOT}/index?limit=7"))["records"] == 7
+
+
+# ---------------------------------------------------------------- reading
+
+
+def test_whole_files_read_like_warc_on_disk(cc_env, monkeypatch):
+    root, _, _ = cc_env
+    monkeypatch.setattr(ccreader, "RANGE_CHUNK", 50_000)  # several ranged chunks a file
+    splits = cc.cc_splits(f"cc://{SNAPSHOT}/warc")
+    docs, stats = read_all(CommonCrawl(), splits)
+    ref = reference(root, splits)
+    assert [d.id for d in docs] == list(ref) and all(d.html == ref[d.id].html for d in docs)
+    assert stats.extra["read:requests"] > len(splits) and stats.extra["read:retries"] == 0
+    assert stats.extra["read:bytes_fetched"] == sum((root / "crawl-data" / SNAPSHOT / s.key).stat().st_size for s in splits)
+    assert all(d.metadata["cc_snapshot"] == SNAPSHOT and d.metadata["cc_file"].startswith("segments/") for d in docs)
+
+
+def test_wet_and_wat(cc_env):
+    wet, _ = read_all(CommonCrawl(), cc.cc_splits(f"cc://{SNAPSHOT}/wet"))
+    assert len(wet) == 1 and "Escopete" in wet[0].text and wet[0].url == "https://an.wikipedia.org/wiki/Escopete"
+    wat, stats = read_all(CommonCrawl(), cc.cc_splits(f"cc://{SNAPSHOT}/wat"))
+    assert len(wat) == 1 and json.loads(wat[0].text)["Envelope"]["WARC-Header-Metadata"]["WARC-Target-URI"] == wat[0].url
+    assert stats.dropped["read:warcinfo"] == 1
+
+
+def test_index_records_are_the_whole_file_documents(cc_env):
+    root, rows, _ = cc_env
+    splits = cc.cc_splits(f"cc://{SNAPSHOT}/index?mime=text/html&per_task=3")
+    docs, stats = read_all(CommonCrawl(concurrency=4), splits)
+    ref = reference(root, splits)
+    assert len(docs) == len({d.id for d in docs}) == stats.docs_in - sum(stats.dropped.values())
+    assert {d.id for d in docs} <= set(ref) and all(d.html == ref[d.id].html for d in docs)
+    html_rows = brute(rows, mime="text/html")
+    assert {(f"crawl-data/{SNAPSHOT}/{d.metadata['cc_file']}", d.metadata["cc_offset"]) for d in docs} <= html_rows
+    assert stats.docs_in == len(html_rows)  # each record read, or counted with a reason
+    assert stats.extra["read:requests"] == len(html_rows)
+
+
+# ---------------------------------------------------------------- faults
+
+
+def _fault_run(server, plan, **reader_kw):
+    proxy = FaultProxy(server.url, plan, stall=0.6)
+    try:
+        url = f"cc://{SNAPSHOT}/index?mime=text/html&base={proxy.url}"
+        docs, stats = read_all(CommonCrawl(timeout=0.3, **reader_kw), cc.cc_splits(url))
+        return docs, stats, proxy
+    finally:
+        proxy.close()
+
+
+def test_faults_survived_output_identical_cap_held(cc_env):
+    _, _, server = cc_env
+    clean, clean_stats, clean_proxy = _fault_run(server, None, concurrency=8, per_host=3)
+    assert 2 <= clean_proxy.max_in_flight <= 3  # in flight together, never more than per_host
+    stalled = []
+
+    def plan(path, rng, attempt):
+        fault = planned(every=4)(path, rng, attempt)
+        if fault is None and not attempt and rng and path.endswith("dolma1.warc.gz") and not stalled:
+            stalled.append(rng)
+            return "stall"
+        return fault
+
+    docs, stats, proxy = _fault_run(server, plan, concurrency=8, per_host=3)
+    assert [(d.id, d.html) for d in docs] == [(d.id, d.html) for d in clean] and docs
+    assert dict(stats.dropped) == dict(clean_stats.dropped)
+    records = [k for k in proxy.attempts if k[1] and ".warc.gz" in k[0]]
+    assert records and all(proxy.delivered[k] == 1 for k in records)  # every record fetched whole exactly once
+    faults = sum(proxy.faults.values())
+    assert faults >= 5 and set(proxy.faults) == {"503", "reset", "truncate", "stall"}
+    assert stats.extra["read:retries"] == faults and stats.extra["read:throttles"] == proxy.faults["503"]
+    assert 2 <= proxy.max_in_flight <= 3  # in flight together, never more than per_host
+
+
+def test_whole_file_read_survives_faults(cc_env, monkeypatch):
+    _, _, server = cc_env
+    monkeypatch.setattr(ccreader, "RANGE_CHUNK", 40_000)
+    proxy = FaultProxy(server.url, planned(every=2))
+    try:
+        splits = cc.cc_splits(f"cc://{SNAPSHOT}/warc?base={proxy.url}")
+        docs, stats = read_all(CommonCrawl(), splits)
+    finally:
+        proxy.close()
+    clean, _ = read_all(CommonCrawl(), cc.cc_splits(f"cc://{SNAPSHOT}/warc"))
+    assert [(d.id, d.html) for d in docs] == [(d.id, d.html) for d in clean]
+    assert stats.extra["read:retries"] == sum(proxy.faults.values()) > 0
+
+
+def _always_on(target: dict):
+    def plan(path, rng, attempt):
+        return "503" if rng and rng == target.get("range") and path.endswith(target["file"]) else None
+    return plan
+
+
+def test_budget_exhausted_fails_loudly_or_is_counted_by_name(cc_env):
+    _, _, server = cc_env
+    splits = cc.cc_splits(f"cc://{SNAPSHOT}/index?mime=text/html")
+    s = next(s for s in splits if s.key.endswith("dolma0.warc.gz"))
+    off, n = s.records[1]
+    target = {"file": "dolma0.warc.gz", "range": f"bytes={off}-{off + n - 1}"}
+    with pytest.raises(Exhausted, match=rf"dolma0.warc.gz@{off}\+{n}.*--allow-missing"):
+        _fault_run(server, _always_on(target), tries=3)
+    docs, stats, proxy = _fault_run(server, _always_on(target), tries=3, allow_missing=True)
+    clean, _, _ = _fault_run(server, None)
+    assert stats.dropped["read:missing"] == 1 and f"dolma0.warc.gz@{off}+{n}" in stats.error_sample
+    assert len(docs) == len(clean) - 1 and stats.extra["read:retries"] == 2 and proxy.faults["503"] == 3
+
+
+def test_policy_waits_and_retry_after():
+    p = Policy(tries=4, base=1, throttle_base=4, cap=10, jitter=False)
+    assert [p.delay(k) for k in range(5)] == [1, 2, 4, 8, 10]
+    assert p.delay(0, Transient("x", 503, throttle=True)) == 4
+    assert p.delay(0, Transient("x", 503, retry_after=7)) == 7 and p.delay(0, Transient("x", retry_after=99)) == 10
+    assert all(0 <= Policy(base=1, cap=5).delay(3) <= 5 for _ in range(50))
+    assert parse_retry_after("12") == 12 and parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470) == 10
+    assert parse_retry_after("soon") is None
+    waits, calls = [], []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise Transient("503", 503, throttle=True)
+        return "ok"
+
+    assert p.call(flaky, lambda e: isinstance(e, Transient), sleep=waits.append) == "ok" and waits == [4, 8]
+    with pytest.raises(ValueError):  # not transient: raised at once, no wait
+        p.call(lambda: int("x"), lambda e: isinstance(e, Transient), sleep=waits.append)
+    assert waits == [4, 8]
+
+
+# ---------------------------------------------------------------- hostile input
+
+
+def test_hostile_index_entries_are_counted(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from _ccserver import SOURCES
+
+    root = tmp_path
+    rows = build_tree(root, {"dolma0": SOURCES["dolma0"]}, index_files=1)
+    name = rows[0]["warc_filename"]
+    path = root / name
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes() + gzip.compress(b"this gzip member holds no WARC record\r\n" * 20))
+    junk = size, path.stat().st_size - size
+    extra = [dict(rows[0], warc_record_offset=size - 100, warc_record_length=5000),  # overruns the file
+             dict(rows[0], warc_record_offset=junk[0], warc_record_length=junk[1]),  # not a WARC record
+             dict(rows[0], warc_record_offset=10, warc_record_length=0),  # empty
+             dict(rows[0], warc_record_offset=20, warc_record_length=64 << 20)]  # over max_record_bytes
+    table = pq.read_table(next(root.glob("cc-index/**/*.parquet")))
+    pq.write_table(pa.concat_tables([table, pa.Table.from_pylist(extra, schema=table.schema)]),
+                   next(root.glob("cc-index/**/*.parquet")))
+    server = RangeServer(root)
+    try:
+        for k, v in env(server.url).items():
+            monkeypatch.setenv(k, v)
+        docs, stats = read_all(CommonCrawl(max_record_bytes=1 << 20), cc.cc_splits(f"cc://{SNAPSHOT}/index"))
+    finally:
+        server.close()
+    clean = [d for d in Warc().read(str(path), StepStats("read"), key=name.removeprefix(f"crawl-data/{SNAPSHOT}/"))]
+    assert [d.id for d in docs] == [d.id for d in clean]  # the good records all read
+    assert stats.dropped["read:bad_range"] == 2 and stats.dropped["read:record_too_large"] == 1
+    assert stats.dropped["read:bad_header"] == 1  # the gzip member that is no WARC record
+    assert stats.docs_in == len(rows) + len(extra) == len(docs) + sum(stats.dropped.values())  # each row once
+
+
+# ---------------------------------------------------------------- S3 and the command line
+
+
+def test_s3_form_reads_the_same(cc_env, s3_bucket, monkeypatch):
+    import fsspec
+
+    root, _, _ = cc_env
+    s3 = fsspec.filesystem("s3")
+    for p in root.rglob("*"):
+        if p.is_file():
+            s3.put_file(str(p), f"{s3_bucket}/{p.relative_to(root)}")
+    monkeypatch.setenv("PENEIRA_CC_S3_ANON", "0")  # moto with the suite's dummy credentials
+    for kind in ("warc", "index?mime=text/html"):
+        http, _ = read_all(CommonCrawl(), cc.cc_splits(f"cc://{SNAPSHOT}/{kind}"))
+        splits = cc.cc_splits(f"cc://{SNAPSHOT}/{kind}{'&' if '?' in kind else '?'}base={s3_bucket}/")
+        assert splits[0].url.startswith("s3://")
+        docs, stats = read_all(CommonCrawl(), splits)
+        assert [(d.id, d.html) for d in docs] == [(d.id, d.html) for d in http] and stats.extra["read:requests"]
+
+
+def test_cli_list_paths_query(cc_env, capsys):
+    from curate.cli.main import main
+
+    assert main(["cc", "list"]) == 0 and SNAPSHOT in capsys.readouterr().out
+    assert main(["cc", "paths", SNAPSHOT, "--kind", "wet"]) == 0
+    assert capsys.readouterr().out.strip().endswith("CC-MAIN-whirl_wet.warc.wet.gz")
+    assert main(["cc", "query", SNAPSHOT, "--lang", "por", "--mime", "text/html"]) == 0
+    _, rows, _ = cc_env
+    assert capsys.readouterr().out.startswith(f"{len(brute(rows, lang='por', mime='text/html')):,} record(s)")
+    assert main(["cc", "paths", "CC-MAIN-2024-1"]) == 2

@@ -13,7 +13,9 @@ from curate.run.pipeline import Pipeline
 def add_parser(sub):
     p = sub.add_parser("run", help="run a pipeline file over input files")
     p.add_argument("pipeline", help="a Python file that defines `pipeline = Pipeline(...)`")
-    p.add_argument("--input", action="append", help="input glob (repeatable; ** recurses)")
+    p.add_argument("--input", action="extend", nargs="+", metavar="GLOB|DIR",
+                   help="input files: globs (** recurses), files or folders (their files of the reader's format, "
+                        "recursively); several after one --input (an unquoted shell glob works) and repeatable")
     p.add_argument("--output", help="output directory")
     add_executor(p)
     p.add_argument("--rejected", action="store_true", help="also write dropped documents with drop_reason")

@@ -627,17 +627,56 @@ def _glob_hint(pattern: str) -> str:
     return f" (`*` stays in one folder; to include subfolders use {deeper!r})"
 
 
-def expand_inputs(patterns: str | list[str]) -> list[str]:
+# The file names each input format has: a folder given as an input contributes the files of its reader's format.
+INPUT_SUFFIXES = {
+    "warc": (".warc", ".warc.gz", ".wet", ".wet.gz"),
+    "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst", ".ndjson"),
+    "parquet": (".parquet",),
+    "text": (".txt", ".txt.gz"),
+}
+
+
+def expand_inputs(patterns: str | list[str], suffixes: tuple[str, ...] | None = None,
+                  folders: list[dict] | None = None) -> list[str]:
     """Every file matching the glob patterns (local or URL), in order, each once; none is a `UsageError`.
 
+    A pattern that names a folder stands for the files under it, recursively, whose names end in one of
+    `suffixes` (the reader's format; default: every format of `INPUT_SUFFIXES`), so `--input crawl/` reads the
+    crawl and not its README; what each folder gave and left out is appended to `folders` for the summary.
     "Once" is by the file, not by its name: the same local file matched under two names (two patterns
     spelling one folder, a symlinked folder or file, a hard link) is listed once (`unique_files`), so a run
     never reads it twice under two ids."""
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    suffixes = suffixes or tuple(s for group in INPUT_SUFFIXES.values() for s in group)
     files: list[str] = []
     for pat in patterns:
+        if not any(c in os.fspath(pat) for c in "*?[") and isdir(pat):
+            files.extend(_folder_inputs(os.fspath(pat), suffixes, folders))
+            continue
         hits = glob(pat)  # a URL (file://, s3://, …) is listed through fsspec and its matches stay URLs
         if not hits:
             raise UsageError(f"no input files match {pat!r}{_glob_hint(pat)}")
         files.extend(hits)
     return unique_files(list(dict.fromkeys(files)))  # keep order, drop repeats
+
+
+def _folder_inputs(folder: str, suffixes: tuple[str, ...], folders: list[dict] | None) -> list[str]:
+    """The files under `folder` (recursively, hidden ones left out) of the reader's format; none is a UsageError
+    that says what the folder does hold."""
+    every = [f for f in glob(join(folder.rstrip("/"), "**", "*"))
+             if not any(part.startswith(".") for part in relpath(f, folder).split("/"))]
+    kept = [f for f in every if f.lower().endswith(suffixes)]
+    chosen = set(kept)
+    left = [relpath(f, folder) for f in every if f not in chosen]
+    if not kept:
+        held = f"it holds {len(every)} other file(s): {', '.join(left[:3])}{', …' if len(left) > 3 else ''}" if every \
+            else "it holds no files"
+        raise UsageError(f"input folder {folder!r} holds no file of the reader's format ({', '.join(suffixes)}): "
+                         f"{held}; name the files with a glob, or use the reader of their format")
+    if folders is not None:
+        kinds: dict[str, int] = {}
+        for f in kept:
+            kind = max((x for x in suffixes if f.lower().endswith(x)), key=len)
+            kinds[kind] = kinds.get(kind, 0) + 1
+        folders.append({"folder": folder, "files": len(kept), "by_suffix": kinds, "left_out": left})
+    return kept

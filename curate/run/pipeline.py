@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import posixpath
+import re
 import runpy
 import sys
 import time
@@ -133,7 +134,9 @@ class Pipeline:
             raise UsageError(f"pipeline file {path!r} does not exist")
         try:
             namespace = runpy.run_path(path, run_name="__pipeline__")
-        except (ValueError, TypeError) as e:  # a bad config value or argument in the file (UsageError included)
+        except TypeError as e:  # a misspelt or missing argument: the file's line, and the name it most likely meant
+            raise UsageError(f"{_where(e, path)}: {e}{_did_you_mean(e)}") from e
+        except ValueError as e:  # a bad config value in the file (UsageError included)
             raise UsageError(f"{path}: {e}") from e
         except SyntaxError as e:  # the file's own, or a module it imports
             raise UsageError(f"{e.filename or path}:{e.lineno}: {type(e).__name__}: {e.msg}") from e
@@ -169,9 +172,77 @@ class Pipeline:
             raise UsageError("a run needs inputs and an output (--input/--output or Pipeline(inputs=, output=))")
         if limit is not None and limit < 1:
             raise UsageError(f"--limit must be >= 1, got {limit}")
-        files = expand_inputs(inputs)
+        if fs.isfile(output):
+            raise UsageError(f"--output {output} is a file: a run writes a folder (data/, stats.json, manifest.json); "
+                             "name a new or empty folder")
+        files = expand_inputs(folder_inputs(inputs, self.reader))
         ex = make_executor(executor, workers, progress) if isinstance(executor, str) else executor
         return Run(self, files, output, ex, rejected, limit, overwrite).execute()
+
+
+def reader_suffixes(reader: Reader) -> tuple[str, ...] | None:
+    """The file names `reader` reads (`fs.INPUT_SUFFIXES`), for the inputs a folder contributes; None (every known
+    format) for a reader of another kind. A reader may say so itself with a `suffixes` attribute."""
+    from curate.io import readers
+
+    own = getattr(reader, "suffixes", None)
+    if own:
+        return tuple(own)
+    kinds = {readers.Warc: "warc", readers.Jsonl: "jsonl", readers.Parquet: "parquet"}
+    kind = next((k for cls, k in kinds.items() if isinstance(reader, cls)), None)
+    return fs.INPUT_SUFFIXES[kind] if kind else None
+
+
+def folder_inputs(inputs: Any, reader: Reader) -> Any:
+    """`inputs` with each folder among them replaced by its files of the reader's format (recursively), and one
+    line on stderr per folder saying how many it gave and which files it left out: `--input crawl/` works."""
+    items = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    out: list = []
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)) or any(c in os.fspath(item) for c in "*?[") \
+                or os.fspath(item).startswith("cc://") or not fs.isdir(item):
+            out.append(item)
+            continue
+        folders: list[dict] = []
+        out.extend(fs.expand_inputs([os.fspath(item)], reader_suffixes(reader), folders))
+        for f in folders:
+            left = f["left_out"]
+            shown = f"; left out {len(left)}: {', '.join(left[:5])}{', …' if len(left) > 5 else ''}" if left else ""
+            kinds = ", ".join(f"{k} {n}" for k, n in f["by_suffix"].items())
+            note(f"input folder {f['folder']}: {f['files']} file(s) read ({kinds}){shown}")
+    return out
+
+
+_UNEXPECTED = re.compile(r"(?P<cls>[\w.]+)\.__init__\(\) got an unexpected keyword argument '(?P<arg>\w+)'")
+
+
+def _did_you_mean(e: TypeError) -> str:
+    """"; did you mean min_words?" for an unexpected keyword of a class the failing line called: the class is
+    found by name among the globals of the frames that raised (and the modules they hold), its parameters
+    compared with difflib. "" when there is nothing to suggest."""
+    import difflib
+
+    m = _UNEXPECTED.search(str(e))
+    if not m:
+        return ""
+    name = m["cls"].rsplit(".", 1)[-1]
+    cls = None
+    for frame, _ in traceback.walk_tb(e.__traceback__):
+        scope = {**frame.f_globals, **frame.f_locals}
+        cands = [scope.get(name)] + [getattr(v, name, None) for v in scope.values() if inspect.ismodule(v)]
+        cls = next((c for c in cands if inspect.isclass(c)), None)
+        if cls is not None:
+            break
+    if cls is None:
+        return ""
+    try:
+        params = [p for p in inspect.signature(cls).parameters if p not in ("self", "args", "kwargs")]
+    except (TypeError, ValueError):
+        return ""
+    close = difflib.get_close_matches(m["arg"], params, n=2)
+    if close:
+        return f"; did you mean {' or '.join(close)}?"
+    return f"; {name} takes {', '.join(params)}" if params else ""
 
 
 def _where(e: BaseException, path: str) -> str:

@@ -1,0 +1,101 @@
+"""Issue 35 ("a newcomer's first hour"): the stumbles of a first session, each tried as a new user would."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from curate.cli.main import main as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PIPE = """
+from curate import Pipeline, filters, readers
+pipeline = Pipeline(name="t", reader=readers.{reader}, steps=[{steps}])
+"""
+
+
+def _pipe(tmp_path: Path, reader: str = "Jsonl()", steps: str = "") -> Path:
+    pipe = tmp_path / "p.py"
+    pipe.write_text(PIPE.format(reader=reader, steps=steps))
+    return pipe
+
+
+def _jsonl(path: Path, n: int, tag: str) -> list[str]:
+    """`n` records of text under "text"; .gz written through gzip. Returns their texts (the reference)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    texts = [f"{tag} document number {i}" for i in range(n)]
+    data = "".join(json.dumps({"text": t}) + "\n" for t in texts).encode()
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+    return texts
+
+
+def _kept_texts(out: Path) -> list[str]:
+    return sorted(t for f in sorted((out / "data").glob("*.parquet")) for t in pq.read_table(f)["text"].to_pylist())
+
+
+# ---------------------------------------------------------------- item 6: --input DIR, several values, --output
+
+
+def test_a_folder_input_reads_its_files_of_the_readers_format_recursively_and_says_what_it_left_out(tmp_path, capsys):
+    crawl = tmp_path / "crawl"
+    want = _jsonl(crawl / "a.jsonl", 5, "a") + _jsonl(crawl / "sub" / "deeper" / "b.jsonl.gz", 7, "b")
+    (crawl / "README.md").write_text("not data\n")
+    (crawl / "sub" / "notes.csv").write_text("x,y\n")
+    _jsonl(crawl / ".cache" / "hidden.jsonl", 3, "hidden")  # hidden: never an input
+    out = tmp_path / "o"
+    assert cli(["run", str(_pipe(tmp_path)), "--input", str(crawl), "--output", str(out), "--workers", "1",
+                "--no-progress"]) == 0
+    assert _kept_texts(out) == sorted(want)  # brute force: exactly the records of the two JSONL files
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "input folder" in x)
+    assert "2 file(s)" in line and ".jsonl 1" in line and ".jsonl.gz 1" in line
+    assert "left out 2" in line and "README.md" in line and "notes.csv" in line and "hidden" not in line
+
+
+def test_a_folder_with_no_file_of_the_format_is_one_line_naming_what_it_holds(tmp_path, capsys):
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "page.html").write_text("<p>hi</p>")
+    code = cli(["run", str(_pipe(tmp_path, "Warc()")), "--input", str(crawl), "--output", str(tmp_path / "o"),
+                "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert ".warc.gz" in err and "page.html" in err
+
+
+def test_several_values_after_one_input_like_an_unquoted_shell_glob(tmp_path, capsys):
+    files = [tmp_path / "in" / f"p{i}.jsonl" for i in range(3)]
+    want = [t for i, f in enumerate(files) for t in _jsonl(f, 4, f"p{i}")]
+    _jsonl(tmp_path / "in" / "more.jsonl", 2, "more")
+    out = tmp_path / "o"
+    args = ["run", str(_pipe(tmp_path)), "--input", *map(str, files[:2]), "--input", str(files[2]),
+            "--output", str(out), "--workers", "1", "--no-progress"]
+    assert cli(args) == 0
+    assert _kept_texts(out) == sorted(want)  # the three named files, not more.jsonl
+
+
+def test_an_output_that_is_a_file_is_one_line(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    _jsonl(src, 3, "x")
+    target = tmp_path / "taken"
+    target.write_text("mine\n")
+    code = cli(["run", str(_pipe(tmp_path)), "--input", str(src), "--output", str(target), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "is a file" in err
+    assert target.read_text() == "mine\n"
+
+
+def test_a_misspelt_step_argument_names_the_line_and_the_likely_name(tmp_path, capsys):
+    pipe = tmp_path / "p.py"
+    pipe.write_text("from curate import Pipeline, filters, readers\n\npipeline = Pipeline(\n    name='t',\n"
+                    "    reader=readers.Jsonl(),\n    steps=[filters.GopherQuality(min_word=50)],\n)\n")
+    code = cli(["run", str(pipe), "--input", str(tmp_path), "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{pipe}:" in err and "min_word" in err and "did you mean min_words" in err
+    line = int(err.split(f"{pipe}:")[1].split(":")[0])
+    assert "min_word=50" in pipe.read_text().splitlines()[line - 1]

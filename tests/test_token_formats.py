@@ -153,6 +153,52 @@ def test_nanotron_datatrove_reads_our_documents(corpus):
         assert meta[0].endswith("|2") and int(meta[1]) == len(flat)
 
 
+def _stub_torchvision(monkeypatch) -> None:
+    """`import streaming` imports its vision datasets, hence torchvision; here torch is a CPU build from PyTorch's
+    index and PyPI's torchvision does not load beside it (`operator torchvision::nms does not exist`). The text
+    reader never touches it: two names stand in for it, only when torchvision cannot be imported."""
+    import importlib.machinery
+    import sys
+    import types
+
+    try:
+        import torchvision  # noqa: F401
+        return
+    except Exception:
+        pass
+    datasets, functional = types.ModuleType("torchvision.datasets"), types.ModuleType("torchvision.transforms.functional")
+    datasets.VisionDataset = type("VisionDataset", (), {})
+    functional.to_tensor = None
+    for name, mod in (("torchvision", types.ModuleType("torchvision")), ("torchvision.datasets", datasets),
+                      ("torchvision.transforms", types.ModuleType("torchvision.transforms")),
+                      ("torchvision.transforms.functional", functional)):
+        mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        monkeypatch.setitem(sys.modules, name, mod)
+
+
+def test_mds_streaming_dataset_reads_our_documents(corpus, monkeypatch):
+    """LLM Foundry's reader is `streaming.StreamingDataset` over `tokens: ndarray:int32` samples: each document, in
+    order, with its source; and the shard cut (`SIZE_LIMIT`) puts several shards in one task's output."""
+    _stub_torchvision(monkeypatch)
+    _import("streaming")
+    from streaming import StreamingDataset
+
+    from curate.tokens.formats import mds
+
+    monkeypatch.setattr(mds, "SIZE_LIMIT", 40_000)
+    out, m = _tokenize(corpus, "mds")
+    _check_accounting(corpus, m)
+    assert len(m["splits"]["train"]["shards"][0]["mds_shards"]) > 1
+    for split in ("train", "val"):
+        ref = [d for shard in corpus["ref"][split] for d in shard]
+        ds = StreamingDataset(local=str(out / split), shuffle=False, batch_size=1)
+        assert ds.num_samples == len(ref)
+        got = [ds[i] for i in range(len(ref))]
+        assert [g["tokens"].dtype for g in got[:1]] == [np.dtype(np.int32)]
+        assert [g["tokens"].tolist() for g in got] == [ids for ids, _ in ref]
+        assert [g["source"] for g in got] == [s for _, s in ref]
+
+
 def test_hf_parquet_loads_with_datasets(corpus):
     datasets = _import("datasets")
     out, m = _tokenize(corpus, "hf")
@@ -176,7 +222,7 @@ def test_a_rerun_with_another_format_is_refused(corpus, tmp_path):
         _tokenize(corpus, "megatron", tmp_path / "u", dtype="uint32")
 
 
-@pytest.mark.parametrize("fmt", ["megatron", "nanotron", "hf"])
+@pytest.mark.parametrize("fmt", ["megatron", "nanotron", "mds", "hf"])
 def test_a_damaged_shard_is_named_by_verify(corpus, tmp_path, fmt):
     """Flip one byte in the middle of a shard's token file: ours names the file; the library's reader (where it has a
     check) fails too, else it reads other ids silently, which is why `verify` exists."""

@@ -45,7 +45,7 @@ from curate.tokens.common import (
     text_batches,
     unique_tmp,
 )
-from curate.tokens.formats import DEFAULT, MANIFEST_FORMATS, NAMES, check_format, writer_class
+from curate.tokens.formats import DEFAULT, MANIFEST_FORMATS, NAMES, check_format, finish, writer_class
 from curate.tokens.formats.peneira import PeneiraWriter
 
 EOS = "<|endoftext|>"
@@ -447,6 +447,7 @@ def tokenize(
                 f"--val-fraction {val_fraction} put no document in the validation split "
                 f"({manifest['splits']['train']['docs']} documents): raise it or pass 0"
             )
+        finish(format, out, manifest)
         manifest["seconds"] = round(time.time() - t0, 3)
         if partial:
             manifest["partial_inputs"] = partial  # unfinished outputs read with allow_partial

@@ -1,0 +1,288 @@
+"""SlurmExecutor on a real one-node Slurm cluster (slurmctld + slurmd on 127.0.0.1, scripts/slurm-setup.sh).
+
+Where `sbatch` is absent the setup script installs and starts Slurm (root and apt needed); only where neither
+is possible are these tests skipped. Functions defined here reach the array tasks by reference, so the tasks
+get this directory on PYTHONPATH (sbatch passes the submitting environment on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate.core.errors import StepFailed, UsageError
+from curate.run.executors.base import TaskFailures
+from curate.run.executors.slurm import SlurmExecutor, _ranges
+
+ROOT = Path(__file__).resolve().parents[1]
+CURATE = [sys.executable, "-m", "curate.cli.main"]
+pytestmark = pytest.mark.timeout(600)
+
+
+def _slurm_up() -> bool:
+    try:
+        p = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return any(s.strip() in {"idle", "mixed", "allocated"} for s in p.stdout.splitlines())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def slurm():
+    if not _slurm_up():
+        if os.geteuid() != 0 or not shutil.which("apt-get") and not shutil.which("sbatch"):
+            pytest.skip("no running Slurm, and scripts/slurm-setup.sh cannot start one here (it needs root and "
+                        "apt-get, or Slurm already installed)")
+        p = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-setup.sh")], capture_output=True, text=True,
+                           timeout=900, check=False)
+        assert p.returncode == 0, f"scripts/slurm-setup.sh failed:\n{p.stdout}\n{p.stderr}"  # loud, not a skip
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tests"), old]))
+    yield
+    if old is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old
+
+
+def assert_same_run(a: Path, b: Path) -> None:
+    """Same shards byte for byte (read back with pyarrow: real rows, unique ids), same counts, same markers."""
+    names = sorted(p.name for p in (a / "data").glob("*.parquet"))
+    assert names and names == sorted(p.name for p in (b / "data").glob("*.parquet"))
+    ids = [i for n in names for i in pq.read_table(a / "data" / n, columns=["id"]).column("id").to_pylist()]
+    assert ids and len(ids) == len(set(ids))
+    for n in names:
+        assert (a / "data" / n).read_bytes() == (b / "data" / n).read_bytes(), n
+    steps = [json.loads((r / "stats.json").read_text())["steps"] for r in (a, b)]
+    for s in steps[0] + steps[1]:
+        s.pop("seconds")
+        s["extra"].pop("seconds", None)
+    assert steps[0] == steps[1]
+    assert sorted(os.listdir(a / "_done")) == sorted(os.listdir(b / "_done"))
+    assert not [p for p in (b / "data").iterdir() if p.name.startswith(".")], "temp files left behind"
+
+
+# ---------------------------------------------------------------- functions the array tasks run
+
+
+def flaky(item: tuple[str, str, int]) -> str:
+    """Log the attempt, then fail the first `fails` attempts of this item (`fails` < 0: always)."""
+    log_dir, name, fails = item
+    with open(os.path.join(log_dir, name), "a") as f:
+        f.write("x")
+    attempts = len(Path(log_dir, name).read_text())
+    if name == "verdict":
+        raise StepFailed("step 'x' failed on all 10 documents")
+    if name == "usage":
+        raise UsageError("no such model: lid")
+    if fails < 0 or attempts <= fails:
+        raise OSError(f"transient failure of {name}")
+    return name
+
+
+def square(i: int) -> int:
+    return i * i
+
+
+def sleep_first_attempt(item: tuple[str, int]) -> int:
+    """The first attempt records its job, array index and pid, then sleeps (to be killed); later ones return."""
+    folder, i = item
+    marker = Path(folder, f"{i}.first")
+    if not marker.exists():
+        marker.write_text(f"{os.environ['SLURM_ARRAY_JOB_ID']}_{os.environ['SLURM_ARRAY_TASK_ID']} {os.getpid()}")
+        time.sleep(120)
+    return i * i
+
+
+# ---------------------------------------------------------------- the executor itself
+
+
+def test_array_spec_ranges():
+    assert _ranges([0, 1, 2, 3, 5, 7, 8]) == "0-3,5,7-8"
+    assert _ranges([4]) == "4"
+
+
+def test_results_in_order_retries_and_verdicts_once(tmp_path):
+    """A raising task is resubmitted up to max_retries; StepFailed and UsageError fail the run at once, with
+    their message; results come back in item order."""
+    log = tmp_path / "log"
+    log.mkdir()
+    items = [(str(log), name, fails) for name, fails in
+             (("ok", 0), ("flaky", 1), ("broken", -1), ("verdict", 0), ("usage", 0))]
+    ex = SlurmExecutor(str(tmp_path / "work"), workers=2, progress=False, max_retries=1)
+    with pytest.raises(TaskFailures) as info:
+        ex.map(flaky, items, labels=[name for _, name, _ in items])
+    errors = {e.label: e for e in info.value.errors}
+    assert sorted(errors) == ["broken", "usage", "verdict"]
+    assert errors["broken"].error == "OSError: transient failure of broken (after 2 attempts)"
+    assert errors["usage"].error == "UsageError: no such model: lid"
+    assert isinstance(errors["verdict"].cause, StepFailed)
+    attempts = {name: len((log / name).read_text()) for _, name, _ in items}
+    assert attempts == {"ok": 1, "flaky": 2, "broken": 2, "verdict": 1, "usage": 1}
+    assert SlurmExecutor(str(tmp_path / "w2"), progress=False).map(square, [3, 1, 2, 0]) == [9, 1, 4, 0]
+
+
+def test_scancel_and_kill9_of_tasks_are_retried(tmp_path):
+    """One array task cancelled with scancel, another's process killed with SIGKILL: both are resubmitted and
+    the results are those of an undisturbed run."""
+    folder = tmp_path / "marks"
+    folder.mkdir()
+    ex = SlurmExecutor(str(tmp_path / "work"), progress=False, max_retries=2)
+    import threading
+
+    result: dict = {}
+    t = threading.Thread(target=lambda: result.update(out=ex.map(sleep_first_attempt, [(str(folder), i) for i in (0, 1)])))
+    t.start()
+    marks = [folder / "0.first", folder / "1.first"]
+    deadline = time.time() + 120
+    while not all(m.exists() and m.read_text() for m in marks) and time.time() < deadline:
+        time.sleep(0.2)
+    task0, _ = marks[0].read_text().split()
+    _, pid1 = marks[1].read_text().split()
+    subprocess.run(["scancel", task0], check=True)
+    os.kill(int(pid1), signal.SIGKILL)
+    t.join(180)
+    assert result.get("out") == [0, 1]
+
+
+# ---------------------------------------------------------------- whole commands, compared with local
+
+PIPELINE = '''
+import os, time
+from curate import Pipeline, Step, dedup, extract, readers, writers
+
+class SleepFirst(Step):
+    """With SLEEP_DIR set: the first attempt of each task sleeps at its first document (to be killed)."""
+    name = "sleep_first"
+    def __init__(self, folder):
+        self.folder = folder
+    def setup(self):
+        self.slept = False
+    def apply(self, doc):
+        if self.folder and not self.slept:
+            self.slept = True
+            mark = os.path.join(self.folder, doc.id.replace("/", "_"))
+            if not os.path.exists(mark):
+                open(mark, "w").close()
+                time.sleep(20)
+        return doc
+
+pipeline = Pipeline(name="slurm_test", reader=readers.Warc(source="web"),
+    steps=[SleepFirst(os.environ.get("SLEEP_DIR", "")), extract.Main(), dedup.Exact(), dedup.MinHash(partitions=2),
+           dedup.Lines()],
+    writer=writers.Parquet())
+'''
+
+
+def warcs(shared: Path) -> list[str]:
+    return [a for p in sorted((shared / "warc" / "wget").glob("*.warc.gz")) + sorted(
+        (shared / "warc" / "cc").glob("*.warc.gz")) for a in ("--input", str(p))]
+
+
+def curate(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run([*CURATE, *args], capture_output=True, text=True, env={**os.environ, **(env or {})},
+                       timeout=500, check=False)
+    assert not check or p.returncode == 0, p.stderr
+    return p
+
+
+@pytest.fixture(scope="module")
+def runs(shared, tmp_path_factory) -> tuple[Path, Path]:
+    """The test pipeline (extract, Exact, MinHash, Lines) over 5 real WARC files, locally and on Slurm."""
+    root = tmp_path_factory.mktemp("slurm_runs")
+    (root / "pipe.py").write_text(PIPELINE)
+    for name in ("local", "slurm"):
+        curate("run", str(root / "pipe.py"), *warcs(shared), "--output", str(root / name), "--executor", name,
+               "--no-progress", "--workers", "2")
+    return root / "local", root / "slurm"
+
+
+@pytest.mark.slow
+def test_pipeline_same_on_local_and_slurm(runs):
+    local, slurm_out = runs
+    assert_same_run(local, slurm_out)
+    steps = {s["name"]: s for s in json.loads((slurm_out / "stats.json").read_text())["steps"]}
+    assert steps["exact"]["dropped"]  # real duplicates were removed, by tasks that ran as Slurm arrays
+    logs = list((slurm_out / "_work" / "slurm" / "logs").glob("*.log"))
+    assert any(p.name.startswith("slurm_test-stage-0-") for p in logs)  # named by stage and task
+    status = curate("status", str(slurm_out)).stdout
+    assert "finished: " in status and "5 of 5 task(s) done" in status
+
+
+@pytest.mark.slow
+def test_tokenize_and_mix_same_on_local_and_slurm(runs, tmp_path):
+    from curate.tokens.tokenize import train_tokenizer
+
+    local, _ = runs
+    shards = sorted(str(p) for p in (local / "data").glob("*.parquet"))
+    tok = tmp_path / "tok.json"
+    train_tokenizer(shards, 512, tok, sample_chars=200_000)
+    for ex in ("local", "slurm"):
+        curate("tokenize", str(local), "--tokenizer", str(tok), "--out", str(tmp_path / f"tok-{ex}"),
+               "--executor", ex, "--val-fraction", "0.1", "--no-progress")
+        curate("mix", "--source", f"web={local}:1", "--tokens", "20K", "--chars-per-token", "4",
+               "--out", str(tmp_path / f"mix-{ex}"), "--executor", ex, "--no-progress")
+    for kind in ("tok", "mix"):
+        a, b = tmp_path / f"{kind}-local", tmp_path / f"{kind}-slurm"
+        files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and "_work" not in p.parts
+                       and p.name != "manifest.json")
+        assert len(files) > 1
+        assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and "_work" not in p.parts
+                               and p.name != "manifest.json")
+        for f in files:
+            assert (a / f).read_bytes() == (b / f).read_bytes(), f
+
+
+def _wait(predicate, what: str, seconds: float = 120) -> None:
+    deadline = time.time() + seconds
+    while not predicate():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+@pytest.mark.slow
+def test_driver_killed_cancelled_and_rerun_gives_identical_output(runs, shared, tmp_path):
+    """The waiting driver killed with SIGKILL, then `curate cancel` of a second driver: each time `curate status`
+    says what it sees, and the same command run again finishes with the output of the uninterrupted run."""
+    local, _ = runs
+    (tmp_path / "pipe.py").write_text(PIPELINE)
+    out, sleep_dir = tmp_path / "out", tmp_path / "sleep"
+    sleep_dir.mkdir()
+    cmd = [*CURATE, "run", str(tmp_path / "pipe.py"), *warcs(shared), "--output", str(out), "--executor", "slurm",
+           "--no-progress", "--workers", "2"]
+    env = {**os.environ, "SLEEP_DIR": str(sleep_dir)}
+
+    driver = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _wait(lambda: len(os.listdir(sleep_dir)) >= 1, "a task to start")
+    assert "running (held by `curate run`" in curate("status", str(out)).stdout
+    driver.kill()
+    driver.wait()
+    status = curate("status", str(out)).stdout
+    assert "no command holds it" in status and "slurm: " in status
+
+    driver = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _wait(lambda: len(os.listdir(sleep_dir)) >= 3, "the rerun's tasks to start")
+    assert "cancelled" in curate("cancel", str(out)).stdout
+    _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 143, err  # stopped, resumable
+    assert not (out / "manifest.json").exists()
+
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500, check=False)
+    assert p.returncode == 0, p.stderr
+    assert_same_run(local, out)
+
+
+def test_cancel_of_a_local_run_says_what_to_do(tmp_path):
+    (tmp_path / "_done").mkdir()
+    assert "is not a Slurm run" in curate("cancel", str(tmp_path)).stdout
+    assert "not finished and no command holds it" in curate("status", str(tmp_path)).stdout
+    assert "no run has started here" in curate("status", str(tmp_path / "_done")).stdout

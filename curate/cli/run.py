@@ -20,12 +20,23 @@ def add_parser(sub):
     add_executor(p)
     p.add_argument("--rejected", action="store_true", help="also write dropped documents with drop_reason")
     p.add_argument("--limit", type=int, default=None, help="stop after N documents per task")
+    p.add_argument("--tasks", type=int, default=None,
+                   help="cut large inputs into byte ranges so the first stage has about N tasks (docs/splitting.md)")
+    p.add_argument("--task-bytes", default=None, metavar="SIZE",
+                   help="cut inputs larger than SIZE (e.g. 256M) into ranges of about SIZE, one task each")
     p.add_argument("--allow-missing", action="store_true",
                    help="a record or file still failing after the reader's retries is counted as read:missing "
                         "(named in the stats) instead of stopping the run (readers.CommonCrawl)")
     add_progress(p)
     add_overwrite(p)
     return p
+
+
+def _task_bytes(args) -> int | None:
+    from curate.io.splits import parse_size
+
+    value = getattr(args, "task_bytes", None)
+    return None if value is None else parse_size(value)
 
 
 def load_pipeline(path: str) -> Pipeline:
@@ -51,7 +62,7 @@ def main(args) -> int:
     try:
         manifest = pipeline.run(
             inputs=args.input, output=args.output, executor=executor, rejected=args.rejected, limit=args.limit,
-            overwrite=args.overwrite,
+            overwrite=args.overwrite, tasks=args.tasks, task_bytes=_task_bytes(args),
         )
     except (TaskFailures, StepFailed) as e:
         if disk_full(e):

@@ -239,3 +239,32 @@ class MemberStarts(ForwardOnly):
         while self.hits and self.hits[0] <= prev:
             self.hits.popleft()
         return bool(self.hits) and self.hits[0] == pos
+
+
+def next_member(f: Any, pos: int, limit: int | None = None, first_bytes: bytes = b"WARC/") -> int | None:
+    """The offset of the first gzip member at or after byte `pos` of the seekable file `f` that decompresses to
+    `first_bytes` (a WARC record's start), searching at most `limit` bytes (None: to the end); None if there is
+    none. The same rule as `Resyncing.resync`, so a range read and a reading from the start agree on where the
+    members are: magic bytes inside deflate data (about one per 16 MiB) do not decompress to a record."""
+    f.seek(pos)
+    buf, base = b"", pos
+    while limit is None or base - pos < limit:
+        chunk = f.read(CHUNK)
+        buf += chunk
+        i = buf.find(GZIP_MAGIC)
+        while i >= 0 and (limit is None or base + i - pos < limit):
+            while len(buf) - i < CHUNK and chunk:  # enough bytes after the candidate to decompress a header
+                chunk = f.read(CHUNK)
+                buf += chunk
+            try:
+                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(buf[i : i + CHUNK], len(first_bytes))
+            except zlib.error:
+                head = b""
+            if head.startswith(first_bytes):
+                return base + i
+            i = buf.find(GZIP_MAGIC, i + 1)
+        if not chunk:
+            return None
+        keep = len(GZIP_MAGIC) - 1
+        base, buf = base + len(buf) - keep, buf[-keep:]
+    return None

@@ -410,6 +410,10 @@ def describe_change(old: dict, new: dict) -> str:
     for key, flag in (("limit", "--limit"), ("rejected", "--rejected")):
         if old.get(key) != new.get(key):
             return f"{flag} was {old.get(key)}, now {new.get(key)}"
+    if old.get("split_plan") != new.get("split_plan"):  # recorded by `Run` when a file is read in several tasks
+        was_n, now_n = ((c or {}).get("tasks", "one per file") for c in (old.get("split_plan"), new.get("split_plan")))
+        return (f"the inputs were split into other tasks ({was_n} then, {now_n} now: --tasks / --task-bytes "
+                "must be what they were)")
     return "its config differs"
 
 

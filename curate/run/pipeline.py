@@ -11,11 +11,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import hashlib
 import inspect
 import json
 import os
 import platform
-import posixpath
 import re
 import runpy
 import sys
@@ -34,10 +34,10 @@ from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
 from curate.dedup.ids import check as check_ids
 from curate.io import fs, state
-from curate.io.fs import expand_inputs
 from curate.io.outputs import LOCK_NAME, claim, locked, remove_tree
 from curate.io.readers import Parquet as ParquetReader
 from curate.io.readers import Reader
+from curate.io.splits import Plan, Split, input_keys, plan_splits
 from curate.io.writers import Parquet as ParquetWriter
 from curate.io.writers import atomic_write_text
 from curate.run.executors import make_executor
@@ -76,6 +76,12 @@ class StreamTask:
     limit: int | None
     extra_columns: dict
     key: str | None = None  # the input's name in document ids (stage 0; see `input_keys`)
+    split: Split | None = None  # stage 0: the share of the input this task reads (a whole file, a byte range, …)
+
+    @property
+    def label(self) -> str:
+        """How progress and failures name the task: its split (a byte range says which), else its input."""
+        return self.split.label if self.split is not None else self.path
 
     @property
     def stats_path(self) -> str:
@@ -165,6 +171,8 @@ class Pipeline:
         limit: int | None = None,
         progress: bool = True,
         overwrite: bool = False,
+        tasks: int | None = None,
+        task_bytes: int | None = None,
     ) -> dict:
         inputs = inputs or self.inputs
         output = output or self.output
@@ -172,12 +180,16 @@ class Pipeline:
             raise UsageError("a run needs inputs and an output (--input/--output or Pipeline(inputs=, output=))")
         if limit is not None and limit < 1:
             raise UsageError(f"--limit must be >= 1, got {limit}")
+        if limit is not None and (tasks is not None or task_bytes is not None):
+            raise UsageError("--limit reads the first N documents of each task; it cannot be combined with --tasks "
+                             "or --task-bytes (which would change what N counts)")
         if fs.isfile(output):
             raise UsageError(f"--output {output} is a file: a run writes a folder (data/, stats.json, manifest.json); "
                              "name a new or empty folder")
-        files = expand_inputs(folder_inputs(inputs, self.reader))
+        inputs = folder_inputs(inputs, self.reader)
+        splits = plan_splits(inputs, tasks=tasks, task_bytes=task_bytes)
         ex = make_executor(executor, workers, progress) if isinstance(executor, str) else executor
-        return Run(self, files, output, ex, rejected, limit, overwrite).execute()
+        return Run(self, splits, output, ex, rejected, limit, overwrite).execute()
 
 
 def reader_suffixes(reader: Reader) -> tuple[str, ...] | None:
@@ -304,8 +316,15 @@ class Run:
     The output may be a local path or a URL (`curate.io.fs`): every file of the run goes through `fs`.
     """
 
-    def __init__(self, pipeline: Pipeline, files: list[str], output: str, executor: Executor, rejected: bool, limit,
+    def __init__(self, pipeline: Pipeline, splits: list, output: str, executor: Executor, rejected: bool, limit,
                  overwrite: bool = False):
+        self.splits = [s if isinstance(s, Split) else None for s in splits]
+        if None in self.splits:  # plain paths (callers before splits): each a whole file
+            paths = [s for s in splits if not isinstance(s, Split)]
+            keyed = dict(zip(paths, input_keys(paths), strict=True))
+            self.splits = [s if isinstance(s, Split) else Split(s, keyed[s]) for s in splits]
+        self.plan = splits if isinstance(splits, Plan) else Plan(self.splits)
+        files = list(dict.fromkeys(s.url for s in self.splits))
         self.p, self.files, self.out, self.ex = pipeline, files, output, executor
         self.overwrite = overwrite
         self.rejected_dir = fs.join(output, "rejected") if rejected else None
@@ -331,6 +350,8 @@ class Run:
                 raise state.corrupt(path, ValueError("not a run's config"), remedy)
         fp = Fingerprinter(old.get("file_digests") if old else None)
         config, unsound = pipeline_config(fp, self.p, self.files, self.limit, self.rejected_dir is not None)
+        if any(not s.whole for s in self.splits):  # absent when every file is one task: older runs still resume
+            config["split_plan"] = _plan_record(self.splits)
         if old is not None:
             old.pop("file_digests", None)
             old.pop("unresumable", None)
@@ -408,14 +429,13 @@ class Run:
 
     def _stream(self, k: int, stage: StreamStage, inputs: list[str], out_dir: str):
         payload = self._payloads.get(k) or _pickled(stage)
-        keys = input_keys(inputs) if k == 0 else [None] * len(inputs)
+        parts = _stems(self.splits) if k == 0 else [(None, fs.basename(p).removesuffix(".parquet")) for p in inputs]
         tasks = []
-        for i, path in enumerate(inputs):
-            stem = f"part-{i:05d}" if k == 0 else fs.basename(path).removesuffix(".parquet")
+        for i, (split, stem) in enumerate(parts):
             tasks.append(
                 StreamTask(
                     payload=payload,
-                    path=path,
+                    path=split.url if split is not None else inputs[i],
                     out_dir=out_dir,
                     stem=stem,
                     root=self.out,
@@ -423,7 +443,8 @@ class Run:
                     rejected_dir=self.rejected_dir,
                     limit=self.limit if k == 0 else None,
                     extra_columns=self.p.extra_columns,
-                    key=keys[i],
+                    key=split.key if split is not None else None,
+                    split=split,
                 )
             )
         done = set(fs.listdir(fs.join(self.out, "_done")))  # one listing per stage, not a request per task
@@ -432,7 +453,7 @@ class Run:
         ran = {}
         if todo:
             ran = dict(zip((t.tag for t in todo),
-                           self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.path for t in todo]),
+                           self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.label for t in todo]),
                            strict=True))
         ran.update(records)
         results = [ran[t.tag] for t in tasks]
@@ -489,6 +510,9 @@ class Run:
             "docs_read": stats[0].docs_in if stats else 0,
             "docs_written": stats[-1].docs_out if stats else 0,
             "chars_written": stats[-1].chars_out if stats else 0,
+            **({"split_plan": {"tasks": len(self.splits), "files_split": len({s.url for s in self.splits if not s.whole}),
+                               "files_not_split": [{"input": u, "why": why} for u, why in self.plan.whole]}}
+               if any(not s.whole for s in self.splits) or self.plan.whole else {}),
             "seconds": round(seconds, 2),
             "versions": {"peneira": version("peneira"), "python": platform.python_version(), "pyarrow": pyarrow.__version__},
         }
@@ -563,7 +587,7 @@ def _done_records(tasks: list[StreamTask]) -> dict[str, dict]:
                     and isinstance(record.get("outputs"), list)):
                 raise state.corrupt(t.stats_path, ValueError("not a task's stats record"), "")
         except CorruptState as e:
-            note(f"{str(e).rstrip(': ')}; its task ({t.path}) runs again")
+            note(f"{str(e).rstrip(': ')}; its task ({t.label}) runs again")
             fs.remove(t.done_path)
             continue
         records[t.tag] = record
@@ -629,7 +653,7 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej, progress: Pr
         _run_batch(stage.steps, step_stats, batch, writer, rej)
     for s, st in zip(stage.steps, step_stats, strict=True):
         if st.docs_in and st.errors == st.docs_in and st.docs_in >= 3:
-            raise StepFailed(f"step {st.name!r} failed on all {st.docs_in} documents of {task.path}: {st.error_sample}")
+            raise StepFailed(f"step {st.name!r} failed on all {st.docs_in} documents of {task.label}: {st.error_sample}")
         s.finish(st)
     read_stats.seconds = time.perf_counter() - t_read - sum(s.seconds for s in step_stats)
     read_stats.docs_out = read_stats.docs_in - sum(read_stats.dropped.values())
@@ -645,26 +669,42 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej, progress: Pr
 
 
 def _read(reader: Reader, task: StreamTask, stats: StepStats):
-    """The reader's documents, with the task's input key for ids if the reader takes one (a custom reader may not)."""
+    """The reader's documents of the task's split (stage 0: `Reader.read_split`, which gives the input key to
+    a reader whose `read` takes one), or of the task's shard (later stages)."""
+    if task.split is not None:
+        return reader.read_split(task.split, stats)
     if task.key is not None and "key" in inspect.signature(reader.read).parameters:
         return reader.read(task.path, stats, key=task.key)
     return reader.read(task.path, stats)
 
 
-def input_keys(files: list[str]) -> list[str]:
-    """Each input's path relative to the inputs' common directory: the file's part of its documents' ids.
+def _plan_record(splits: list[Split]) -> dict:
+    """What a run's config records of its split plan: the number of tasks and a digest of every split, so a
+    rerun with another --tasks / --task-bytes (another plan) is refused instead of mixing two plans' shards."""
+    h = hashlib.blake2b(digest_size=16)
+    for s in splits:
+        h.update(json.dumps([s.url, s.key, s.start, s.end, [list(r) for r in s.records]]).encode() + b"\n")
+    return {"tasks": len(splits), "digest": h.hexdigest()}
 
-    So ids are unique within a run (no two inputs share a relative path) and the same files give the same
-    ids wherever they are stored: a plain path, `file://`, `memory://` or `s3://` copy of the same layout.
-    """
-    inner = [os.path.abspath(p) if not fs.is_url(p) else fs.local_path(p) or p.split("://", 1)[1] for p in files]
-    try:
-        root = posixpath.dirname(inner[0]) if len(inner) == 1 else posixpath.commonpath(inner)
-    except ValueError:  # local and remote inputs mixed: no common directory
-        return inner
-    if root in inner:  # commonpath of one repeated file
-        root = posixpath.dirname(root)
-    return [posixpath.relpath(p, root) for p in inner]
+
+def _stems(splits: list[Split]) -> list[tuple[Split, str]]:
+    """Each split with the stem that names its task, shards, stats and marker: `part-NNNNN` by the input's
+    place among the run's files (a whole file, as before splits existed), `part-NNNNN-rRRRR` for the Rth part
+    of a file read in several (a byte range, or records)."""
+    index: dict[str, int] = {}
+    parts: dict[str, int] = {}
+    for s in splits:
+        index.setdefault(s.url, len(index))
+        parts[s.url] = parts.get(s.url, 0) + 1
+    seen: dict[str, int] = {}
+    out = []
+    for s in splits:
+        stem = f"part-{index[s.url]:05d}"
+        if parts[s.url] > 1 or not s.whole:
+            stem += f"-r{seen.get(s.url, 0):04d}"
+            seen[s.url] = seen.get(s.url, 0) + 1
+        out.append((s, stem))
+    return out
 
 
 def _limited(docs, limit: int | None):

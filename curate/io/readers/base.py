@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, ClassVar
 
 from curate.core.document import Document, make_id
+from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.core.validate import describe
+from curate.io.splits import Split
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -32,6 +35,19 @@ class Reader:
         file's path relative to its inputs' common directory, so the same files stored elsewhere (a local
         path, `file://`, `s3://`) give the same ids."""
         raise NotImplementedError
+
+    def read_split(self, split: Split, stats: StepStats) -> Iterator[Document]:
+        """Documents of one split, what a run calls for every task. A whole file is `read(url, stats, key)` (a
+        custom reader's `read` without `key` gets none); a byte range or a list of records needs a reader that
+        can start in the middle of a file (JSONL, WARC, Parquet override this), else it is a UsageError naming
+        the reader, never a silent reading of the whole file in every task."""
+        if not split.whole:
+            what = f"{len(split.records)} record(s) of" if split.records else "a byte range of"
+            raise UsageError(f"reader {type(self).__name__} cannot read {what} a file ({split.label}): run without "
+                             "--tasks / --task-bytes, or use a reader that splits (Jsonl, Warc, FastWarc, Parquet)")
+        if "key" in inspect.signature(self.read).parameters:
+            return self.read(split.url, stats, key=split.key)
+        return self.read(split.url, stats)
 
     def skip(self, stats: StepStats, rule: str, chars: int = 0) -> None:
         stats.docs_in += 1

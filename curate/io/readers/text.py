@@ -11,12 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from curate.core.document import CORE_COLUMNS, SHARD_MARK, Document
+from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.batching import MAX_RECORD_BYTES, batch_rows
 from curate.io.members import CHUNK, Tracked
 from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
 from curate.io.readers.pages import largest_page
+from curate.io.splits import Split, row_group_start
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = b"\xef\xbb\xbf"
@@ -90,7 +92,8 @@ class _StrictZstd(io.RawIOBase):
 class Jsonl(Reader):
     """JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst), one record a line.
 
-    Ids are unique per run: the record's own id + `#` + a digest of (source, file, line) (`unique_id`);
+    Ids are unique per run: the record's own id + `#` + a digest of (source, file, byte offset of the line in
+    the decompressed file) (`unique_id`), so they do not depend on how a run split the file (`read_split`);
     the own id field also stays in `metadata` under its own name, with every other field. A line that is not JSON (`read:bad_json`) or has no
     text (`read:no_text`) costs itself; a line that is not UTF-8 is decoded with U+FFFD and lone
     surrogates (`"\\ud800"`, which Arrow cannot write) are replaced by U+FFFD: figures
@@ -108,18 +111,37 @@ class Jsonl(Reader):
         self.max_line_bytes = max_line_bytes
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
+        return self._read(path, stats, key or path, 0, None)
+
+    def read_split(self, split: Split, stats: StepStats) -> Iterator[Document]:
+        """A byte range of an uncompressed file: the lines that begin in it, aligned to newlines (it starts after
+        the first newline at or after byte `start - 1` and reads every line that begins before `end`), so the
+        ranges of one file share out its lines exactly once. A compressed file is read whole."""
+        if split.whole or split.records:
+            return super().read_split(split, stats)
+        if _compressed(split.url):
+            raise UsageError(f"reader Jsonl cannot read a byte range of a compressed file ({split.label}): "
+                             "a .gz or .zst JSONL is read whole")
+        return self._read(split.url, stats, split.key, split.start, split.end)
+
+    def _read(self, path: str, stats: StepStats, key: str, start: int, end: int | None) -> Iterator[Document]:
+        """The records of the lines that begin in [start, end) of the (decompressed) file; each document's id
+        comes from the byte offset of its line, so it does not depend on where the file was cut."""
         with _open_bytes(path) as (f, raw):
-            lineno, before = -1, stats.docs_in
+            pos, n, before = _align(f, start), 0, stats.docs_in
             try:
-                for lineno, line in enumerate(_lines(f, self.max_line_bytes)):
+                for line, size in _lines(f, self.max_line_bytes):
+                    if end is not None and pos >= end:
+                        break
+                    at, pos, n = pos, pos + size, n + 1
                     if line is None:
                         self.skip(stats, "too_large")
                         continue
-                    if lineno == 0 and line.startswith(_BOM):
+                    if at == 0 and line.startswith(_BOM):
                         line = line[len(_BOM):]
                     if not line.strip():
                         continue
-                    doc = self._parse(line, key or path, lineno, stats)
+                    doc = self._parse(line, key, at, stats)
                     if doc is not None:
                         yield doc
             except Exception as e:  # the decompressor: truncated gzip or zstd, a bad CRC, not gzip at all
@@ -127,9 +149,9 @@ class Jsonl(Reader):
                     raise raw.io_error from None
                 figure(stats, "records_before_corrupt_stream", stats.docs_in - before)
                 self.skip(stats, "corrupt_stream")
-                note(stats, path, f"{type(e).__name__}: {e} (after {lineno + 1} lines)")
+                note(stats, path, f"{type(e).__name__}: {e} (after {n} lines)")
 
-    def _parse(self, line: bytes, key: str, lineno: int, stats: StepStats) -> Document | None:
+    def _parse(self, line: bytes, key: str, offset: int, stats: StepStats) -> Document | None:
         try:
             text_line = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -152,21 +174,41 @@ class Jsonl(Reader):
         url = rec.pop(self.url_key, None) or meta.get("url")
         stats.docs_in += 1
         own = rec.get(self.id_key)
-        doc_id = unique_id(self.source, own, f"{key}:{lineno}") if self.unique_ids or own is None else str(own)
+        doc_id = unique_id(self.source, own, f"{key}@{offset}") if self.unique_ids or own is None else str(own)
         return Document(id=doc_id, text=text, source=self.source,
                         url=url if isinstance(url, str) else None, metadata=rec)
 
 
-def _lines(f: Any, limit: int) -> Iterator[bytes | None]:
-    """The lines of `f`, each read only up to `limit` bytes: a longer one is read on in chunks to its end,
-    never held whole, and comes out as None."""
+def _lines(f: Any, limit: int) -> Iterator[tuple[bytes | None, int]]:
+    """The lines of `f` and their sizes in bytes, each read only up to `limit` bytes: a longer one is read on in
+    chunks to its end, never held whole, and comes out as None."""
     while line := f.readline(limit + 1):
         if len(line) <= limit or line.endswith(b"\n"):
-            yield line
+            yield line, len(line)
             continue
+        size = len(line)
         while line and not line.endswith(b"\n"):
             line = f.readline(CHUNK)
-        yield None
+            size += len(line)
+        yield None, size
+
+
+def _align(f: Any, start: int) -> int:
+    """Move `f` to the first line that begins at or after byte `start` (after the first newline at or after
+    `start - 1`), reading the line cut by `start` in chunks; returns where `f` stands."""
+    if start <= 0:
+        return 0
+    f.seek(start - 1)
+    pos = start - 1
+    while piece := f.readline(CHUNK):
+        pos += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    return pos
+
+
+def _compressed(path: str) -> bool:
+    return path.endswith((".gz", ".zst"))
 
 
 class Parquet(Reader):
@@ -199,6 +241,17 @@ class Parquet(Reader):
         self.max_record_bytes = max_record_bytes if max_row_group_bytes is None else max_row_group_bytes
 
     def read(self, path: str, stats: StepStats, key: str | None = None) -> Iterator[Document]:
+        return self._read(path, stats, key or path, 0, None)
+
+    def read_split(self, split: Split, stats: StepStats) -> Iterator[Document]:
+        """A byte range of the file: the row groups whose first page begins in [start, end). Row numbers in
+        ids count from the file's first row (by the metadata), so they do not depend on the split. A file that
+        is not Parquet is counted once, by the range that starts at byte 0."""
+        if split.whole or split.records:
+            return super().read_split(split, stats)
+        return self._read(split.url, stats, split.key, split.start, split.end)
+
+    def _read(self, path: str, stats: StepStats, key: str, start: int, end: int | None) -> Iterator[Document]:
         import pyarrow.parquet as pq
 
         with fs.open(path, "rb") as f:
@@ -208,11 +261,12 @@ class Parquet(Reader):
             except Exception as e:
                 if raw.io_error is not None:
                     raise raw.io_error from None
-                self.skip(stats, "not_parquet")
-                note(stats, path, e)
+                if start == 0:
+                    self.skip(stats, "not_parquet")
+                    note(stats, path, e)
                 return
             with pf:
-                yield from self._rows(pf, raw, path, key or path, stats)
+                yield from self._rows(pf, raw, path, key, stats, start, end)
 
     def _over(self, pf: Any, raw: Tracked, path: str, g: int, stats: StepStats) -> str | None:
         """Why row group `g` cannot be decoded within `max_record_bytes` (None: it can)."""
@@ -228,9 +282,12 @@ class Parquet(Reader):
             return "too_large"
         return None
 
-    def _rows(self, pf: Any, raw: Tracked, path: str, key: str, stats: StepStats) -> Iterator[Document]:
+    def _rows(self, pf: Any, raw: Tracked, path: str, key: str, stats: StepStats, start: int = 0,
+              end: int | None = None) -> Iterator[Document]:
         names = pf.schema_arrow.names
         if self.text_key not in names:
+            if start > 0:  # counted once, by the range that starts the file
+                return
             self.skip(stats, "bad_schema")
             note(stats, path, f"no column {self.text_key!r} (columns: {names})")
             return
@@ -240,6 +297,9 @@ class Parquet(Reader):
         for g in range(pf.metadata.num_row_groups):
             meta = pf.metadata.row_group(g)
             size, done = meta.num_rows, 0
+            if (start or end is not None) and not _owns(meta, start, end):
+                row += size
+                continue
             over = self._over(pf, raw, path, g, stats)  # an I/O error reading page headers is raised
             if over is not None:
                 for _ in range(size):
@@ -293,6 +353,12 @@ class Parquet(Reader):
             url=rec.pop("url", None),
             metadata={k: v for k, v in rec.items() if k not in CORE_COLUMNS or k == self.id_key},
         )
+
+
+def _owns(meta: Any, start: int, end: int | None) -> bool:
+    """Whether a row group belongs to the byte range [start, end): its first page begins there."""
+    at = row_group_start(meta) if meta.num_columns else 0
+    return start <= at and (end is None or at < end)
 
 
 def _ours(schema: Any) -> bool:

@@ -9,12 +9,14 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from curate.core.document import Document, make_id
+from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.io import fs
-from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, MemberStarts, Resyncing, Tracked
+from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, MemberStarts, Resyncing, Tracked, next_member
 from curate.io.readers.base import Reader, figure, note, parse_date, repair_text
 from curate.io.readers.charsets import decode_html
 from curate.io.readers.framing import Framed
+from curate.io.splits import Split
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 RAW_FACTOR = 4  # a record's content may be this many times `max_html_bytes` before decoding: no page shrinks 4x
@@ -80,17 +82,53 @@ class Warc(Reader):
         """The file's bytes (readers.CommonCrawl reads them by retried range requests instead)."""
         return fs.open(path, "rb")
 
+    def read_split(self, split: Split, stats: StepStats) -> Iterator[Document]:
+        """A byte range of a `.warc.gz`: the records of the gzip members that start in [start, end), found as
+        `Resyncing` finds them (`members.next_member`: a member that decompresses to `WARC/`). Ids come from
+        the member's offset in the file, so they do not depend on the split. An uncompressed WARC is read
+        whole (a line `WARC/1.0` inside a record's content would pass for a record start)."""
+        if split.whole or split.records:
+            return super().read_split(split, stats)
+        if not split.url.endswith(".gz"):
+            raise UsageError(f"reader {type(self).__name__} cannot read a byte range of an uncompressed WARC "
+                             f"({split.label}): it is read whole")
+        return self._range(split, stats)
+
+    def _range(self, split: Split, stats: StepStats) -> Iterator[Document]:
+        if split.start == 0 and self._empty(split.url, stats):
+            return
+        with self._open(split.url) as f:
+            state = _FileState(stats, Tracked(f), split.key)
+            try:
+                reach = None if split.end is None else split.end - split.start
+                at = 0 if split.start == 0 else next_member(state.raw, split.start, limit=reach)
+                if at is not None:
+                    state.raw.seek(at)
+                    yield from self._members(io.BufferedReader(state.raw, CHUNK), at, split.url, stats, state,
+                                             end=split.end)
+            except Exception:
+                state.check_io()
+                raise
+        if state.records == 0 and split.start == 0:  # as `read`: counted once, by the range that starts the file
+            state.forget(stats)
+            self.skip(stats, "not_warc")
+            note(stats, split.url, "not a WARC file (ARC is not supported)")
+
     def _stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
         if not (f.peek(3).startswith(GZIP_MAGIC) or path.endswith(".gz")):
             yield from self._member(f, 0, path, stats, state, plain=True)
             return
         yield from self._members(f, 0, path, stats, state)
 
-    def _members(self, f: Any, offset: int, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
-        """The records of the gzip members of `f`, which stands at byte `offset` of the file."""
+    def _members(self, f: Any, offset: int, path: str, stats: StepStats, state: _FileState,
+                 end: int | None = None) -> Iterator[Document]:
+        """The records of the gzip members of `f`, which stands at byte `offset` of the file, up to the first
+        member that starts at or after byte `end`."""
         members = Resyncing(f, offset=offset)
         n_members = 0
         for m in members:
+            if end is not None and m.start >= end:
+                break
             n_members += 1
             try:
                 yield from self._member(m, m.start, path, stats, state)

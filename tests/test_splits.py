@@ -1,0 +1,341 @@
+"""Within-file tasks (issue 30.2): inputs cut into byte ranges that tasks read independently.
+
+The references are independent of the code under test: a brute-force reading of every record (lines split on
+b"\\n" with their offsets, warcio over the whole file, pyarrow's own table), and the same input read unsplit.
+Whatever the cuts (1, 7, 64 ways; planted at record starts, inside a record, on a \\r\\n, at the last byte;
+empty ranges), the documents and their ids are those of the whole file, each exactly once.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from _chaos import kill_after
+
+from curate.core.errors import UsageError
+from curate.core.stats import StepStats
+from curate.io import readers
+from curate.io.readers.base import Reader, unique_id
+from curate.io.splits import Split, parse_size, plan_splits
+from curate.run.pipeline import Pipeline
+
+DATA = Path("/work/shared/data")
+GSM8K = DATA / "benchmarks/gsm8k/test.jsonl"  # 1,319 real records, `question` as text
+WARCS = [DATA / "warc/internet_archive/aut_IAH-20080430204825-00000-blackbook.warc.gz",  # 822 records, 140 html
+         DATA / "warc/internet_archive/pywb_iana.warc.gz",
+         DATA / "warc/wget/dolma_sample-0000.warc.gz"]
+JSONL_GZ = DATA / "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+CURATE = [sys.executable, "-m", "curate"]
+
+pytestmark = pytest.mark.skipif(not GSM8K.exists(), reason="needs /work/shared/data (the real test data)")
+
+
+def _read(reader: Reader, splits: list[Split]) -> tuple[list[tuple], StepStats]:
+    stats = StepStats("read")
+    docs = [(d.id, d.text, d.html, d.url) for s in splits for d in reader.read_split(s, stats)]
+    return docs, stats
+
+
+def _ranges(path: Path, cuts: list[int], key: str = "k") -> list[Split]:
+    bounds = [0, *cuts, None]
+    return [Split(str(path), key, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def _even(path: Path, n: int) -> list[int]:
+    size = path.stat().st_size
+    return [size * i // n for i in range(1, n)]
+
+
+def _same(reader: Reader, path: Path, cuts: list[int]) -> list[tuple]:
+    """The documents of the ranges `cuts` make, asserted equal (ids, texts, counts) to the whole file's."""
+    whole, ws = _read(reader, [Split(str(path), "k")])
+    got, gs = _read(reader, _ranges(path, cuts))
+    assert got == whole, f"cuts {cuts[:5]}…: {len(got)} documents, whole file {len(whole)}"
+    assert (gs.docs_in, dict(gs.dropped)) == (ws.docs_in, dict(ws.dropped))
+    return whole
+
+
+# ---------------------------------------------------------------- JSONL
+
+
+def _brute_jsonl(path: Path, text_key: str, key: str = "k") -> list[tuple]:
+    """Every line with its byte offset, from the file's bytes alone."""
+    data, out, at = path.read_bytes(), [], 0
+    for line in data.split(b"\n"):
+        if line.strip():
+            rec = json.loads(line)
+            out.append((unique_id("web", rec.get("id"), f"{key}@{at}"), rec[text_key]))
+        at += len(line) + 1
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 1319 * 3])
+def test_jsonl_split_any_number_of_ways_gives_the_whole_files_documents_and_ids(n):
+    reader = readers.Jsonl(text_key="question")
+    whole = _same(reader, GSM8K, _even(GSM8K, n))
+    assert [(i, t) for i, t, _, _ in whole] == _brute_jsonl(GSM8K, "question")
+
+
+def test_jsonl_cuts_planted_at_line_starts_inside_lines_on_crlf_and_at_the_last_byte(tmp_path):
+    """CRLF lines (the \\r belongs to the line), a blank line, and cuts at every kind of place."""
+    lines = GSM8K.read_bytes().split(b"\n")[:40]
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(b"\r\n".join(lines[:20]) + b"\r\n\r\n" + b"\r\n".join(lines[20:]) + b"\r\n")
+    data = path.read_bytes()
+    starts = [i + 1 for i in range(len(data)) if data[i:i + 1] == b"\n"][:-1]
+    reader = readers.Jsonl(text_key="question")
+    whole = _same(reader, path, starts)  # every range starts exactly at a line
+    assert len(whole) == 40
+    crlf = [s - 1 for s in starts]  # on the \n of a \r\n: the line before is not read twice
+    cr = [s - 2 for s in starts]  # on the \r
+    inside = [s + 7 for s in starts]
+    last = [len(data) - 1]
+    for cuts in (crlf, cr, inside, last, [1], sorted(set(starts[:5] + inside[:5] + crlf[5:9]))):
+        _same(reader, path, cuts)
+    _same(reader, path, [starts[3], starts[3], starts[3] + 1, starts[3] + 2])  # empty ranges between
+
+
+def test_a_range_holding_no_line_start_reads_nothing_and_counts_nothing():
+    reader = readers.Jsonl(text_key="question")
+    data = GSM8K.read_bytes()
+    first_nl = data.index(b"\n")
+    docs, stats = _read(reader, [Split(str(GSM8K), "k", 5, first_nl)])  # inside the first line
+    assert docs == [] and stats.docs_in == 0
+    docs, stats = _read(reader, [Split(str(GSM8K), "k", 100, 100)])
+    assert docs == [] and stats.docs_in == 0
+
+
+def test_bad_lines_are_counted_once_whatever_the_cuts(tmp_path):
+    """Hostile lines (not JSON, no text, over max_line_bytes) are counted by the one range they begin in."""
+    good = GSM8K.read_bytes().split(b"\n")[:30]
+    junk = [b"{not json", b'{"question": 3}', b'{"question": "' + b"x" * 5000 + b'"}']
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join(good[:10] + junk + good[10:] + junk) + b"\n")
+    reader = readers.Jsonl(text_key="question", max_line_bytes=4096)
+    for n in (1, 3, 17, 200):
+        _same(reader, path, _even(path, n))
+    _, stats = _read(reader, _ranges(path, _even(path, 17)))
+    assert dict(stats.dropped) == {"read:bad_json": 2, "read:no_text": 2, "read:too_large": 2}
+
+
+# ---------------------------------------------------------------- WARC
+
+
+def _member_starts(path: Path) -> list[int]:
+    """Every gzip member's offset, by decompressing the file member after member (zlib alone)."""
+    data, at, out = path.read_bytes(), 0, []
+    while at < len(data):
+        out.append(at)
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        d.decompress(data[at:])
+        at = len(data) - len(d.unused_data)
+    return out
+
+
+def _warcio_html(path: Path) -> list[str]:
+    """WARC-Record-IDs of the HTML responses, in file order, by warcio over the whole file."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    out = []
+    with open(path, "rb") as f:
+        for rec in ArchiveIterator(f):
+            ctype = rec.http_headers.get_header("Content-Type", "") if rec.http_headers else ""
+            if rec.rec_type == "response" and "text/html" in ctype.lower():
+                out.append(rec.rec_headers.get_header("WARC-Record-ID"))
+    return out
+
+
+@pytest.mark.parametrize("path", WARCS, ids=lambda p: p.name[:20])
+@pytest.mark.parametrize("cls", [readers.Warc, readers.FastWarc])
+def test_warc_gz_split_1_7_64_ways_and_at_member_starts_gives_the_whole_files_records(path, cls):
+    reader = cls()
+    stats = StepStats("read")
+    whole_ids = [d.metadata["warc_record_id"] for d in reader.read_split(Split(str(path), "k"), stats)]
+    assert whole_ids == _warcio_html(path)  # the independent reference
+    members = _member_starts(path)
+    size = path.stat().st_size
+    for cuts in (_even(path, 7), _even(path, 64), members[1:], [m + 1 for m in members[1:40]],
+                 [size - 1], sorted({*members[5:9], *(m + 3 for m in members[5:9])})):
+        _same(reader, path, cuts)
+
+
+def test_a_single_stream_warc_gz_stays_whole_and_is_said_so(tmp_path, capsys):
+    single = tmp_path / "single.warc.gz"
+    single.write_bytes(gzip.compress(gzip.decompress(WARCS[2].read_bytes())))
+    multi = tmp_path / "multi.warc.gz"
+    multi.write_bytes(WARCS[2].read_bytes())
+    plan = plan_splits([str(single), str(multi)], task_bytes=30_000)
+    assert [s.whole for s in plan if s.url == str(single)] == [True]
+    assert len([s for s in plan if s.url == str(multi)]) > 3
+    assert [u for u, _ in plan.whole] == [str(single)]
+    assert "single.warc.gz" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- Parquet
+
+
+@pytest.fixture(scope="module")
+def gsm_parquet(tmp_path_factory) -> Path:
+    """gsm8k as Parquet, 40 rows a row group (33 row groups), with its own `id` column."""
+    rows = [json.loads(line) for line in GSM8K.read_text().splitlines()]
+    table = pa.table({"id": [f"g{i % 50}" for i in range(len(rows))], "text": [r["question"] for r in rows]})
+    path = tmp_path_factory.mktemp("pq") / "gsm.parquet"
+    pq.write_table(table, path, row_group_size=40)
+    return path
+
+
+def test_parquet_split_by_row_groups_gives_the_whole_files_rows_and_ids(gsm_parquet):
+    reader = readers.Parquet()
+    table = pq.read_table(gsm_parquet).to_pylist()
+    brute = [(unique_id("web", r["id"], f"k:{row}"), r["text"]) for row, r in enumerate(table)]
+    meta = pq.ParquetFile(gsm_parquet).metadata
+    group_starts = [min(c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset
+                        for c in (meta.row_group(g).column(i) for i in range(meta.num_columns)))
+                    for g in range(meta.num_row_groups)]  # where each row group's first page begins
+    for cuts in (_even(gsm_parquet, 7), _even(gsm_parquet, 64), group_starts[1:], [g + 1 for g in group_starts[1:]],
+                 [gsm_parquet.stat().st_size - 1]):
+        whole = _same(reader, gsm_parquet, cuts)
+    assert [(i, t) for i, t, _, _ in whole] == brute
+    plan = plan_splits(str(gsm_parquet), tasks=7)
+    assert len(plan) == 7 and all(s.start in group_starts or s.start == 0 for s in plan)
+
+
+# ---------------------------------------------------------------- planning
+
+
+def test_the_plan_cuts_large_files_keeps_small_ones_whole_and_says_what_cannot_be_cut(tmp_path, capsys):
+    small = tmp_path / "small.jsonl"
+    small.write_bytes(GSM8K.read_bytes()[:2000])
+    plan = plan_splits([str(GSM8K), str(small), str(JSONL_GZ)], tasks=8)
+    by_url: dict[str, list[Split]] = {}
+    for s in plan:
+        by_url.setdefault(s.url, []).append(s)
+    assert len(by_url[str(GSM8K)]) >= 4 and all(not s.whole for s in by_url[str(GSM8K)])
+    unsplit = {s.url: s for s in plan_splits([str(GSM8K), str(small), str(JSONL_GZ)])}
+    assert by_url[str(small)] == [unsplit[str(small)]]  # smaller than a task: whole
+    assert by_url[str(JSONL_GZ)][0].whole and [u for u, _ in plan.whole] == [str(JSONL_GZ)]
+    assert "stay whole" in capsys.readouterr().err
+    assert {s.key for s in by_url[str(GSM8K)]} == {unsplit[str(GSM8K)].key}  # the key of the file, as unsplit
+    assert plan_splits(str(GSM8K)) == [Split(str(GSM8K), "test.jsonl")]
+    assert len(plan_splits(str(GSM8K), task_bytes=parse_size("64K"))) == -(-GSM8K.stat().st_size // 65536)
+
+
+def test_bad_options_and_readers_that_cannot_split_are_one_line(tmp_path):
+    for kw in ({"tasks": 0}, {"task_bytes": -1}, {"tasks": 2, "task_bytes": 10}):
+        with pytest.raises(UsageError):
+            plan_splits(str(GSM8K), **kw)
+    for bad in ("12Q", "", "-5", "0"):
+        with pytest.raises(UsageError, match="--task-bytes"):
+            parse_size(bad)
+    assert parse_size("2G") == 2 << 30 and parse_size("512MiB") == 512 << 20 and parse_size("100") == 100
+
+    class Mine(Reader):
+        def read(self, path, stats):
+            yield from ()
+
+    with pytest.raises(UsageError, match="reader Mine cannot read a byte range"):
+        list(Mine().read_split(Split("x.jsonl", "x", 10, 20), StepStats("read")))
+    with pytest.raises(UsageError, match="cannot read 1 record"):
+        list(readers.Jsonl().read_split(Split(str(GSM8K), "k", records=((0, 10),)), StepStats("read")))
+    with pytest.raises(UsageError, match="compressed"):
+        list(readers.Jsonl().read_split(Split(str(JSONL_GZ), "k", 10, 20), StepStats("read")))
+
+
+def test_cc_inputs_are_planned_by_the_commoncrawl_module_and_splits_pass_as_given(monkeypatch):
+    import types
+
+    fake = types.ModuleType("curate.io.commoncrawl")
+    fake.cc_splits = lambda url: [Split("s3://cc/a.warc.gz", "a.warc.gz", records=((10, 5),)), Split(str(WARCS[2]), "b")]
+    monkeypatch.setitem(sys.modules, "curate.io.commoncrawl", fake)
+    mine = Split(str(GSM8K), "mine", 0, 100)
+    plan = plan_splits([mine, "cc://CC-MAIN-2024-10?x", str(GSM8K)], task_bytes=100_000)
+    assert plan[:2] == [mine, fake.cc_splits("")[0]]  # records and given ranges untouched, in the order given
+    assert {s.url for s in plan[2:4]} == {str(WARCS[2])} and plan[2].start == 0 and plan[3].start > 0  # cut too
+    plan = [s for s in plan if s.url != str(WARCS[2])]
+    assert all(s.url == str(GSM8K) and s.key == "test.jsonl" for s in plan[2:]) and len(plan) >= 4
+    monkeypatch.setitem(sys.modules, "curate.io.commoncrawl", None)  # the module missing
+    with pytest.raises(UsageError, match="curate.io.commoncrawl"):
+        plan_splits("cc://CC-MAIN-2024-10")
+
+
+# ---------------------------------------------------------------- runs
+
+
+PIPE = """
+from curate import Pipeline, readers
+
+def keep(doc):
+    return len(doc.text) > 150
+
+pipeline = Pipeline(name="splits", reader=readers.Jsonl(text_key="question"), steps=[keep])
+"""
+
+
+def _rows(out: Path) -> list[tuple]:
+    files = sorted((out / "data").glob("*.parquet"))
+    return [(r["id"], r["text"]) for f in files for r in pq.read_table(f).to_pylist()]
+
+
+def _html_text(doc):
+    doc.text = doc.html[:2000]
+    return doc
+
+
+def test_a_run_split_1_7_64_ways_writes_the_unsplit_runs_documents(tmp_path):
+    """JSONL and WARC inputs in one run, on the local executor with 2 workers."""
+    jsonl = Pipeline(name="j", reader=readers.Jsonl(text_key="question"), steps=[lambda d: len(d.text) > 150])
+    warc = Pipeline(name="w", reader=readers.FastWarc(), steps=[_html_text])
+    for name, pipe, inputs in (("j", jsonl, [str(GSM8K)]), ("w", warc, [str(p) for p in WARCS])):
+        ref = pipe.run(inputs=inputs, output=str(tmp_path / f"{name}-ref"), workers=2, progress=False)
+        want = _rows(tmp_path / f"{name}-ref")
+        assert len(want) == ref["docs_written"] > 100
+        for n in (7, 64):
+            out = tmp_path / f"{name}-{n}"
+            m = pipe.run(inputs=inputs, output=str(out), workers=2, progress=False, tasks=n)
+            assert _rows(out) == want, (name, n)
+            assert n // 2 <= m["split_plan"]["tasks"] <= n + len(inputs) and m["split_plan"]["files_not_split"] == []
+            assert any("-r00" in p for p in m["outputs"])
+
+
+def _cmd(root: Path, out: Path, *extra: str) -> list[str]:
+    return [*CURATE, "run", str(root / "pipe.py"), "--input", str(GSM8K), "--output", str(out), "--workers", "2",
+            "--no-progress", *extra]
+
+
+def test_a_killed_split_run_resumes_to_the_same_documents_and_another_plan_is_refused(tmp_path):
+    slow = PIPE.replace("def keep(doc):\n", "def keep(doc):\n    import time; time.sleep(0.002)\n")
+    (tmp_path / "pipe.py").write_text(slow)
+    ref = subprocess.run(_cmd(tmp_path, tmp_path / "ref"), capture_output=True, text=True, timeout=300)
+    assert ref.returncode == 0, ref.stderr
+    out = tmp_path / "out"
+    done = out / "_done"
+    killed = kill_after(_cmd(tmp_path, out, "--tasks", "7"), lambda: done.is_dir() and len(os.listdir(done)) >= 2,
+                        signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    assert 2 <= len(os.listdir(done)) < 7
+    other = subprocess.run(_cmd(tmp_path, out, "--tasks", "9"), capture_output=True, text=True, timeout=300)
+    assert other.returncode == 2
+    assert "split into other tasks (7 then, 9 now" in other.stderr and len(other.stderr.strip().splitlines()) == 1
+    again = subprocess.run(_cmd(tmp_path, out, "--tasks", "7"), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert _rows(out) == _rows(tmp_path / "ref")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["split_plan"]["tasks"] == 7 and len(os.listdir(done)) == 7
+    unsplit = subprocess.run(_cmd(tmp_path, out), capture_output=True, text=True, timeout=300)
+    assert unsplit.returncode == 2 and "7 then, one per file now" in unsplit.stderr
+
+
+def test_limit_with_tasks_is_refused():
+    p = Pipeline(name="x", reader=readers.Jsonl(text_key="question"))
+    with pytest.raises(UsageError, match="--limit"):
+        p.run(inputs=[str(GSM8K)], output="/nonexistent/out", limit=5, tasks=3, progress=False)

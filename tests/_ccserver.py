@@ -112,6 +112,17 @@ def build_tree(root: Path, sources: dict = SOURCES, index_files: int = 2, row_gr
     return rows
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    """A threaded server with room for many connections at once (socketserver's backlog of 5 drops connects
+    beyond it: clients then wait a second for their SYN's retry) and quiet about clients that hung up."""
+
+    request_queue_size = 256
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):  # a reset or a client that gave up: part of the tests
+        pass
+
+
 class _Counted:
     def __init__(self):
         self.lock = threading.Lock()
@@ -142,6 +153,7 @@ class RangeServer(_Counted):
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: Nagle + delayed ACK cost 40 ms each
 
             def log_message(self, *a):  # quiet
                 pass
@@ -186,7 +198,7 @@ class RangeServer(_Counted):
                 finally:
                     server.leave()
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -214,6 +226,7 @@ class FaultProxy(_Counted):
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: Nagle + delayed ACK cost 40 ms each
 
             def log_message(self, *a):
                 pass
@@ -282,7 +295,7 @@ class FaultProxy(_Counted):
                     with proxy.lock:
                         proxy.delivered[key] += 1
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()

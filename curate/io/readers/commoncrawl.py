@@ -193,9 +193,10 @@ class CommonCrawl(Reader):
                 figure(stats, name, fetcher.counts[name])
 
     def _whole(self, split: Split, stats: StepStats, fetcher: cc.Fetcher) -> Iterator[Document]:
+        """A whole file, or a byte range of it."""
         parser = self._parser(fetcher, split.url)
-        try:
-            yield from parser.read(split.url, stats, split.key)
+        try:  # a byte range (`--tasks`, `--task-bytes`): the WARC readers' own range reading, over `RangeFile`
+            yield from parser.read(split.url, stats, split.key) if split.whole else parser.read_split(split, stats)
         except Exhausted as e:
             self._missing(stats, f"{split.url} (the rest of the file)", e)
 

@@ -199,6 +199,34 @@ def test_mds_streaming_dataset_reads_our_documents(corpus, monkeypatch):
         assert [g["source"] for g in got] == [s for _, s in ref]
 
 
+def test_litdata_streaming_dataset_reads_our_documents(corpus, monkeypatch, tmp_path):
+    """LitGPT's reader: `litdata.StreamingDataset` with `TokensLoader(block_size)` serves the split as one stream of
+    blocks: our documents end to end, each ending with the end-of-document token, and nothing else."""
+    _import("litdata")
+    from litdata import StreamingDataset
+    from litdata.streaming.item_loader import TokensLoader
+
+    from curate.tokens.formats import litdata
+
+    monkeypatch.setattr(litdata, "CHUNK_BYTES", 20_000)
+    monkeypatch.setenv("HOME", str(tmp_path))  # litdata's cache of chunk copies, if any
+    out, m = _tokenize(corpus, "litdata")
+    _check_accounting(corpus, m)
+    assert len(m["splits"]["train"]["shards"][0]["litdata_chunks"]) > 1
+    block = 64
+    for split in ("train", "val"):
+        ref = [d for shard in corpus["ref"][split] for d in shard]
+        flat = np.array([t for ids, _ in ref for t in ids])
+        ds = StreamingDataset(str(out / split), item_loader=TokensLoader(block_size=block), shuffle=False)
+        got = np.concatenate([ds[i].numpy() for i in range(len(ds))])
+        # TokensLoader never cuts a block across chunks: each chunk gives its whole blocks, the rest is dropped
+        dims = [c["dim"] for e in m["splits"][split]["shards"] for c in e["litdata_chunks"]]
+        assert sum(dims) == len(flat)
+        starts = np.cumsum([0] + dims[:-1])
+        want = np.concatenate([flat[a : a + d // block * block] for a, d in zip(starts, dims, strict=True)])
+        assert got.tolist() == want.tolist()
+
+
 def test_hf_parquet_loads_with_datasets(corpus):
     datasets = _import("datasets")
     out, m = _tokenize(corpus, "hf")
@@ -222,7 +250,7 @@ def test_a_rerun_with_another_format_is_refused(corpus, tmp_path):
         _tokenize(corpus, "megatron", tmp_path / "u", dtype="uint32")
 
 
-@pytest.mark.parametrize("fmt", ["megatron", "nanotron", "mds", "hf"])
+@pytest.mark.parametrize("fmt", ["megatron", "nanotron", "mds", "litdata", "hf"])
 def test_a_damaged_shard_is_named_by_verify(corpus, tmp_path, fmt):
     """Flip one byte in the middle of a shard's token file: ours names the file; the library's reader (where it has a
     check) fails too, else it reads other ids silently, which is why `verify` exists."""

@@ -23,9 +23,10 @@ def add_parser(sub):
     add_progress(p)
     add_overwrite(p)
     p.add_argument("--format", default="peneira",
-                   choices=["peneira", "megatron", "nanotron", "mds", "hf"],
+                   choices=["peneira", "megatron", "nanotron", "mds", "litdata", "hf"],
                    help="the trainer's format: peneira (python -m train), megatron (Megatron-LM/NeMo .bin+.idx), "
-                        "nanotron (datatrove .ds), mds (MosaicML streaming, LLM Foundry), hf (Parquet input_ids); "
+                        "nanotron (datatrove .ds), mds (MosaicML streaming, LLM Foundry), litdata (LitGPT), "
+                        "hf (Parquet input_ids); "
                         "see docs/tokens.md")
     p.add_argument("--allow-partial", action="store_true",
                    help="read an unfinished run or mix (no manifest.json) as it is; recorded in the manifest")

@@ -13,6 +13,7 @@ resumable makes every format so; the per-source accounting and checksums (`Accou
 | `megatron` | `part-N.bin` + `part-N.idx` (Megatron-Core's indexed dataset) + `part-N.sources` | Megatron-Core `IndexedDataset`, NeMo; `train.data` |
 | `nanotron` | `part-N.ds` + `part-N.ds.index` + `part-N.ds.metadata` (datatrove's tokenized files) | datatrove / nanotron `DatatroveFolderDataset` |
 | `mds` | `part-N.K.mds` shards + the split's `index.json` (MosaicML streaming, `tokens: ndarray:int32`) | LLM Foundry, `streaming.StreamingDataset` |
+| `litdata` | `part-N-chunk-K.bin` + the split's `index.json` (litdata's `BinaryWriter`, `TokensLoader`) | LitGPT, `litdata.StreamingDataset` |
 | `hf` | `part-N.parquet` (`input_ids`, `source`) | `datasets.load_dataset("parquet", ...)` |
 
 A format's module holds only its file layout; everything else (split, accounting, locking, resume) is the
@@ -25,7 +26,7 @@ from curate.core.errors import UsageError
 from curate.io.token_format import FORMAT
 
 DEFAULT = "peneira"
-NAMES = ("peneira", "megatron", "nanotron", "mds", "hf")
+NAMES = ("peneira", "megatron", "nanotron", "mds", "litdata", "hf")
 
 
 def writer_class(name: str):
@@ -38,6 +39,8 @@ def writer_class(name: str):
         from curate.tokens.formats.nanotron import NanotronWriter as cls
     elif name == "mds":
         from curate.tokens.formats.mds import MdsWriter as cls
+    elif name == "litdata":
+        from curate.tokens.formats.litdata import LitdataWriter as cls
     elif name == "hf":
         from curate.tokens.formats.hf import HfWriter as cls
     else:
@@ -53,7 +56,7 @@ def check_format(name: str, vocab_size: int, dtype: str | None) -> str:
 
 # The manifest's `format` (and the resume config's) per `--format`: what a reader checks before it reads a folder.
 MANIFEST_FORMATS = {"peneira": FORMAT, "megatron": "megatron.indexed/1", "nanotron": "datatrove.tokens/1",
-                    "mds": "mds.tokens/2", "hf": "hf.parquet-tokens/1"}
+                    "mds": "mds.tokens/2", "litdata": "litdata.tokens/1", "hf": "hf.parquet-tokens/1"}
 
 
 def finish(name: str, out: str, manifest: dict) -> None:
@@ -63,6 +66,10 @@ def finish(name: str, out: str, manifest: dict) -> None:
         from curate.tokens.formats.mds import finish as mds_finish
 
         mds_finish(out, manifest)
+    elif name == "litdata":
+        from curate.tokens.formats.litdata import finish as litdata_finish
+
+        litdata_finish(out, manifest)
 
 
 def verify(out: str) -> dict:

@@ -8,7 +8,7 @@ import sys
 
 # Subcommand modules, in the order `curate --help` lists them.
 COMMANDS = ["run", "stats", "inspect", "report", "dedup_report", "quality", "decontam", "mix", "tokenizer",
-            "tokenize", "models", "demo", "cc", "status", "cancel"]
+            "tokenize", "export", "models", "demo", "cc", "status", "cancel"]
 
 
 class ArgParser(argparse.ArgumentParser):

@@ -25,8 +25,9 @@ from _chaos import kill_after
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.io import readers
+from curate.io.plan import parse_size, plan_splits
 from curate.io.readers.base import Reader, unique_id
-from curate.io.splits import Split, parse_size, plan_splits
+from curate.io.splits import Split
 from curate.run.pipeline import Pipeline
 
 DATA = Path("/work/shared/data")
@@ -339,3 +340,16 @@ def test_limit_with_tasks_is_refused():
     p = Pipeline(name="x", reader=readers.Jsonl(text_key="question"))
     with pytest.raises(UsageError, match="--limit"):
         p.run(inputs=[str(GSM8K)], output="/nonexistent/out", limit=5, tasks=3, progress=False)
+
+
+def test_a_reader_that_cannot_read_a_range_is_refused_before_anything_is_written(tmp_path):
+    class Whole(Reader):
+        def read(self, path, stats, key=None):
+            yield from readers.Jsonl(text_key="question").read(path, stats, key)
+
+    p = Pipeline(name="x", reader=Whole())
+    with pytest.raises(UsageError, match="reader Whole cannot read a byte range"):
+        p.run(inputs=[str(GSM8K)], output=str(tmp_path / "out"), tasks=3, progress=False)
+    assert not (tmp_path / "out").exists()
+    p.run(inputs=[str(GSM8K)], output=str(tmp_path / "out"), progress=False)  # unsplit: read whole
+    assert len(_rows(tmp_path / "out")) == 1319

@@ -33,7 +33,7 @@ def add_parser(sub):
 
 
 def _task_bytes(args) -> int | None:
-    from curate.io.splits import parse_size
+    from curate.io.plan import parse_size
 
     value = getattr(args, "task_bytes", None)
     return None if value is None else parse_size(value)

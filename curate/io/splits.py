@@ -8,14 +8,7 @@ they do not depend on how a file was split or where it is stored.
 
 from __future__ import annotations
 
-import os
-import posixpath
-import re
-import sys
 from dataclasses import dataclass
-
-from curate.core.errors import UsageError
-from curate.io import fs
 
 
 @dataclass(frozen=True)
@@ -23,7 +16,7 @@ class Split:
     """A part of one input file.
 
     `url`: where the bytes are (a path or URL). `key`: the file's name in document ids, the same for every
-    split of the file (`input_keys`). `start`/`end`: a byte range; the reader starts at
+    split of the file (`curate.io.plan.input_keys`). `start`/`end`: a byte range; the reader starts at
     the first record boundary at or after `start` and reads every record that begins before `end` in full
     (None: to the end of the file). `records`: explicit `(offset, length)` records to read instead of a
     range (an index query); empty for a range.
@@ -50,172 +43,12 @@ class Split:
         return f"{self.url} [{self.start}:{'' if self.end is None else self.end}]"
 
 
-# ---------------------------------------------------------------- planning
-
-WARC_PROBE = 4 << 20  # compressed bytes searched after a cut for the next gzip member that starts a WARC record
-
-
-class Plan(list):
-    """The splits of a run, in input order (a `list[Split]`), and the inputs that were to be cut but stay whole
-    because their framing does not allow it (`whole`: (url, why) pairs), which the run reports."""
-
-    def __init__(self, splits=(), whole=()):
-        super().__init__(splits)
-        self.whole: list[tuple[str, str]] = list(whole)
-
-
-def input_keys(files: list[str]) -> list[str]:
-    """Each input's path relative to the inputs' common directory: the file's part of its documents' ids.
-
-    So ids are unique within a run (no two inputs share a relative path) and the same files give the same
-    ids wherever they are stored: a plain path, `file://`, `memory://` or `s3://` copy of the same layout.
-    """
-    inner = [os.path.abspath(p) if not fs.is_url(p) else fs.local_path(p) or p.split("://", 1)[1] for p in files]
-    try:
-        root = posixpath.dirname(inner[0]) if len(inner) == 1 else posixpath.commonpath(inner)
-    except ValueError:  # local and remote inputs mixed: no common directory
-        return inner
-    if root in inner:  # commonpath of one repeated file
-        root = posixpath.dirname(root)
-    return [posixpath.relpath(p, root) for p in inner]
-
-
-def plan_splits(inputs: str | Split | list, tasks: int | None = None, task_bytes: int | None = None) -> Plan:
-    """The splits a run reads: globs and paths expanded (`fs.expand_inputs`, keys from `input_keys`), `Split`s
-    as given, `cc://` inputs planned by `curate.io.commoncrawl.cc_splits`; then, with `tasks` or `task_bytes`,
-    every file larger than the target (total bytes / `tasks`, or `task_bytes`) cut into byte ranges of about
-    the target. A file whose framing allows no cut (a single-stream .gz, a .zst, a plain .warc) stays whole and
-    is listed in `Plan.whole`, with a note on stderr: never silently."""
-    if tasks is not None and (not isinstance(tasks, int) or tasks < 1):
-        raise UsageError(f"--tasks must be an integer >= 1, got {tasks!r}")
-    if task_bytes is not None and (not isinstance(task_bytes, int) or task_bytes < 1):
-        raise UsageError(f"--task-bytes must be a size >= 1 byte, got {task_bytes!r}")
-    if tasks is not None and task_bytes is not None:
-        raise UsageError("pass --tasks or --task-bytes, not both")
-    splits = _expand(inputs)
-    if tasks is None and task_bytes is None:
-        return Plan(splits)
-    sizes = {s.url: fs.size(s.url) for s in splits if s.whole}
-    target = task_bytes or max(1, -(-sum(sizes.values()) // tasks))
-    plan = Plan()
-    for s in splits:
-        if not s.whole or sizes[s.url] <= target:
-            plan.append(s)
-            continue
-        cuts, why = _cuts(s.url, sizes[s.url], target)
-        if why:
-            plan.whole.append((s.url, why))
-        if not cuts:
-            plan.append(s)
-            continue
-        bounds = [0, *cuts, None]
-        plan.extend(Split(s.url, s.key, a, b) for a, b in zip(bounds, bounds[1:], strict=False))
-    if plan.whole:
-        shown = "; ".join(f"{u} ({why})" for u, why in plan.whole[:3])
-        more = f"; … ({len(plan.whole)} in all)" if len(plan.whole) > 3 else ""
-        sys.stderr.write(f"note: {len(plan.whole)} input(s) larger than a task stay whole: {shown}{more}\n")
-    return plan
-
-
-def _expand(inputs: str | Split | list) -> list[Split]:
-    """Inputs as whole-file splits (globs expanded, keys relative to the globbed files' common directory),
-    `Split`s as given and `cc://` inputs as Common Crawl plans them; in the order given."""
-    items = [inputs] if isinstance(inputs, (str, Split)) else list(inputs)
-    globs = [i for i in items if isinstance(i, str) and not i.startswith("cc://")]
-    bad = [i for i in items if not isinstance(i, (str, Split))]
-    if bad:
-        raise UsageError(f"an input must be a path, a glob, a URL or a Split, got {bad[0]!r}")
-    files = fs.expand_inputs(globs) if globs else []
-    keyed = dict(zip(files, input_keys(files), strict=True)) if files else {}
-    out: list[Split] = []
-    done_globs = False
-    for item in items:
-        if isinstance(item, Split):
-            out.append(item)
-        elif item.startswith("cc://"):
-            out.extend(_cc_splits(item))
-        elif not done_globs:  # the globbed files in their expanded order (each file once), where the first glob stood
-            out.extend(Split(f, keyed[f]) for f in files)
-            done_globs = True
-    return out
-
-
-def _cc_splits(url: str) -> list[Split]:
-    try:
-        from curate.io.commoncrawl import cc_splits
-    except ImportError as e:
-        raise UsageError(f"{url}: Common Crawl inputs need the module curate.io.commoncrawl, which cannot be "
-                         f"imported ({e})") from None
-    return cc_splits(url)
-
-
-def _cuts(url: str, size: int, target: int) -> tuple[list[int], str]:
-    """Where to cut a file of `size` bytes into ranges of about `target` bytes, and why it stays whole if it
-    does (no cut)."""
-    n = -(-size // target)
-    even = [size * i // n for i in range(1, n)]
-    name = url.lower()
-    if name.endswith(".parquet"):
-        return _parquet_cuts(url, even)
-    if name.endswith((".warc.gz", ".wet.gz", ".wat.gz")):
-        cuts = _warc_member_cuts(url, even)
-        return cuts, "" if cuts else "a single gzip stream (or members larger than 4 MiB): no record boundary to cut at"
-    if name.endswith((".warc", ".wet", ".wat")):
-        return [], "an uncompressed WARC is read whole (record starts cannot be told from the middle of the file)"
-    if name.endswith((".gz", ".zst", ".bz2", ".xz")):
-        return [], "a compressed stream is read whole (splitting by gzip members or zstd frames is not supported yet)"
-    return even, ""  # JSONL and other line-framed text: the reader aligns each range to newlines
-
-
-def _parquet_cuts(url: str, even: list[int]) -> tuple[list[int], str]:
-    """Each even cut moved to the nearest row-group start (a split owns the row groups that start in its
-    range), repeats dropped: ranges hold whole row groups, as near the target size as the groups allow."""
-    import pyarrow.parquet as pq
-
-    try:
-        with fs.open(url, "rb") as f:
-            meta = pq.ParquetFile(f).metadata
-    except OSError:
-        raise
-    except Exception as e:  # not Parquet: the reader counts it, once
-        return [], f"not readable as Parquet ({type(e).__name__})"
-    starts = [row_group_start(meta.row_group(g)) for g in range(1, meta.num_row_groups)]
-    if not starts:
-        return [], "one row group: Parquet is split by row groups"
-    cuts = sorted({min(starts, key=lambda s, c=c: (abs(s - c), s)) for c in even})
-    return cuts, ""
-
-
 def row_group_start(rg) -> int:
-    """The byte offset where a Parquet row group begins: its first column chunk's first page."""
-    col = rg.column(0)
-    dict_at = col.dictionary_page_offset if col.has_dictionary_page else None
-    return min(o for o in (dict_at, col.data_page_offset) if o is not None and o > 0)
-
-
-def _warc_member_cuts(url: str, even: list[int]) -> list[int]:
-    """Each even cut moved to the first gzip member at or after it that starts a WARC record (searched over
-    `WARC_PROBE` bytes); cuts with no member in reach are dropped."""
-    from curate.io.members import next_member
-
-    cuts: list[int] = []
-    with fs.open(url, "rb") as f:
-        for c in even:
-            if cuts and c <= cuts[-1]:
-                continue
-            at = next_member(f, c, limit=WARC_PROBE)
-            if at is not None and (not cuts or at > cuts[-1]):
-                cuts.append(at)
-    return cuts
-
-
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """`--task-bytes` as given: a number of bytes with an optional binary unit (`512M`, `2GiB`, `64KB`: K, M,
-    G, T are powers of 1024); anything else is a UsageError in one line."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(text), re.IGNORECASE)
-    if not m or (n := int(float(m.group(1)) * _UNITS[m.group(2).lower()])) < 1:
-        raise UsageError(f"--task-bytes: {text!r} is not a size (bytes, or a number with K, M, G or T: 512M, 2G)")
-    return n
+    """The byte offset where a Parquet row group begins (its first page, a dictionary page if it has one): what
+    a byte-range split of a Parquet file owns a row group by (readers.Parquet, curate.io.plan)."""
+    starts = []
+    for i in range(rg.num_columns):
+        col = rg.column(i)
+        starts += [o for o in (col.dictionary_page_offset if col.has_dictionary_page else None, col.data_page_offset)
+                   if o is not None and o > 0]
+    return min(starts)

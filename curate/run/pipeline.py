@@ -35,13 +35,15 @@ from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
 from curate.dedup.ids import check as check_ids
 from curate.io import fs, state
 from curate.io.outputs import LOCK_NAME, claim, locked, remove_tree
+from curate.io.plan import Plan, input_keys, plan_splits
 from curate.io.readers import Parquet as ParquetReader
 from curate.io.readers import Reader
-from curate.io.splits import Plan, Split, input_keys, plan_splits
+from curate.io.splits import Split
 from curate.io.writers import Parquet as ParquetWriter
 from curate.io.writers import atomic_write_text
 from curate.run.executors import make_executor
 from curate.run.executors.base import Executor, ProgressFn
+from curate.run.executors.local import LocalExecutor, check_main_guard
 from curate.run.fingerprint import RUN_LAYOUT, Fingerprinter, describe_change, pipeline_config
 
 BATCH_DOCS = 64  # documents a step sees at once ...
@@ -189,7 +191,10 @@ class Pipeline:
         inputs = folder_inputs(inputs, self.reader)
         splits = plan_splits(inputs, tasks=tasks, task_bytes=task_bytes)
         ex = make_executor(executor, workers, progress) if isinstance(executor, str) else executor
-        return Run(self, splits, output, ex, rejected, limit, overwrite).execute()
+        if isinstance(ex, LocalExecutor) and ex.workers > 1:
+            check_main_guard()  # before anything is written: a script without `if __name__ == "__main__":`
+        with ex:  # one pool for every stage and phase, ended (killed on an error) when the run ends
+            return Run(self, splits, output, ex, rejected, limit, overwrite).execute()
 
 
 def reader_suffixes(reader: Reader) -> tuple[str, ...] | None:
@@ -393,12 +398,22 @@ class Run:
                              "a run never reads its own output; narrow the --input glob or choose an --output "
                              "outside the inputs")
 
+    def _check_splits(self) -> None:
+        """A reader that cannot read a split it was given (a byte range, for one that reads only whole files)
+        says so here, in one line, before anything is written: not in every task. `read_split` checks its split
+        when called and reads nothing until iterated."""
+        for s in self.splits:
+            if not s.whole and not s.records:  # records: the reader that planned them reads them
+                docs = self.p.reader.read_split(s, StepStats(self.p.reader.name))
+                getattr(docs, "close", lambda: None)()
+
     def execute(self) -> dict:
         """Run it: nothing is written into the output before the pipeline is known to reach the workers (pickled)
         and its inputs lie outside the output; from the config check to the end the output is locked, so a second
         command into it is refused with one line (`curate.io.outputs.locked`)."""
         self._payloads = self.p.payloads()
         self._check_inputs()
+        self._check_splits()
         for step in self.p.steps:  # a missing model fails the run here, once, not in every task
             step.check_ready()
         with locked(self.out, what="`curate run`"):

@@ -144,10 +144,13 @@ def test_wet_and_wat(cc_env):
     assert stats.dropped["read:warcinfo"] == 1
 
 
-def test_index_records_are_the_whole_file_documents(cc_env):
+@pytest.mark.parametrize("fast", [False, True])
+def test_index_records_are_the_whole_file_documents(cc_env, fast):
+    if fast:
+        pytest.importorskip("fastwarc")
     root, rows, _ = cc_env
     splits = cc.cc_splits(f"cc://{SNAPSHOT}/index?mime=text/html&per_task=3")
-    docs, stats = read_all(CommonCrawl(concurrency=4), splits)
+    docs, stats = read_all(CommonCrawl(concurrency=4, fast=fast), splits)
     ref = reference(root, splits)
     assert len(docs) == len({d.id for d in docs}) == stats.docs_in - sum(stats.dropped.values())
     assert {d.id for d in docs} <= set(ref) and all(d.html == ref[d.id].html for d in docs)
@@ -228,6 +231,27 @@ def test_budget_exhausted_fails_loudly_or_is_counted_by_name(cc_env):
     assert len(docs) == len(clean) - 1 and stats.extra["read:retries"] == 2 and proxy.faults["503"] == 3
 
 
+def test_whole_file_budget_exhausted(cc_env, monkeypatch):
+    """A file whose second chunk never comes: the run stops naming it, or the rest is one read:missing."""
+    _, _, server = cc_env
+    monkeypatch.setattr(ccreader, "RANGE_CHUNK", 50_000)
+
+    def plan(path, rng, attempt):
+        return "503" if path.endswith("dolma0.warc.gz") and rng.startswith("bytes=200000-") else None
+
+    proxy = FaultProxy(server.url, plan)
+    try:
+        splits = [s for s in cc.cc_splits(f"cc://{SNAPSHOT}/warc?base={proxy.url}") if s.key.endswith("dolma0.warc.gz")]
+        with pytest.raises(Exhausted, match="dolma0.warc.gz .the rest of the file."):
+            read_all(CommonCrawl(tries=2), splits)
+        docs, stats = read_all(CommonCrawl(tries=2, allow_missing=True), splits)
+    finally:
+        proxy.close()
+    clean, _ = read_all(CommonCrawl(), [s for s in cc.cc_splits(f"cc://{SNAPSHOT}/warc") if s.key.endswith("dolma0.warc.gz")])
+    assert stats.dropped["read:missing"] == 1 and "dolma0.warc.gz (the rest of the file)" in stats.error_sample
+    assert 0 < len(docs) < len(clean) and [d.id for d in docs] == [d.id for d in clean[: len(docs)]]
+
+
 def test_policy_waits_and_retry_after():
     p = Policy(tries=4, base=1, throttle_base=4, cap=10, jitter=False)
     assert [p.delay(k) for k in range(5)] == [1, 2, 4, 8, 10]
@@ -248,6 +272,27 @@ def test_policy_waits_and_retry_after():
     with pytest.raises(ValueError):  # not transient: raised at once, no wait
         p.call(lambda: int("x"), lambda e: isinstance(e, Transient), sleep=waits.append)
     assert waits == [4, 8]
+
+
+def test_fs_retrying_waits_longer_after_a_throttle(monkeypatch):
+    """fs.retrying's 0.2 s doubling (3 s in all) is too short for S3's SlowDown: a throttle waits as the policy says."""
+    from curate.io import fs
+
+    waits: list[float] = []
+    monkeypatch.setattr(fs.time, "sleep", waits.append)
+    monkeypatch.setattr(fs, "_THROTTLED", Policy(throttle_base=2.0, cap=30.0, jitter=False))
+
+    def failing(error: Exception):
+        def fn():
+            if len(waits) < 4:
+                raise error
+            return "ok"
+        return fn
+
+    assert fs.retrying(failing(OSError("An error occurred (SlowDown) when calling GetObject"))) == "ok"
+    assert waits == [2, 4, 8, 16]
+    waits.clear()
+    assert fs.retrying(failing(OSError("connection reset"))) == "ok" and waits == [0.2, 0.4, 0.8, 1.6]
 
 
 # ---------------------------------------------------------------- hostile input

@@ -353,3 +353,56 @@ def test_a_reader_that_cannot_read_a_range_is_refused_before_anything_is_written
     assert not (tmp_path / "out").exists()
     p.run(inputs=[str(GSM8K)], output=str(tmp_path / "out"), progress=False)  # unsplit: read whole
     assert len(_rows(tmp_path / "out")) == 1319
+
+
+@pytest.mark.slow
+def test_a_split_run_on_ray_writes_the_unsplit_local_runs_documents(tmp_path):
+    ray = pytest.importorskip("ray")
+    from curate.run.executors.ray import RayExecutor
+
+    pipe = Pipeline(name="j", reader=readers.Jsonl(text_key="question"), steps=[lambda d: len(d.text) > 150])
+    pipe.run(inputs=[str(GSM8K)], output=str(tmp_path / "local"), workers=1, progress=False)
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        m = pipe.run(inputs=[str(GSM8K)], output=str(tmp_path / "ray"), executor=RayExecutor(progress=False), tasks=7)
+    finally:
+        ray.shutdown()
+    assert m["split_plan"]["tasks"] == 7
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+
+
+class _Failing:
+    """A file whose reads past byte `at` raise OSError: a disk or network fault in the middle of a range."""
+
+    def __init__(self, f, at: int):
+        self.f, self.at = f, at
+
+    def read(self, n=-1):
+        if self.f.tell() + (n if n and n > 0 else 1 << 30) > self.at:
+            raise OSError(5, "injected I/O error")
+        return self.f.read(n)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+@pytest.mark.parametrize("path, reader", [(GSM8K, readers.Jsonl(text_key="question")), (WARCS[0], readers.Warc()),
+                                          (WARCS[0], readers.FastWarc())], ids=["jsonl", "warc", "fastwarc"])
+def test_an_io_error_inside_a_range_fails_the_task_never_counted_as_bad_data(path, reader, monkeypatch):
+    from curate.io import fs
+
+    real_open = fs.open
+    size = path.stat().st_size
+    monkeypatch.setattr(fs, "open", lambda p, mode="rb", **kw: _Failing(real_open(p, mode, **kw), size * 3 // 5))
+    stats = StepStats("read")
+    with pytest.raises(OSError, match="injected"):
+        for _ in reader.read_split(Split(str(path), "k", size // 2, size * 4 // 5), stats):
+            pass
+    damage = {"corrupt_stream", "bad_gzip", "truncated_record", "bad_header", "bad_record", "not_warc", "bad_json"}
+    assert not {r.removeprefix("read:") for r in stats.dropped} & damage, stats.dropped

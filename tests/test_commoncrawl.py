@@ -113,6 +113,20 @@ def test_index_query_selects_what_a_loop_over_the_rows_selects(cc_env, query):
     assert all(lengths[(f"crawl-data/{SNAPSHOT}/{s.key}", o)] == n for s in splits for o, n in s.records)
 
 
+@pytest.mark.parametrize("fault", ["503", "reset", "truncate"])
+def test_planning_survives_faults(cc_env, fault):
+    """The path list and every Parquet read of the index go through retried range reads: the same plan."""
+    _, _, server = cc_env
+    clean = cc.cc_splits(f"cc://{SNAPSHOT}/index?mime=text/html")
+    proxy = FaultProxy(server.url, lambda p, r, a: fault if a == 0 and ("parquet" in p or "paths" in p) else None)
+    try:
+        got = cc.cc_splits(f"cc://{SNAPSHOT}/index?mime=text/html&base={proxy.url}")
+    finally:
+        proxy.close()
+    assert [(s.key, s.records) for s in got] == [(s.key, s.records) for s in clean]
+    assert proxy.faults[fault] >= 3  # the path list and the first read of each of the 2 index files
+
+
 def test_url_glob_and_limit(cc_env):
     _, rows, _ = cc_env
     splits = cc.cc_splits(f"cc://{SNAPSHOT}/index?url=https://commoncrawl.org/*")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -183,6 +184,41 @@ class Fetcher:
     def _s3_size(self, url: str) -> int:
         self._count(requests=1)
         return int(self._s3().info(url[len("s3://"):])["size"])
+
+
+class RangeFile(io.RawIOBase):
+    """A remote file read (front to back, or where it seeks) by ranged GETs of at least `chunk` bytes, each
+    retried under the fetcher's policy: a fault costs one range, never the file. For the WARC readers and for
+    pyarrow reading the index (where a fault is raised, never taken for a missing file)."""
+
+    def __init__(self, url: str, fetcher: Fetcher, chunk: int = 8 << 20):
+        self.url, self.fetcher, self.chunk, self.pos = url, fetcher, chunk, 0
+        self.size = fetcher.size(url)
+        self.buf, self.buf_start = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self.pos = offset if whence == io.SEEK_SET else self.pos + offset if whence == io.SEEK_CUR else self.size + offset
+        return self.pos
+
+    def readinto(self, b: Any) -> int:
+        if self.pos >= self.size:
+            return 0
+        if not self.buf_start <= self.pos < self.buf_start + len(self.buf):
+            end = min(self.size, self.pos + max(self.chunk, len(b)))
+            self.buf, self.buf_start = self.fetcher.get(self.url, self.pos, end), self.pos
+        data = self.buf[self.pos - self.buf_start : self.pos - self.buf_start + len(b)]
+        b[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
 
 
 def _check_status(url: str, r: Any) -> None:
@@ -399,26 +435,21 @@ def index_files(q: Query, fetcher: Fetcher) -> list[str]:
 
 def index_records(q: Query, fetcher: Fetcher) -> Any:
     """The (warc_filename, offset, length) rows of the index that match, as a pyarrow table. Only the three
-    columns are read, and only row groups the filter's statistics do not exclude (pyarrow.dataset)."""
+    columns are read, and only row groups the filter's statistics do not exclude (pyarrow.dataset, over
+    fragments made from `RangeFile`s: every read retried under the policy, a fault never taken for a
+    missing file as pyarrow's fsspec wrapper would)."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
-
-    from curate.io import fs
 
     files = index_files(q, fetcher)
     if not files:
         raise UsageError(f"cc://{q.snapshot}/index: the index lists no Parquet files for subset "
                          f"{q.params.get('subset', 'warc')!r}")
-    filesystem = fetcher._s3() if files[0].startswith("s3://") else fs.url_to_fs(files[0])[0]
-    inner = [filesystem._strip_protocol(f) for f in files]
-    expr = index_filter(q.params)
-    limit = int(q.params["limit"]) if "limit" in q.params else None
-
-    def read() -> Any:
-        dataset = ds.dataset(inner, filesystem=filesystem, format="parquet")
-        scan = dataset.scanner(columns=list(INDEX_COLUMNS), filter=expr)
-        return scan.head(limit) if limit is not None else scan.to_table()
-
-    return fs.retrying(read)
+    fmt = ds.ParquetFileFormat()
+    fragments = [fmt.make_fragment(pa.PythonFile(RangeFile(f, fetcher, 1 << 20), mode="r")) for f in files]
+    dataset = ds.FileSystemDataset(fragments, fragments[0].physical_schema, fmt)
+    scan = dataset.scanner(columns=list(INDEX_COLUMNS), filter=index_filter(q.params), use_threads=False)
+    return scan.head(int(q.params["limit"])) if "limit" in q.params else scan.to_table()
 
 
 def index_splits(q: Query, fetcher: Fetcher) -> list[Split]:

@@ -1,6 +1,6 @@
 """readers.CommonCrawl: Common Crawl's WARC, WET and WAT files, whole or record by record, by retried range reads.
 
-A split of whole files (a `cc://SNAPSHOT/warc?...` path list) is read front to back through `RangeFile`, whose
+A split of whole files (a `cc://SNAPSHOT/warc?...` path list) is read front to back through `cc.RangeFile`, whose
 chunks are ranged GETs retried under `retry.Policy`: a throttle or a cut connection mid-file costs a retry of
 one chunk, not the file. A split of records (an index query) fetches each `(offset, length)` by its own
 ranged GET, `concurrency` in flight (the HTTP pool lets at most `per_host` reach one host at a time), and
@@ -36,48 +36,15 @@ from curate.io.splits import Split
 RANGE_CHUNK = 8 << 20  # bytes a whole-file read asks for at once
 
 
-class RangeFile(io.RawIOBase):
-    """A remote file read front to back (and seekable) by ranged GETs of `RANGE_CHUNK` bytes, each retried."""
-
-    def __init__(self, url: str, fetcher: cc.Fetcher):
-        self.url, self.fetcher, self.pos = url, fetcher, 0
-        self.size = fetcher.size(url)
-        self.buf, self.buf_start = b"", 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        self.pos = offset if whence == io.SEEK_SET else self.pos + offset if whence == io.SEEK_CUR else self.size + offset
-        return self.pos
-
-    def readinto(self, b: Any) -> int:
-        if self.pos >= self.size:
-            return 0
-        if not self.buf_start <= self.pos < self.buf_start + len(self.buf):
-            end = min(self.size, self.pos + RANGE_CHUNK)
-            self.buf, self.buf_start = self.fetcher.get(self.url, self.pos, end), self.pos
-        data = self.buf[self.pos - self.buf_start : self.pos - self.buf_start + len(b)]
-        b[: len(data)] = data
-        self.pos += len(data)
-        return len(data)
-
-
 class _Ranged:
-    """What CommonCrawl's parsers change in the WARC readers: files opened as `RangeFile`s, WAT `metadata`
+    """What CommonCrawl's parsers change in the WARC readers: files opened as `cc.RangeFile`s, WAT `metadata`
     records as documents (their JSON as text), and Common Crawl provenance in each document's metadata."""
 
     fetcher: cc.Fetcher
     wat: bool = False
 
     def _open(self, path: str) -> Any:
-        return RangeFile(path, self.fetcher)
+        return cc.RangeFile(path, self.fetcher, RANGE_CHUNK)
 
     def _empty(self, path: str, stats: StepStats) -> bool:
         if self.fetcher.size(path) == 0:
@@ -195,7 +162,7 @@ class CommonCrawl(Reader):
     def _whole(self, split: Split, stats: StepStats, fetcher: cc.Fetcher) -> Iterator[Document]:
         """A whole file, or a byte range of it."""
         parser = self._parser(fetcher, split.url)
-        try:  # a byte range (`--tasks`, `--task-bytes`): the WARC readers' own range reading, over `RangeFile`
+        try:  # a byte range (`--tasks`, `--task-bytes`): the WARC readers' own range reading, over `cc.RangeFile`
             yield from parser.read(split.url, stats, split.key) if split.whole else parser.read_split(split, stats)
         except Exhausted as e:
             self._missing(stats, f"{split.url} (the rest of the file)", e)

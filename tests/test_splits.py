@@ -406,3 +406,14 @@ def test_an_io_error_inside_a_range_fails_the_task_never_counted_as_bad_data(pat
             pass
     damage = {"corrupt_stream", "bad_gzip", "truncated_record", "bad_header", "bad_record", "not_warc", "bad_json"}
     assert not {r.removeprefix("read:") for r in stats.dropped} & damage, stats.dropped
+
+
+def test_a_rerun_whose_options_spell_the_same_plan_resumes(tmp_path):
+    pipe = Pipeline(name="j", reader=readers.Jsonl(text_key="question"), steps=[lambda d: len(d.text) > 150])
+    out = str(tmp_path / "out")
+    first = pipe.run(inputs=[str(GSM8K)], output=out, workers=1, progress=False, tasks=7)
+    size = GSM8K.stat().st_size
+    again = pipe.run(inputs=[str(GSM8K)], output=out, workers=1, progress=False, task_bytes=-(-size // 7))
+    assert again["split_plan"] == first["split_plan"] and again["docs_written"] == first["docs_written"]
+    with pytest.raises(UsageError, match="split into other tasks"):
+        pipe.run(inputs=[str(GSM8K)], output=out, workers=1, progress=False, task_bytes=size // 7 - 1000)

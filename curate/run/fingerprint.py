@@ -103,7 +103,9 @@ class Fingerprinter:
             if parent not in remote:
                 remote[parent] = {e["name"].rstrip("/"): e for e in store.ls(parent, detail=True)}
             info = remote[parent].get(inner.rstrip("/")) or store.info(inner)
-            out.append([path, info.get("size"), _stamp(info), info.get("ETag") or info.get("etag")])
+            # the version: the ETag (S3, GCS, HTTP), or on the Hugging Face Hub (`hf://`) the git blob id, which
+            # changes with the content (its listing carries no ETag and no modification time)
+            out.append([path, info.get("size"), _stamp(info), info.get("ETag") or info.get("etag") or info.get("blob_id")])
         return out
 
     # ------------------------------------------------------------ files

@@ -87,7 +87,7 @@ class Fetcher:
 
     def __post_init__(self):
         self.counts: Counter = Counter()
-        self._lock = threading.Lock()
+        self._lock, self._size_lock = threading.Lock(), threading.Lock()
         self._pool: Any = None
         self._sizes: dict[str, int] = {}
 
@@ -107,11 +107,13 @@ class Fetcher:
         return self.policy.call(lambda: self._http_get(url, start, end), _http_transient, self._on_retry)
 
     def size(self, url: str) -> int:
-        if url not in self._sizes:
-            fn = self._s3_size if url.startswith("s3://") else self._http_size
-            check = _s3_transient if url.startswith("s3://") else _http_transient
-            self._sizes[url] = self.policy.call(lambda: fn(url), check, self._on_retry)
-        return self._sizes[url]
+        """The file's size, asked once per fetcher (threads asking together wait for the one request)."""
+        with self._size_lock:
+            if url not in self._sizes:
+                fn = self._s3_size if url.startswith("s3://") else self._http_size
+                check = _s3_transient if url.startswith("s3://") else _http_transient
+                self._sizes[url] = self.policy.call(lambda: fn(url), check, self._on_retry)
+            return self._sizes[url]
 
     # -- HTTP
 

@@ -99,6 +99,20 @@ def test_tokenize_reads_hub_parquet(repo, tmp_path):
             == (tmp_path / "local-tok" / "train" / "part-00000.bin").read_bytes())
 
 
+def test_a_transient_hub_fault_gives_the_same_output(repo, tmp_path):
+    """One file read answered 500: huggingface_hub's retry reads it again, and the run holds every document."""
+    args = ["run", str(tmp_path / "pipe.py"), "--input", "hf://datasets/org/corpus/data/*.jsonl", "--workers", "1",
+            "--no-progress", "--output"]
+    with FakeHub(repo) as hub:
+        assert _curate(hub, *args, str(tmp_path / "clean")).returncode == 0
+        hub.faults["resolve"] = 1
+        r = _curate(hub, *args, str(tmp_path / "faulty"))
+    assert r.returncode == 0, r.stderr
+    assert hub.faults["resolve"] == 0  # the fault was hit
+    assert _texts(tmp_path / "faulty") == _texts(tmp_path / "clean")
+
+
+@pytest.mark.slow  # huggingface_hub backs off ~23 s per request before it gives up
 def test_a_hub_that_fails_every_read_is_a_loud_failure(repo, tmp_path):
     with FakeHub(repo) as hub:
         hub.faults["resolve"] = 10**6

@@ -127,12 +127,16 @@ def test_planning_survives_faults(cc_env, fault):
     assert proxy.faults[fault] >= 3  # the path list and the first read of each of the 2 index files
 
 
-def test_url_glob_and_limit(cc_env):
+def test_url_glob_and_limit(cc_env, monkeypatch):
     _, rows, _ = cc_env
     splits = cc.cc_splits(f"cc://{SNAPSHOT}/index?url=https://commoncrawl.org/*")
     want = {(r["warc_filename"], r["warc_record_offset"]) for r in rows if r["url"].startswith("https://commoncrawl.org/")}
     assert {(f"crawl-data/{SNAPSHOT}/{s.key}", o) for s in splits for o, _ in s.records} == want and want
     assert cc.describe_splits(cc.cc_splits(f"cc://{SNAPSHOT}/index?limit=7"))["records"] == 7
+    monkeypatch.setattr(cc, "MAX_RECORDS", 10)  # the plan is held by the driver: a stated limit, one line
+    with pytest.raises(UsageError, match="selects more than 10 records"):
+        cc.cc_splits(f"cc://{SNAPSHOT}/index")
+    assert cc.describe_splits(cc.cc_splits(f"cc://{SNAPSHOT}/index?limit=10"))["records"] == 10
 
 
 # ---------------------------------------------------------------- reading

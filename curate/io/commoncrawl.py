@@ -33,7 +33,7 @@ import re
 import threading
 import urllib.parse
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ DEFAULT_INDEX = "https://index.commoncrawl.org/"
 KINDS = ("warc", "wet", "wat")
 INDEX_COLUMNS = ("warc_filename", "warc_record_offset", "warc_record_length")
 PER_TASK = 2000  # records a Split of an index query holds: tasks of a few minutes at most
+MAX_RECORDS = int(os.environ.get("PENEIRA_CC_MAX_RECORDS", 20_000_000))  # an index query's plan, held by the driver
 _SNAPSHOT = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
 _IN_URL = re.compile(r"crawl-data/(CC-MAIN-\d{4}-\d{2})/")
 
@@ -435,11 +436,11 @@ def index_files(q: Query, fetcher: Fetcher) -> list[str]:
     return [q.base + p for p in paths if f"/subset={subset}/" in p]
 
 
-def index_records(q: Query, fetcher: Fetcher) -> Any:
-    """The (warc_filename, offset, length) rows of the index that match, as a pyarrow table. Only the three
-    columns are read, and only row groups the filter's statistics do not exclude (pyarrow.dataset, over
-    fragments made from `RangeFile`s: every read retried under the policy, a fault never taken for a
-    missing file as pyarrow's fsspec wrapper would)."""
+def index_batches(q: Query, fetcher: Fetcher) -> Iterator[Any]:
+    """The (warc_filename, offset, length) rows of the index that match, batch by batch. Only the three columns
+    are read, and only row groups the filter's statistics do not exclude (pyarrow.dataset, over fragments made
+    from `RangeFile`s: every read retried under the policy, a fault never taken for a missing file as
+    pyarrow's fsspec wrapper would)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -451,20 +452,33 @@ def index_records(q: Query, fetcher: Fetcher) -> Any:
     fragments = [fmt.make_fragment(pa.PythonFile(RangeFile(f, fetcher, 1 << 20), mode="r")) for f in files]
     dataset = ds.FileSystemDataset(fragments, fragments[0].physical_schema, fmt)
     scan = dataset.scanner(columns=list(INDEX_COLUMNS), filter=index_filter(q.params), use_threads=False)
-    return scan.head(int(q.params["limit"])) if "limit" in q.params else scan.to_table()
+    return scan.to_batches()
 
 
 def index_splits(q: Query, fetcher: Fetcher) -> list[Split]:
-    """Records of an index query as splits: one WARC file each, records unique and in offset order,
-    at most `per_task` records a split."""
-    table = index_records(q, fetcher)
-    per_task = int(q.params.get("per_task", PER_TASK))
+    """Records of an index query as splits: one WARC file each, records unique and in offset order, at most
+    `per_task` records a split. The plan is held by the driver (~150 bytes a record), so a query that selects
+    more than `MAX_RECORDS` is refused in one line: narrow it, or take the first N with `limit=`."""
+    try:
+        per_task, limit = int(q.params.get("per_task", PER_TASK)), int(q.params.get("limit", 0)) or None
+    except ValueError:
+        raise UsageError(f"cc://{q.snapshot}/index: per_task= and limit= take counts") from None
     if per_task < 1:
         raise UsageError(f"per_task must be >= 1, got {per_task}")
     by_file: dict[str, set[tuple[int, int]]] = {}
-    cols = [table.column(c).to_pylist() for c in INDEX_COLUMNS]
-    for name, off, length in zip(*cols, strict=True):
-        by_file.setdefault(name, set()).add((int(off), int(length)))
+    n = 0
+    for batch in index_batches(q, fetcher):
+        cols = [batch.column(c).to_pylist() for c in INDEX_COLUMNS]
+        for name, off, length in zip(*cols, strict=True):
+            if limit is not None and n >= limit:
+                break
+            by_file.setdefault(name, set()).add((int(off), int(length)))
+            n += 1
+        if limit is not None and n >= limit:
+            break
+        if n > MAX_RECORDS:
+            raise UsageError(f"cc://{q.snapshot}/index selects more than {MAX_RECORDS:,} records, more than one plan "
+                             "holds: narrow the query (domain=, lang=, segments of the crawl) or add limit=N")
     splits = []
     for name in sorted(by_file):
         records = sorted(by_file[name])

@@ -103,9 +103,7 @@ class Warc(Reader):
                 reach = None if split.end is None else split.end - split.start
                 at = 0 if split.start == 0 else next_member(state.raw, split.start, limit=reach)
                 if at is not None:
-                    state.raw.seek(at)
-                    yield from self._members(io.BufferedReader(state.raw, CHUNK), at, split.url, stats, state,
-                                             end=split.end)
+                    yield from self._from(at, split.end, split.url, stats, state)
             except Exception:
                 state.check_io()
                 raise
@@ -113,6 +111,11 @@ class Warc(Reader):
             state.forget(stats)
             self.skip(stats, "not_warc")
             note(stats, split.url, "not a WARC file (ARC is not supported)")
+
+    def _from(self, at: int, end: int | None, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
+        """The records of the gzip members from byte `at` (a member start) to the first at or after `end`."""
+        state.raw.seek(at)
+        yield from self._members(io.BufferedReader(state.raw, CHUNK), at, path, stats, state, end=end)
 
     def _stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
         if not (f.peek(3).startswith(GZIP_MAGIC) or path.endswith(".gz")):
@@ -398,25 +401,45 @@ class FastWarc(Warc):
         state.raw.seek(resume)
         yield from self._members(io.BufferedReader(state.raw, CHUNK), resume, path, stats, state)
 
-    def _native(self, src: MemberStarts, path: str, stats: StepStats, state: _FileState) -> Generator[Document, None, int]:
+    def _from(self, at: int, end: int | None, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
+        """A range's members from byte `at` (a member start): natively, as `_stream` reads a whole file, the
+        member reader taking over from the first member not passed on."""
+        if not state.raw.seekable():
+            yield from super()._from(at, end, path, stats, state)
+            return
+        state.raw.seek(at)
+        src = MemberStarts(state.raw)
+        src.pos = at  # offsets in the file, as the member reader gives them
+        resume = yield from self._native(src, path, stats, state, base=at, end=end)
+        if resume is not None:
+            state.raw.seek(resume)
+            yield from self._members(io.BufferedReader(state.raw, CHUNK), resume, path, stats, state, end=end)
+
+    def _native(self, src: MemberStarts, path: str, stats: StepStats, state: _FileState, base: int = 0,
+                end: int | None = None) -> Generator[Document, None, int | None]:
         """Records read natively, each passed on once FastWARC has begun the next member: its gzip has then
         checked the CRC and length of the one before (it raises on a bad one; tests/test_bad_input.py). Returns the offset of the first member
         not passed on, where the member reader takes over: the native reader cannot tell a file cut inside
-        its last member from a whole one, and stops for good at the first damaged member."""
+        its last member from a whole one, and stops for good at the first damaged member. `src` stands at
+        byte `base` of the file; a range (`end`) ends at the first member at or after `end` (None returned:
+        every record of the range was passed on)."""
         from fastwarc.warc import ArchiveIterator
 
-        held, start = None, 0  # the last record read, not passed on yet, and the offset of its member
+        held, start = None, base  # the last record read, not passed on yet, and the offset of its member
         with contextlib.suppress(Exception):  # a damaged member (FastWARC's OSError), a header it rejects
             for rec in ArchiveIterator(src, parse_http=False, auto_decode="none"):
-                pos = rec.stream_pos
-                if not src.follows(start if held else -1, pos):  # not the next member: a skip, or shared members
+                pos = base + rec.stream_pos
+                if not src.follows(start if held else base - 1, pos):  # not the next member: a skip, or shared members
                     break
-                block = self._block(rec)  # read now: the record's stream is gone once the next one is read
+                block = self._block(rec) if end is None or pos < end else b""  # read now: gone once the next is read
                 if held is not None:
                     state.records += 1
                     doc = self._guarded(lambda h=held: self._fast_record(*h, stats), path, start, lambda: 0, stats, state)
                     if doc is not None:
                         yield doc
+                if end is not None and pos >= end:  # the next range's first member: its CRC checked the last one
+                    state.check_io()
+                    return None
                 held, start = (rec, block), pos
         state.check_io()  # an error of the file itself, whether FastWARC raised it or ended quietly on it
         return start

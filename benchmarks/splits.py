@@ -87,6 +87,7 @@ def main() -> int:
     ap.add_argument("--scratch", default="/tmp/splits-bench")
     ap.add_argument("--tasks", default="1,7,64")
     ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--only", choices=["jsonl", "warc"], default=None, help="run one of the two inputs")
     args = ap.parse_args()
     scratch = Path(args.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
@@ -102,7 +103,7 @@ def main() -> int:
              ("warc", Pipeline(name="bench-warc", reader=readers.FastWarc(), steps=[html_text]), warc)]
     rows = []
     for name, pipe, path in cases:
-        if path.stat().st_size == 0:
+        if path.stat().st_size == 0 or args.only not in (None, name):
             continue
         ref = None
         for tasks in (int(x) for x in args.tasks.split(",")):

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from curate.cli.main import main as cli
+from curate.run.executors.base import TaskFailures
+from curate.run.executors.local import LocalExecutor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,3 +106,98 @@ def test_a_misspelt_step_argument_names_the_line_and_the_likely_name(tmp_path, c
     assert f"{pipe}:" in err and "min_word" in err and "did you mean min_words" in err
     line = int(err.split(f"{pipe}:")[1].split(":")[0])
     assert "min_word=50" in pipe.read_text().splitlines()[line - 1]
+
+
+# ---------------------------------------------------------------- item 4: pipeline.run at a script's top level
+
+SCRIPT = """
+from curate import Pipeline, filters, readers
+pipeline = Pipeline(name="s", reader=readers.Jsonl(), steps=[filters.GopherQuality()])
+{call}
+"""
+
+
+def _script(tmp_path: Path, guarded: bool) -> subprocess.CompletedProcess:
+    for i in range(2):
+        _jsonl(tmp_path / f"in{i}.jsonl", 20, f"f{i} " + "word " * 60)
+    call = "pipeline.run(inputs=['in0.jsonl', 'in1.jsonl'], output='out', workers=2, progress=False)"
+    if guarded:
+        call = f"if __name__ == '__main__':\n    {call}"
+    (tmp_path / "script.py").write_text(SCRIPT.format(call=call))
+    return subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def test_a_script_that_runs_a_pipeline_at_its_top_level_is_told_what_to_write_in_one_line(tmp_path):
+    done = _script(tmp_path, guarded=False)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()]  # one line, no traceback
+    assert "script.py:4" in done.stderr and 'if __name__ == "__main__":' in done.stderr
+    assert "BrokenProcessPool" not in done.stderr and not (tmp_path / "out").exists()  # refused before any write
+
+
+def test_the_same_script_under_the_main_guard_runs(tmp_path):
+    done = _script(tmp_path, guarded=True)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["docs_read"] == 40
+
+
+# ---------------------------------------------------------------- item 7: one pool per executor, reused
+
+
+def _pid(_: int) -> int:
+    return os.getpid()
+
+
+def _die(_: int) -> int:
+    os._exit(3)  # a worker killed mid-task (out of memory, kill -9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] if Path(f"/proc/{pid}").exists() else "X"
+    return state not in ("Z", "X")
+
+
+def test_every_map_of_an_executor_runs_in_one_pool_and_close_ends_it():
+    with LocalExecutor(2, progress=False) as ex:
+        first = set(ex.map(_pid, range(8)))
+        second = set(ex.map(_pid, range(8)))
+        third = set(ex.map(_pid, [0]))
+    assert os.getpid() not in first and len(first | second | third) <= 2  # the same two workers throughout
+    assert first & second
+    for _ in range(100):  # close() joined them
+        if not any(_alive(p) for p in first | second):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in first | second)
+
+
+def test_a_pool_that_lost_a_worker_is_replaced_and_the_next_map_runs():
+    with LocalExecutor(2, progress=False) as ex:
+        before = set(ex.map(_pid, range(4)))
+        with pytest.raises(TaskFailures):
+            ex.map(_die, [0])
+        after = set(ex.map(_pid, range(4)))
+    assert after and not (before & after)  # a new pool: the old one's workers were killed, not reused
+
+
+def test_an_error_in_the_driver_kills_the_pool(tmp_path):
+    ex = LocalExecutor(2, progress=False)
+    pids = set(ex.map(_pid, range(4)))
+    with pytest.raises(RuntimeError), ex:
+        raise RuntimeError("driver failed between two phases")
+    time.sleep(0.2)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_dedup_phase_bars_count_documents():
+    from curate.dedup.common import docs_of
+
+    assert docs_of({"rows": 7, "empty": 1}) == 7  # hash and signatures phases
+    assert docs_of({"docs_in": 5, "docs_out": 4}) == 5  # filter
+    assert docs_of({"groups": 3, "duplicates": 2}) == 5 and docs_of({"clusters": 1, "duplicates": 4}) == 5
+    assert docs_of({"edges": 9}) == 0 and docs_of([1]) == 0

@@ -101,10 +101,28 @@ class Marked:
     marker: str
 
 
-def run_marked(task: Marked) -> dict:
+def run_marked(task: Marked, progress: Callable[[int], None] | None = None) -> dict:
+    """Run one phase task and mark it done; `progress` (the executor's live counter) gets the documents it
+    handled, so a phase's bar counts documents like a stage's (`docs_of`)."""
     result = task.fn(task.arg)
     atomic_write_text(task.marker, json.dumps(result))
+    if progress is not None:
+        progress(docs_of(result))
     return result
+
+
+def docs_of(result: dict) -> int:
+    """The documents a phase task handled, as its result says: the rows it read or decided on. 0 for phases over
+    pairs or edges (buckets, components), whose bars then count tasks only."""
+    if not isinstance(result, dict):
+        return 0
+    for key in ("docs_in", "rows", "members"):
+        if isinstance(result.get(key), int):
+            return result[key]
+    kept = result.get("groups", result.get("clusters"))
+    if isinstance(kept, int) and isinstance(result.get("duplicates"), int):
+        return kept + result["duplicates"]
+    return 0
 
 
 def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: list, labels: list[str]) -> list[dict]:

@@ -108,6 +108,8 @@ class Progress:
         self.start = time.perf_counter()
 
     def set_docs(self, docs: int) -> None:
+        if not docs and not self.docs:  # tasks that count no documents (dedup's pair phases): no "0 docs, 0 docs/s"
+            return
         self.docs = docs
         rate = docs / max(time.perf_counter() - self.start, 1e-9)
         self.bar.set_postfix_str(f"{docs:,} docs, {rate:,.0f} docs/s")
@@ -131,6 +133,22 @@ class Executor:
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any], desc: str = "tasks", labels: Sequence[str] = ()) -> list:
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the executor keeps between `map` calls (the local executor's pool); it may be used again."""
+
+    def stop(self) -> None:
+        """Like `close`, on an error path: an executor whose workers could go on writing kills them."""
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.stop()
 
     @staticmethod
     def _collect(outcomes: list[tuple[bool, Any]], labels: Sequence[str]) -> list:

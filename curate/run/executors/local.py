@@ -16,6 +16,7 @@ the driver can do nothing, so the processes watch for it themselves, two ways:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import multiprocessing as mp
 import os
 import signal
@@ -24,6 +25,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from curate.run.executors.base import Executor, Progress, accepts_progress, call_captured
@@ -157,6 +159,56 @@ def _state(pid: int) -> str | None:
         return None
 
 
+def check_main_guard() -> None:
+    """End, with one line, a script that would start a pool from its top level of a script that lacks `if __name__ == "__main__":`.
+
+    Pool workers (forkserver, like spawn) import the driver's `__main__` module again before their first
+    task; a script that calls `pipeline.run(...)` at its top level then starts the run again in every worker,
+    which fails, and the driver saw ~100 lines of tracebacks ending in BrokenProcessPool (issue 35.4). The
+    outermost frame of `__main__` is the line that led here: unless it sits under an `if` that tests
+    `__name__`, the workers would run it too. Nothing is said when the source cannot be read (an
+    interactive session, a frozen program): the check only speaks when it is sure."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name.split(".")[-1] == "__main__":  # `python -m pkg`: never imported again
+        return
+    frame, outer = inspect.currentframe(), None
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals is getattr(main, "__dict__", None):
+            outer = frame
+        frame = frame.f_back
+    if outer is None or not path or not os.path.isfile(path) or _guarded(path, outer.f_lineno):
+        return
+    # The line that called us is the script's own top level: there is no caller to hand an exception to, only
+    # a traceback through the run's internals, so the script ends here with the one line (as argparse does).
+    raise SystemExit(f"error: {path}:{outer.f_lineno}: worker processes import this script again and would run this "
+                     "line again: put the call under `if __name__ == \"__main__\":` (the Pipeline(...) may stay "
+                     "above it), or run with one worker; see docs/pipelines.md")
+
+
+def _guarded(path: str, line: int) -> bool:
+    """Whether line `line` of the Python file `path` lies under an `if` whose test reads `__name__` (or the file
+    cannot be parsed: then nothing is claimed)."""
+    import ast
+
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return True
+    body = tree.body
+    while body:
+        stmt = next((s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+        if stmt is None:
+            return False
+        if isinstance(stmt, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(stmt.test)):
+            return True
+        body = [s for field in ("body", "orelse", "finalbody", "handlers") for s in getattr(stmt, field, [])
+                if isinstance(s, ast.stmt | ast.excepthandler)]
+    return False
+
+
 class _PoolProgress:
     """The `progress` callable a pool task gets: picklable, it adds to its worker's shared counter."""
 
@@ -171,6 +223,12 @@ class LocalExecutor(Executor):
     With `workers=1` tasks run in this process: easiest to debug, and no pickling at all. With more,
     every task runs in a pool process, even the only task of a phase: run here, a phase of one task
     (one hash partition) made the driver's peak memory grow with the corpus (issue 22.16).
+
+    One pool serves every `map` of the executor (the stages of a run, the phases of dedup, mix's two
+    passes): a pool per `map` started and imported its workers anew for each of MinHash's eight phases
+    (issue 35.7). `close()` (or leaving `with executor:`) ends it; a `map` that is stopped or fails in the
+    driver kills it first (`stop_pool`), and a pool that lost a worker is discarded; the next `map`, if
+    any, starts a new one.
     """
 
     def __init__(self, workers: int = 1, progress: bool = True):
@@ -178,6 +236,9 @@ class LocalExecutor(Executor):
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.workers = workers
         self.progress = progress
+        self._pool: ProcessPoolExecutor | None = None
+        self._counter: Any = None
+        self._alive: tuple[Any, Any] | None = None
 
     def map(self, fn, items, desc="tasks", labels=()):
         live = accepts_progress(fn)
@@ -194,13 +255,52 @@ class LocalExecutor(Executor):
             bar.close()
         return self._collect(outcomes, labels)
 
+    def close(self) -> None:
+        """End the pool, if one is running: its workers finish (they are idle between maps) and are reaped."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        self._release()
+
+    def stop(self) -> None:
+        """Kill the pool's workers now (`stop_pool`): what every error path of a run does."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            stop_pool(pool)
+        self._release()
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.stop()
+
+    def _release(self) -> None:
+        if self._alive is not None:
+            for end in self._alive:
+                end.close()
+        self._alive = self._counter = None
+
+    def _started_pool(self) -> ProcessPoolExecutor:
+        """The running pool, started on first use: `self.workers` processes at most, forked as tasks need them."""
+        if self._pool is None:
+            check_main_guard()
+            ctx = mp.get_context("forkserver")
+            self._counter = ctx.Value("q", 0)
+            self._alive = ctx.Pipe(duplex=False)  # its write end stays here: its end of file is this process's death
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_pool_worker,
+                                             initargs=(self._counter, _forkserver_pid(), self._alive[0]))
+        return self._pool
+
     def _pool_map(self, fn, items, outcomes, bar, live: bool) -> None:
-        ctx = mp.get_context("forkserver")
-        counter = ctx.Value("q", 0)
-        workers = min(self.workers, len(items))
-        alive_r, alive_w = ctx.Pipe(duplex=False)  # alive_w stays here: its end of file is this process's death
-        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_pool_worker,
-                                   initargs=(counter, _forkserver_pid(), alive_r))
+        pool = self._started_pool()
+        counter = self._counter
+        with counter.get_lock():
+            counter.value = 0  # every task of the previous map has finished: the pool is idle
+        broken = False
         try:
             progress = _PoolProgress() if live else None
             futures = {pool.submit(call_captured, fn, item, progress): i for i, item in enumerate(items)}
@@ -214,13 +314,11 @@ class LocalExecutor(Executor):
                     try:
                         outcomes[i] = fut.result()
                     except Exception as e:  # a worker died (killed, out of memory): BrokenProcessPool
+                        broken = broken or isinstance(e, BrokenProcessPool)
                         outcomes[i] = (False, (f"{type(e).__name__}: {e}", traceback.format_exc()))
                     bar.done(outcomes[i][1] if outcomes[i][0] else None)
         except BaseException:  # stopped (SIGTERM, Ctrl-C) or the driver failed: no worker goes on writing
-            stop_pool(pool)
+            self.stop()
             raise
-        else:
-            pool.shutdown(wait=True)
-        finally:
-            alive_r.close()
-            alive_w.close()
+        if broken:  # a pool that lost a worker takes no more tasks: the next map starts a new one
+            self.stop()

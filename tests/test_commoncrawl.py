@@ -439,3 +439,33 @@ def test_curate_run_over_https_end_to_end(cc_env, tmp_path):
         proxy.close()
     assert rc == 0 and read["docs_in"] == len(brute(rows, mime="text/html"))
     assert read["extra"]["read:retries"] == sum(proxy.faults.values()) > 0
+
+
+@pytest.mark.slow  # ~20 s: s3fs's own SlowDown retries (~2 s a try) under each of the policy's tries
+def test_curate_run_allow_missing_on_the_s3_form(cc_env, s3_bucket, s3_server, monkeypatch, tmp_path):
+    """A record S3 never serves: `curate run` fails naming it; rerun with --allow-missing, the run resumes and
+    counts it as read:missing, by name; every other record is read."""
+    import fsspec
+
+    root, rows, _ = cc_env
+    s3 = fsspec.filesystem("s3")
+    for p in root.rglob("*"):
+        if p.is_file():
+            s3.put_file(str(p), f"{s3_bucket}/{p.relative_to(root)}")
+    monkeypatch.setenv("PENEIRA_CC_S3_ANON", "0")
+    monkeypatch.setenv("PENEIRA_CC_TRIES", "2")
+    inp = f"cc://{SNAPSHOT}/index?mime=text/html&per_task=4&base={s3_bucket}/"
+    splits = cc.cc_splits(inp)
+    off, n = next(s for s in splits if s.key.endswith("dolma0.warc.gz")).records[1]
+
+    def fault(method, path, query, headers):
+        return method == "GET" and path.endswith("dolma0.warc.gz") and headers.get("range") == f"bytes={off}-{off + n - 1}"
+
+    fault.takes_headers = True
+    s3_server.fault = fault
+    rc, _ = _run_cc(tmp_path, inp, tmp_path / "out")
+    assert rc == 1
+    rc, read = _run_cc(tmp_path, inp, tmp_path / "out", "--allow-missing")
+    assert rc == 0 and read["dropped"]["read:missing"] == 1 and f"dolma0.warc.gz@{off}+{n}" in read["error_sample"]
+    assert read["docs_in"] == sum(len(s.records) for s in splits)
+

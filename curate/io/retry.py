@@ -25,7 +25,7 @@ T = TypeVar("T")
 THROTTLE_STATUSES = frozenset({429, 503})
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 THROTTLE_WORDS = ("SlowDown", "Throttl", "TooManyRequests", "Too Many Requests", "RequestLimitExceeded",
-                  "Service Unavailable")
+                  "Service Unavailable", "reduce your request rate")  # the last: s3fs's OSError for SlowDown
 
 
 class Transient(Exception):

@@ -108,10 +108,21 @@ class CommonCrawl(Reader):
         self.snapshot, self.kind, self.segments, self.files, self.sample = snapshot, kind, segments, files, sample
         self.index, self.base, self.fast = index, base, fast
         self.max_html_bytes, self.max_record_bytes = max_html_bytes, max_record_bytes
-        self.concurrency, self.per_host, self.allow_missing = concurrency, per_host, allow_missing
-        self.tries, self.backoff, self.backoff_cap, self.timeout = tries, backoff, backoff_cap, timeout
+        # how to read, not what: private, so neither the run's fingerprint nor its description holds them, and a
+        # run stopped by a record that never came resumes with --allow-missing or other retry settings
+        self._concurrency, self._per_host, self._allow_missing = concurrency, per_host, allow_missing
+        self._tries, self._backoff, self._backoff_cap, self._timeout = tries, backoff, backoff_cap, timeout
         if snapshot is not None:
             cc.parse(self.inputs)  # a wrong snapshot or option is an error here, not in the first task
+
+    @property
+    def allow_missing(self) -> bool:
+        """Count a record or file that still fails after the retries as `read:missing` instead of stopping."""
+        return self._allow_missing
+
+    @allow_missing.setter
+    def allow_missing(self, value: bool) -> None:
+        self._allow_missing = bool(value)
 
     @property
     def inputs(self) -> str:
@@ -128,10 +139,10 @@ class CommonCrawl(Reader):
         return cc.cc_splits(self.inputs, self._fetcher())
 
     def _policy(self) -> Policy:
-        return Policy.from_env(tries=self.tries, base=self.backoff, throttle_base=self.backoff, cap=self.backoff_cap)
+        return Policy.from_env(tries=self._tries, base=self._backoff, throttle_base=self._backoff, cap=self._backoff_cap)
 
     def _fetcher(self) -> cc.Fetcher:
-        return cc.Fetcher(self._policy(), per_host=self.per_host, timeout=self.timeout)
+        return cc.Fetcher(self._policy(), per_host=self._per_host, timeout=self._timeout)
 
     def _parser(self, fetcher: cc.Fetcher, url: str) -> Warc:
         cls = _CCFastWarc if self.fast else _CCWarc
@@ -168,7 +179,7 @@ class CommonCrawl(Reader):
             self._missing(stats, f"{split.url} (the rest of the file)", e)
 
     def _missing(self, stats: StepStats, name: str, e: Exhausted) -> None:
-        if not self.allow_missing:
+        if not self._allow_missing:
             raise Exhausted(f"{name}: {e}; rerun to resume, or pass --allow-missing to count it and go on") from e
         self.skip(stats, "missing")
         note(stats, name, str(e))
@@ -178,12 +189,12 @@ class CommonCrawl(Reader):
         """The records of an index split: fetched `concurrency` at a time, parsed in offset order."""
         parser = self._parser(fetcher, split.url)
         state = _FileState(stats, Tracked(io.BytesIO()), split.key)
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="cc-fetch")
+        pool = ThreadPoolExecutor(self._concurrency, thread_name_prefix="cc-fetch")
         window: collections.deque[tuple[int, int, Future | None]] = collections.deque()
         todo = iter(split.records)
         try:
             while True:
-                while len(window) < self.concurrency and (rec := next(todo, None)) is not None:
+                while len(window) < self._concurrency and (rec := next(todo, None)) is not None:
                     off, length = rec
                     ok = 0 < length <= self.max_record_bytes and off >= 0
                     window.append((off, length, pool.submit(fetcher.get, split.url, off, off + length) if ok else None))

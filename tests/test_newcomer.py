@@ -201,3 +201,42 @@ def test_dedup_phase_bars_count_documents():
     assert docs_of({"docs_in": 5, "docs_out": 4}) == 5  # filter
     assert docs_of({"groups": 3, "duplicates": 2}) == 5 and docs_of({"clusters": 1, "duplicates": 4}) == 5
     assert docs_of({"edges": 9}) == 0 and docs_of([1]) == 0
+
+
+# ---------------------------------------------------------------- item 5: train eval checks everything first
+
+
+@pytest.fixture
+def one_checkpoint(tmp_path):
+    torch = pytest.importorskip("torch")
+    from train.model import GPT, GPTConfig
+
+    model = GPT(GPTConfig(vocab_size=64, seq_len=16, n_layer=1, n_head=1, n_embd=16))
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save({"model": model.state_dict(), "model_config": vars(model.cfg).copy(), "eos_id": 0, "step": 3,
+                "config": {"batch_tokens": 64, "seed": 0, "data": None}, "tokenizer": None}, run / "ckpt.pt")
+    return run
+
+
+@pytest.mark.parametrize("bad", ["missing", "junk", "folder", "task", "icl_dir"])
+def test_train_eval_refuses_a_bad_later_argument_before_loading_the_first_model(one_checkpoint, tmp_path, capsys,
+                                                                                monkeypatch, bad):
+    import train.evaluate.cli as cli_mod
+
+    loaded = []
+    monkeypatch.setattr(cli_mod, "evaluate", lambda *a, **k: loaded.append(a) or {})
+    task = tmp_path / "qa.jsonl"
+    task.write_text(json.dumps({"question": "2+2?", "answer": "4"}) + "\n")
+    second = {"missing": tmp_path / "nope", "junk": tmp_path / "junk.pt", "folder": tmp_path / "empty"}.get(bad)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    (tmp_path / "empty").mkdir()
+    args = [str(one_checkpoint)] + ([str(second)] if second else []) + ["--task", str(task)]
+    if bad == "task":
+        args += ["--task", "copa:0,5"]  # a bare name without --icl-dir
+    if bad == "icl_dir":
+        args += ["--icl-dir", str(tmp_path / "no_icl")]
+    assert cli_mod.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and not loaded  # no model was evaluated
+    assert {"missing": "nope", "junk": "junk.pt", "folder": "ckpt.pt", "task": "copa", "icl_dir": "no_icl"}[bad] in err

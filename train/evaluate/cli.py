@@ -46,6 +46,28 @@ def plan_from_args(args: argparse.Namespace) -> EvalPlan:
     return plan
 
 
+def check_inputs(args: argparse.Namespace) -> None:
+    """Every checkpoint readable and `--icl-dir` a folder, before anything is evaluated: a wrong second checkpoint
+    was reported only after the first model had been evaluated (issue 35.5). The tasks and held-out sets are read
+    by `plan_from_args`, also before the first model."""
+    from train.evaluate import checkpoint_info
+
+    if args.icl_dir is not None and not Path(args.icl_dir).is_dir():
+        raise FileNotFoundError(f"--icl-dir {args.icl_dir}: no such folder (it holds the task files, NAME.jsonl)")
+    for c in args.checkpoints:
+        path = Path(c)
+        file = path / "ckpt.pt" if path.is_dir() else path
+        if not path.exists():
+            raise FileNotFoundError(f"checkpoint {c}: no such file or run folder")
+        if not file.is_file():
+            raise FileNotFoundError(f"checkpoint {c}: a folder without ckpt.pt (a run still training exports it at its "
+                                    f"end; python -m train export {c} writes it from the latest checkpoint)")
+        try:
+            checkpoint_info(path)
+        except Exception as e:  # not a checkpoint of ours, or a damaged one: named before any work
+            raise ValueError(f"checkpoint {c} cannot be read ({type(e).__name__}: {e})") from None
+
+
 def apply_max_bytes(sets: list, limits: list[str]) -> None:
     """`--max-bytes N` caps every set, `--max-bytes NAME=N` one set (and wins over N): a mixed-language set may need
     more bytes than the others to show its split."""
@@ -72,6 +94,7 @@ def main(argv: list[str]) -> int:
     if args.name and len(args.name) != len(args.checkpoints):
         parser.error(f"{len(args.name)} --name for {len(args.checkpoints)} checkpoints")
     try:
+        check_inputs(args)  # every path and spec, before the first model is loaded
         plan = plan_from_args(args)
         results = [evaluate(c, plan, args.device, progress=not args.no_progress) for c in args.checkpoints]
     except (FileNotFoundError, ValueError) as e:  # the user's input: one line, not a traceback

@@ -380,6 +380,8 @@ def test_cli_list_paths_query(cc_env, capsys):
     _, rows, _ = cc_env
     assert capsys.readouterr().out.startswith(f"{len(brute(rows, lang='por', mime='text/html')):,} record(s)")
     assert main(["cc", "paths", "CC-MAIN-2024-1"]) == 2
+    assert main(["cc", "list", "--index", cc_env[2].url + "nowhere/"]) == 1
+    assert "collinfo.json: 404" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- curate run --input cc://...

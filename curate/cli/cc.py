@@ -31,6 +31,19 @@ def add_parser(sub):
 
 
 def main(args) -> int:
+    """One line when the store cannot be reached after the retries (or a file is not there), not a traceback."""
+    import sys
+
+    from curate.io.retry import Exhausted
+
+    try:
+        return _main(args)
+    except (Exhausted, FileNotFoundError) as e:
+        sys.stderr.write(f"curate cc {args.cc_command}: {e}\n")
+        return 1
+
+
+def _main(args) -> int:
     from curate.io import commoncrawl as cc
 
     if args.cc_command == "list":

@@ -218,13 +218,17 @@ def test_litdata_streaming_dataset_reads_our_documents(corpus, monkeypatch, tmp_
         ref = [d for shard in corpus["ref"][split] for d in shard]
         flat = np.array([t for ids, _ in ref for t in ids])
         ds = StreamingDataset(str(out / split), item_loader=TokensLoader(block_size=block), shuffle=False)
-        got = np.concatenate([ds[i].numpy() for i in range(len(ds))])
+        got = np.concatenate([np.asarray(ds[i]) for i in range(len(ds))])  # numpy items (torch tensors in a DataLoader)
         # TokensLoader never cuts a block across chunks: each chunk gives its whole blocks, the rest is dropped
         dims = [c["dim"] for e in m["splits"][split]["shards"] for c in e["litdata_chunks"]]
         assert sum(dims) == len(flat)
         starts = np.cumsum([0] + dims[:-1])
         want = np.concatenate([flat[a : a + d // block * block] for a, d in zip(starts, dims, strict=True)])
         assert got.tolist() == want.tolist()
+    from litdata import StreamingDataLoader
+
+    batch = next(iter(StreamingDataLoader(ds, batch_size=4)))  # what LitGPT's loop receives: a (4, block) tensor
+    assert tuple(batch.shape) == (4, block) and batch.flatten().tolist() == got[: 4 * block].tolist()
 
 
 def test_hf_parquet_loads_with_datasets(corpus):

@@ -1,12 +1,12 @@
 """litdata's optimized chunks, which LitGPT trains on (`litdata.StreamingDataset(..., item_loader=TokensLoader(block_size))`):
-every document's ids (int32 tensors, the end-of-document token last) appended as one item each, so `TokensLoader`
+every document's ids (int32 arrays, the end-of-document token last) appended as one item each, so `TokensLoader`
 serves the split as one flat stream cut into blocks, as `litdata.optimize` writes a pretraining corpus.
 
 Written with litdata's own `BinaryWriter` (the library writing its format: chunk headers, the `no_header_tensor`
 serializer, the config), one per task into a private local folder; at `commit` each chunk is published as
 `SPLIT/part-NNNNN-chunk-K.bin` (staged, as every format's files) and the task's chunk entries go to the manifest;
 `finish` writes `SPLIT/index.json` from them once every task has finished, in shard order. Needs `litdata`
-(`pip install litdata`): one line says so when it is missing.
+(`pip install -e '.[litdata]'`): one line says so when it is missing.
 """
 
 from __future__ import annotations
@@ -57,11 +57,9 @@ class LitdataWriter(Accounting):
         self.config: dict[str, Any] | None = None
 
     def write(self, ids: np.ndarray, lengths: np.ndarray, codes: np.ndarray) -> None:
-        import torch
-
         start = 0
-        for n in lengths.tolist():
-            self.writer.add_item(self.items, torch.from_numpy(ids[start : start + n].astype(np.int32)))
+        for n in lengths.tolist():  # numpy items (`no_header_numpy`): TokensLoader reads them; curate never imports torch
+            self.writer.add_item(self.items, ids[start : start + n].astype(np.int32))
             self.items += 1
             start += n
 

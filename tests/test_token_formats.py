@@ -316,3 +316,13 @@ def test_the_trainer_refuses_a_damaged_megatron_index(corpus, tmp_path):
     index.write_bytes(bytes(raw))
     with pytest.raises(TokenDataError, match="part-00000.idx"):
         TokenDataset(out, "train", verify=False)
+
+
+def test_the_trainer_names_a_folder_written_for_another_trainer(corpus):
+    from train.data import TokenDataset
+
+    out = corpus["tmp"] / "hf"
+    if not (out / "manifest.json").exists():
+        out, _ = _tokenize(corpus, "hf")
+    with pytest.raises(TokenDataError, match=r"for another trainer \(--format hf\)"):
+        TokenDataset(out)

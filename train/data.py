@@ -189,6 +189,10 @@ def _read_megatron(ds: TokenDataset, shard: dict, idx_path: Path) -> tuple[np.nd
 
 def _not_tokens(location: str, manifest: dict) -> str:
     """What a manifest that is not a token-shard directory's is, and the command that makes token shards of it."""
+    if isinstance(manifest.get("token_format"), str):  # `curate tokenize --format` for another trainer
+        fmt = manifest["token_format"]
+        return (f"{location} holds token shards for another trainer (--format {fmt}): python -m train reads the "
+                f"peneira and megatron formats; run `curate tokenize` again with --format peneira")
     made_by = "a `curate mix` output" if manifest.get("kind") == "mix" else (
         "a `curate run` output" if "pipeline" in manifest else None)
     if made_by is None:

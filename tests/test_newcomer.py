@@ -240,3 +240,54 @@ def test_train_eval_refuses_a_bad_later_argument_before_loading_the_first_model(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and not loaded  # no model was evaluated
     assert {"missing": "nope", "junk": "junk.pt", "folder": "ckpt.pt", "task": "copa", "icl_dir": "no_icl"}[bad] in err
+
+
+# ---------------------------------------------------------------- item 9: progress, a smaller vocabulary said
+
+
+def _qa(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({"question": f"What is the capital number {i} of the far country {i}?",
+                                        "answer": f"It is the city called place {i} by its people"}) + "\n"
+                            for i in range(n)))
+    return path
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_decontam_index_shows_progress_on_stderr_unless_told_not_to(tmp_path, capsys, progress):
+    bench = _qa(tmp_path / "b.jsonl", 12)
+    args = ["decontam", "index", "--benchmark", f"b={bench}:question,answer", "--out", str(tmp_path / "ix")]
+    assert cli(args + ([] if progress else ["--no-progress"])) == 0
+    out, err = capsys.readouterr()
+    if progress:
+        assert "decontam index: items" in err and "12/12" in err
+    else:
+        assert err == ""
+    assert "decontam index:" not in out
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_quality_train_shows_fasttexts_progress_on_stderr_unless_told_not_to(tmp_path, capfd, progress):
+    good = tmp_path / "good.jsonl"
+    bad = tmp_path / "bad.jsonl"
+    good.write_text("".join(json.dumps({"text": f"A careful essay number {i} about rivers, bridges and the "
+                                                f"people who built them over many years."}) + "\n" for i in range(60)))
+    bad.write_text("".join(json.dumps({"text": f"BUY NOW cheap deal {i} click here win free prize"}) + "\n"
+                           for i in range(60)))
+    args = ["quality", "train", "--positive", str(good), "--negative", str(bad), "--bucket", "1000", "--epoch", "1",
+            "--holdout", "0", "--out", str(tmp_path / "q.bin")]
+    assert cli(args + ([] if progress else ["--no-progress"])) == 0
+    out, err = capfd.readouterr()  # fastText writes from C++: the file descriptor, not sys.stderr
+    assert ("Progress:" in err) == progress and "Progress:" not in out
+
+
+def test_a_vocabulary_smaller_than_asked_is_said_in_one_line(tmp_path, capsys):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": f"tiny corpus line {i % 7}"}) + "\n" for i in range(50)))
+    out = tmp_path / "tok.json"
+    assert cli(["tokenizer", "train", str(corpus), "--vocab-size", "32000", "--out", str(out)]) == 0
+    err = capsys.readouterr().err.strip()
+    from tokenizers import Tokenizer
+
+    got = Tokenizer.from_file(str(out)).get_vocab_size()  # the library's own reading of what was written
+    assert got < 32000 and len(err.splitlines()) == 1
+    assert "32,000" in err and f"{got:,}" in err and "--min-frequency" in err

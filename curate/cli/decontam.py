@@ -11,7 +11,7 @@ import itertools
 import json
 from collections.abc import Iterator
 
-from curate.cli.common import add_overwrite
+from curate.cli.common import add_overwrite, add_progress
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.fs import expand_inputs, is_url
@@ -39,6 +39,7 @@ def add_parser(sub):
                     help="drop index n-grams found in more than this many sample documents")
     ix.add_argument("--text-key", default="text", help="text field of the corpus sample (default text)")
     add_overwrite(ix)
+    add_progress(ix)
 
     rp = dsub.add_parser("report", help="per benchmark: items hit / total, documents, examples")
     rp.add_argument("output", help="a run's output directory")
@@ -124,7 +125,7 @@ def _index(args) -> int:
         claim(args.out, what=what, option="--out", layout=INDEX_LAYOUT, overwrite=args.overwrite,
               own=lambda: _index_names(args.out) <= set(INDEX_LAYOUT))  # an earlier index is rebuilt in place
         meta = build_index(benchmarks, args.out, n=args.n, min_words=args.min_words, corpus_sample=sample,
-                           max_doc_freq=args.max_doc_freq)
+                           max_doc_freq=args.max_doc_freq, progress=args.progress)
     print(f"{'benchmark':<24}{'items':>9}{'indexed':>9}{'n-grams':>12}")
     for name, b in meta["benchmarks"].items():
         print(f"{name:<24}{b['items']:>9,}{b['indexed_items']:>9,}{b['ngrams']:>12,}")

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from curate.cli.common import add_progress
 from curate.core.errors import UsageError
 
 _INPUTS_HELP = "glob of text (.txt, .gz, .zip of .txt), JSONL or Parquet files; repeatable"
@@ -39,6 +40,7 @@ def add_parser(sub):
     t.add_argument("--word-ngrams", type=int, default=2)
     t.add_argument("--bucket", type=int, default=200_000, help="hash buckets for word n-grams (model size)")
     t.add_argument("--threads", type=int, default=1, help="training threads; >1 is faster but not reproducible")
+    add_progress(t)
 
     e = qsub.add_parser("eval", help="score labelled documents with a model: metrics and a PR curve")
     e.add_argument("model", help="a model written by `curate quality train`")
@@ -128,7 +130,7 @@ def main(args) -> int:
         cfg = TrainConfig(lr=args.lr, dim=args.dim, epoch=args.epoch, word_ngrams=args.word_ngrams, bucket=args.bucket,
                           threads=args.threads, seed=args.seed, holdout=args.holdout, balance=not args.no_balance,
                           chunk_words=chunk, text_key=args.text_key)
-        r = train(pos, neg, args.out, cfg)
+        r = train(pos, neg, args.out, cfg, progress=args.progress)
         metrics, scores, labels, hist, warnings = r.metrics, r.heldout_scores, r.heldout_labels, r.histogram, r.warnings
         title = f"trained {r.model_path} ({os.path.getsize(r.model_path) / 2**20:.1f} MiB)"
         extra = {"model": r.model_path, "train examples": r.train_docs, "held-out examples": r.heldout_docs,

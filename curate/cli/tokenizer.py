@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 def add_parser(sub):
     p = sub.add_parser("tokenizer", help="train a byte-level BPE tokenizer on a corpus")
@@ -28,5 +30,20 @@ def main(args) -> int:
         seed=args.seed,
     )
     print(f"trained on {info['docs']:,} documents ({info['chars']:,} characters): vocab {info['vocab_size']:,}")
+    short = smaller_vocab(args.vocab_size, info, args.min_frequency)
+    if short:
+        sys.stderr.write(f"curate tokenizer train: {short}\n")
     print(f"wrote {info['path']} (sha256 {info['sha256']})")
     return 0
+
+
+def smaller_vocab(asked: int, info: dict, min_frequency: int) -> str | None:
+    """One line when the vocabulary came out smaller than asked: BPE stops merging when no pair of tokens occurs
+    `min_frequency` times in the sample (merges never cross the pre-tokenizer's word boundaries), which a small
+    corpus reaches early; the tokenizer is still written, with the size it has."""
+    got = info["vocab_size"]
+    if got >= asked:
+        return None
+    return (f"asked for a vocabulary of {asked:,}, the sample gave {got:,}: no pair of tokens is left that occurs "
+            f"--min-frequency ({min_frequency}) times in its {info['chars']:,} characters; train on more text "
+            "(a larger corpus or --sample-chars) or lower --min-frequency for more, or ask for the size it has")

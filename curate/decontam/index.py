@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -113,6 +114,7 @@ def build_index(
     min_words: int = DEFAULT_MIN_WORDS,
     corpus_sample: Iterable[str] | None = None,
     max_doc_freq: int | None = None,
+    progress: bool = False,
 ) -> dict:
     """Build an index from `{name: (source, items)}` and write it to `out_dir`; returns its metadata.
 
@@ -120,11 +122,16 @@ def build_index(
     every index n-gram found in more than `max_doc_freq` of the sample's documents is removed. Such
     n-grams are boilerplate that benchmarks share with the web (licence text, quoted standard phrases);
     matching them would flag documents that leak nothing. The cap counts documents, not occurrences,
-    so one page that repeats a phrase does not trip it.
+    so one page that repeats a phrase does not trip it. `progress`: bars on stderr over the benchmarks' items and
+    the sample's documents.
     """
     check_params(n, min_words)
     t0 = time.time()
     names, table, all_h, all_o, stats = [], [], [], [], {}
+    from tqdm import tqdm
+
+    bar = tqdm(total=sum(len(items) for _, items in benchmarks.values()), desc="decontam index: items", unit="item",
+               disable=not progress, file=sys.stderr, dynamic_ncols=True)
     for b, (name, (source, items)) in enumerate(benchmarks.items()):
         names.append(name)
         check_indexable(name, source, items, min_words)
@@ -133,6 +140,8 @@ def build_index(
         all_h.append(h)
         all_o.append(o)
         stats[name] = {"source": source, "items": len(items), "indexed_items": indexed, "ngrams": int(len(h))}
+        bar.update(len(items))
+    bar.close()
     hashes, owners = _sorted_unique(
         np.concatenate(all_h) if all_h else np.zeros(0, np.uint64),
         np.concatenate(all_o) if all_o else np.zeros(0, np.uint32),
@@ -149,7 +158,10 @@ def build_index(
     }
     if corpus_sample is not None and max_doc_freq is not None:
         index = NgramIndex(hashes, owners, table, names, meta)
-        common, docs = index.common_ngrams(corpus_sample, max_doc_freq)
+        sample = tqdm(corpus_sample, desc="decontam index: corpus sample", unit="doc", disable=not progress,
+                      file=sys.stderr, dynamic_ncols=True)
+        common, docs = index.common_ngrams(sample, max_doc_freq)
+        sample.close()
         if not docs:
             raise UsageError("the corpus sample has no documents, so the frequency cap would count nothing; "
                              "check the sample files and the text field (--text-key)")

@@ -227,6 +227,7 @@ def train(
     negative: str | list[str] | Examples,
     out: str,
     config: TrainConfig | None = None,
+    progress: bool = False,
 ) -> TrainResult:
     """Train a quality model from globs (or loaded examples) of each class and save it to `out`.
 
@@ -234,7 +235,8 @@ def train(
     likely either way"; a seeded share of each class is held out and scored for the metrics and the
     score histogram. Differences a model could learn instead of quality (language mix, example length,
     one dominant source) are measured and returned as warnings. Next to the model, `<out>.json`
-    records the config, counts, confound figures, warnings and held-out metrics.
+    records the config, counts, confound figures, warnings and held-out metrics. `progress`: fastText's own
+    progress line (share done, words/s, loss, time left) on stderr while it trains.
     """
     import fasttext
 
@@ -259,7 +261,7 @@ def train(
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".quality-train-") as tmp:
         staged = os.path.join(tmp, "model.bin")
-        _fit(fasttext, examples, staged, cfg, epochs)
+        _fit(fasttext, examples, staged, cfg, epochs, verbose=2 if progress else 0)
         result = _measure(staged, out, cfg, epochs, t0, pos, neg, pos_train, neg_train, pos_test, neg_test,
                           figures, warnings)
         card = os.path.join(tmp, "card.json")
@@ -363,14 +365,14 @@ def _drop_shared(pos: Examples, neg: Examples) -> tuple[Examples, Examples]:
     return out[0], out[1]
 
 
-def _fit(fasttext, examples: list[str], staged: str, cfg: TrainConfig, epochs: int) -> None:
+def _fit(fasttext, examples: list[str], staged: str, cfg: TrainConfig, epochs: int, verbose: int = 0) -> None:
     """Train and save the model at `staged`, a file in the staging folder beside --out (published by `train`)."""
     data = os.path.join(os.path.dirname(staged), "train.txt")
     with open(data, "w", encoding="utf-8") as f:
         f.write("\n".join(examples) + "\n")
     ft = fasttext.train_supervised(
         input=data, lr=cfg.lr, dim=cfg.dim, epoch=epochs, wordNgrams=cfg.word_ngrams, bucket=cfg.bucket,
-        minCount=cfg.min_count, thread=cfg.threads, seed=cfg.seed, loss="softmax", verbose=0,
+        minCount=cfg.min_count, thread=cfg.threads, seed=cfg.seed, loss="softmax", verbose=verbose,
     )
     os.remove(data)
     ft.save_model(staged)

@@ -351,3 +351,40 @@ def test_an_object_store_output_holds_the_local_bytes(corpus, tmp_path, fmt, mon
         monkeypatch.setenv("PENEIRA_TOKEN_CACHE", str(tmp_path / "cache"))
         remote, here = TokenDataset(url), TokenDataset(local)
         assert remote.read(0, remote.num_tokens).tolist() == here.read(0, here.num_tokens).tolist()
+
+
+@pytest.mark.parametrize("fmt", ["megatron", "nanotron", "mds", "litdata", "hf"])
+def test_a_write_fault_is_loud_and_the_rerun_gives_the_clean_bytes(corpus, tmp_path, fmt, monkeypatch):
+    """A full disk at the k-th file published after the folder's config and tokenizer copy (a task's first file,
+    between a token file and its index, later shards): the command fails with the error naming a file, and the same
+    command rerun gives the bytes of a clean run."""
+    import errno
+
+    from curate.io import fs
+
+    if fmt == "litdata":
+        _import("litdata")
+    clean, _ = _tokenize(corpus, fmt, tmp_path / "clean")
+    real = fs.Staged.commit
+    for k in (3, 4, 6):
+        calls = {"n": 0}
+
+        def commit(self, real=real, calls=calls, k=k):
+            calls["n"] += 1
+            if calls["n"] == k:
+                raise OSError(errno.ENOSPC, "No space left on device", self.path)
+            return real(self)
+
+        out = tmp_path / f"f{k}"
+        monkeypatch.setattr(fs.Staged, "commit", commit)
+        with pytest.raises(Exception, match="No space left") as e:
+            _tokenize(corpus, fmt, out)
+        assert str(out) in str(e.value) or any(str(out) in str(c) for c in getattr(e.value, "causes", []))
+        monkeypatch.setattr(fs.Staged, "commit", real)
+        _tokenize(corpus, fmt, out)
+        files = sorted(p.relative_to(clean).as_posix() for p in clean.rglob("*") if p.is_file()
+                       and p.parts[-2] in ("train", "val"))
+        assert files == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()
+                               and p.parts[-2] in ("train", "val"))
+        for name in files:
+            assert (out / name).read_bytes() == (clean / name).read_bytes(), (k, name)

@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from _ccserver import SNAPSHOT, FaultProxy, RangeServer, build_tree, env, planned
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _ccserver import SNAPSHOT, FaultProxy, RangeServer, build_tree, env, planned  # noqa: E402
-
-from curate.core.errors import UsageError  # noqa: E402
-from curate.core.stats import StepStats  # noqa: E402
-from curate.io import commoncrawl as cc  # noqa: E402
-from curate.io.readers import CommonCrawl, Warc  # noqa: E402
-from curate.io.readers import commoncrawl as ccreader  # noqa: E402
-from curate.io.retry import Exhausted, Policy, Transient, parse_retry_after  # noqa: E402
+from curate.core.errors import UsageError
+from curate.core.stats import StepStats
+from curate.io import commoncrawl as cc
+from curate.io.readers import CommonCrawl, Warc
+from curate.io.readers import commoncrawl as ccreader
+from curate.io.retry import Exhausted, Policy, Transient, parse_retry_after
 
 
 @pytest.fixture(scope="module")

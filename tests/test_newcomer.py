@@ -291,3 +291,84 @@ def test_a_vocabulary_smaller_than_asked_is_said_in_one_line(tmp_path, capsys):
     got = Tokenizer.from_file(str(out)).get_vocab_size()  # the library's own reading of what was written
     assert got < 32000 and len(err.splitlines()) == 1
     assert "32,000" in err and f"{got:,}" in err and "--min-frequency" in err
+
+
+# ---------------------------------------------------------------- item 9: writers.Jsonl
+
+
+def _read_jsonl_shards(folder: Path) -> list[dict]:
+    """Read back with the standard library and zstandard's own reader (not ours)."""
+    import zstandard
+
+    rows = []
+    for f in sorted(folder.iterdir()):
+        raw = f.read_bytes()
+        if f.name.endswith(".gz"):
+            raw = gzip.decompress(raw)
+        elif f.name.endswith(".zst"):
+            raw = zstandard.ZstdDecompressor().stream_reader(raw).read()
+        rows += [json.loads(line) for line in raw.decode().splitlines()]
+    return rows
+
+
+def _jsonl_run(tmp_path: Path, writer: str, name: str, steps: str = "filters.GopherQuality(min_words=5)"):
+    from curate.run.pipeline import Pipeline
+
+    pipe = tmp_path / f"{name}.py"
+    pipe.write_text("from curate import Pipeline, dedup, filters, readers, writers\n"
+                    f"pipeline = Pipeline(name='j', reader=readers.Jsonl(), steps=[{steps}], writer={writer})\n")
+    return Pipeline.from_file(pipe)
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd", "none"])
+def test_jsonl_writer_holds_what_the_parquet_writer_holds(tmp_path, compression):
+    src = tmp_path / "in.jsonl"
+    texts = [("the river and the bridge " * (i % 4)) + f"doc {i}" for i in range(40)]  # i % 4 == 0: too few words
+    src.write_text("".join(json.dumps({"text": t, "url": f"https://x.test/{i}"}) + "\n" for i, t in enumerate(texts)))
+    ref = _jsonl_run(tmp_path, "writers.Parquet()", "p").run(inputs=str(src), output=str(tmp_path / "pq"),
+                                                             progress=False, rejected=True)
+    got = _jsonl_run(tmp_path, f"writers.Jsonl(compression={compression!r})", "j").run(
+        inputs=str(src), output=str(tmp_path / "js"), progress=False, rejected=True)
+    assert ref["docs_written"] == got["docs_written"] and 0 < got["docs_written"] < 40
+    suffix = {"gzip": ".jsonl.gz", "zstd": ".jsonl.zst", "none": ".jsonl"}[compression]
+    assert all(o.endswith(suffix) for o in got["outputs"])
+    for sub in ("data", "rejected"):
+        want = [r for f in sorted((tmp_path / "pq" / sub).glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+        rows = _read_jsonl_shards(tmp_path / "js" / sub)
+        assert [(r["id"], r["text"], r["url"]) for r in rows] == [(r["id"], r["text"], r["url"]) for r in want]
+    assert not [p for p in (tmp_path / "js").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_jsonl_writer_a_failed_commit_is_loud_and_the_rerun_is_identical(tmp_path, monkeypatch):
+    from curate.io import writers
+    from curate.run.executors.base import TaskFailures
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": f"words of document number {i} " * 3}) + "\n" for i in range(30)))
+    clean = _jsonl_run(tmp_path, "writers.Jsonl()", "a").run(inputs=str(src), output=str(tmp_path / "clean"),
+                                                              progress=False)
+    real = writers.JsonlShardWriter.commit
+    monkeypatch.setattr(writers.JsonlShardWriter, "commit", lambda self: (_ for _ in ()).throw(OSError(5, "EIO")))
+    with pytest.raises(TaskFailures, match="EIO"):
+        _jsonl_run(tmp_path, "writers.Jsonl()", "a").run(inputs=str(src), output=str(tmp_path / "o"), progress=False)
+    assert not list((tmp_path / "o" / "data").glob("*.jsonl.gz"))  # nothing under a final name
+    monkeypatch.setattr(writers.JsonlShardWriter, "commit", real)
+    again = _jsonl_run(tmp_path, "writers.Jsonl()", "a").run(inputs=str(src), output=str(tmp_path / "o"),
+                                                              progress=False)
+    assert again["docs_written"] == clean["docs_written"]
+    assert _read_jsonl_shards(tmp_path / "o" / "data") == _read_jsonl_shards(tmp_path / "clean" / "data")
+
+
+def test_jsonl_writer_with_a_global_step_or_read_by_inspect_is_one_line(tmp_path, capsys):
+    from curate.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="Jsonl writes a pipeline's last stage only.*'exact' is global"):
+        _jsonl_run(tmp_path, "writers.Jsonl()", "g", steps="dedup.Exact()")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": f"words of document number {i} " * 3}) + "\n" for i in range(5)))
+    _jsonl_run(tmp_path, "writers.Jsonl()", "b", steps="").run(inputs=str(src), output=str(tmp_path / "o"),
+                                                                progress=False)
+    for args in (["inspect", str(tmp_path / "o")], ["report", str(tmp_path / "o")]):
+        assert cli(args) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "JSON Lines shards" in err

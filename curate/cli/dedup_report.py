@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.batching import iter_batches
+from curate.io.writers import parquet_shards
 
 BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, 1000), (1001, None)]
 
@@ -105,7 +106,7 @@ def side_by_side(texts: list[str], titles: list[str], width: int, lines: int) ->
 
 
 def main(args) -> int:
-    data = fs.glob(fs.join(args.output, "data", "*.parquet"))
+    data = parquet_shards(fs.join(args.output, "data"), "curate dedup-report") if fs.isdir(fs.join(args.output, "data")) else []
     if not data:
         raise UsageError(f"no shards under {fs.join(args.output, 'data')}")
     if fs.parquet_file(data[0]).schema_arrow.get_field_index("dedup_cluster") < 0:

@@ -8,6 +8,7 @@ import unicodedata
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.state import DAMAGED_SHARD, reading
+from curate.io.writers import parquet_shards
 
 
 def add_parser(sub):
@@ -31,7 +32,7 @@ def main(args) -> int:
     if args.reason and not args.rejected:
         raise UsageError("--reason selects dropped documents: add --rejected")
     sub = "rejected" if args.rejected else "data"
-    files = fs.glob(fs.join(args.output, sub, "*.parquet"))
+    files = parquet_shards(fs.join(args.output, sub), "curate inspect") if fs.isdir(fs.join(args.output, sub)) else []
     if not files:
         raise UsageError(f"no shards under {fs.join(args.output, sub)}")
     shown = 0

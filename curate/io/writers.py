@@ -1,8 +1,9 @@
-"""Writers: Parquet shards in the text contract, written atomically (temp file, then rename or one upload)."""
+"""Writers: Parquet (or JSON Lines) shards in the text contract, written atomically (temp file, then rename or one upload)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -204,6 +205,126 @@ class TableWriter:
         if self.writer is not None:
             self.writer.close()
         self.staged.discard()
+
+
+JSONL_COMPRESSIONS = {"gzip": ".jsonl.gz", "zstd": ".jsonl.zst", "none": ".jsonl"}
+
+
+@dataclass
+class Jsonl:
+    """JSON Lines shards `<stem>-NNN.jsonl.gz` (or `.jsonl.zst`, `.jsonl`), one document a line with the columns of
+    the Parquet contract (`Document.to_record`; dates as ISO strings), written and committed as `Parquet` writes
+    its shards: temp names carrying the pid, renamed (or uploaded whole) at commit, older shards of the stem
+    removed then, nothing under a final name before. For handing a run's output to tools that read JSONL.
+
+    It writes the last stage only: a run's stages after a global step (dedup, `quality.TopFraction`) read and
+    write Parquet, so a pipeline with one is refused when it is built, and `curate mix`, `tokenize`, `report`,
+    `stats`, `inspect`, `dedup-report` and `decontam report`, which read a run's Parquet shards, refuse a JSONL
+    run in one line (see docs/pipelines.md).
+    """
+
+    compression: str = "gzip"
+    compression_level: int | None = None
+    max_shard_chars: int = 512 * 1024 * 1024
+
+    final_only = True  # what `Pipeline` checks: no global step may follow the reader
+
+    def __post_init__(self) -> None:
+        check(self, "compression", self.compression, choices=tuple(JSONL_COMPRESSIONS))
+        check(self, "compression_level", self.compression_level, int, optional=True)
+        check(self, "max_shard_chars", self.max_shard_chars, int, lo=1)
+
+    @property
+    def suffix(self) -> str:
+        return JSONL_COMPRESSIONS[self.compression]
+
+    def open(self, directory: str, stem: str, schema: pa.Schema) -> JsonlShardWriter:
+        return JsonlShardWriter(self, directory, stem)
+
+    def open_file(self, path: str, schema: pa.Schema):
+        raise config_error(self, "writes the last stage of a pipeline without global steps; a global step writes "
+                                 "Parquet between stages: keep writers.Parquet for this pipeline")
+
+
+class JsonlShardWriter:
+    """`<stem>-NNN<suffix>` files under temporary names; `commit` renames (or uploads) them into place."""
+
+    def __init__(self, cfg: Jsonl, directory: str, stem: str):
+        self.cfg, self.dir, self.stem = cfg, directory, stem
+        self.files: list[fs.Staged] = []
+        self.out = None  # the open (compressing) stream of the current shard
+        self.shard_chars = 0
+        self.rows = 0
+        fs.makedirs(directory)
+
+    def _open_next(self) -> None:
+        i = len(self.files)
+        staged = fs.Staged(fs.join(self.dir, f"{self.stem}-{i:03d}{self.cfg.suffix}"),
+                           tmp_name=f".{self.stem}-{i:03d}.{os.getpid()}.tmp")
+        self.files.append(staged)
+        raw = open(staged.tmp, "wb")  # noqa: SIM115 (closed in _close_current)
+        if self.cfg.compression == "gzip":
+            import gzip
+
+            self.out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=self.cfg.compression_level or 6, mtime=0)
+        elif self.cfg.compression == "zstd":
+            import zstandard
+
+            level = self.cfg.compression_level if self.cfg.compression_level is not None else 3
+            self.out = zstandard.ZstdCompressor(level=level).stream_writer(raw, closefd=True)
+        else:
+            self.out = raw
+        self._raw = raw
+
+    def write(self, doc: Document, **columns) -> None:
+        rec = doc.to_record()
+        rec.update(columns)
+        if self.out is None:
+            self._open_next()
+        self.out.write(json.dumps(rec, ensure_ascii=False, default=_json_value).encode("utf-8") + b"\n")
+        self.rows += 1
+        self.shard_chars += len(doc.text)
+        if self.shard_chars >= self.cfg.max_shard_chars:
+            self._close_current()
+
+    def _close_current(self) -> None:
+        if self.out is not None:
+            self.out.close()
+            if not self._raw.closed:
+                self._raw.close()
+            self.out, self.shard_chars = None, 0
+
+    def commit(self) -> list[str]:
+        self._close_current()
+        own = re.compile(re.escape(self.stem) + r"-\d{3,}\.jsonl(\.gz|\.zst)?")
+        for name in fs.listdir_prefix(self.dir, f"{self.stem}-"):
+            if own.fullmatch(name):
+                fs.remove(fs.join(self.dir, name))
+        return [staged.commit() for staged in self.files]
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self._close_current()
+        for staged in self.files:
+            staged.discard()
+
+
+def parquet_shards(folder: str, command: str) -> list[str]:
+    """The Parquet shards of a run's `data/` or `rejected/` folder, for the commands that read them as Parquet.
+    A folder of JSON Lines shards (`writers.Jsonl`) is refused in one line that says so, rather than read as
+    "no shards" or as an empty corpus."""
+    files = fs.glob(fs.join(folder, "*.parquet"))
+    if not files and any(n.endswith(tuple(JSONL_COMPRESSIONS.values())) for n in fs.listdir(folder)):
+        from curate.core.errors import UsageError
+
+        raise UsageError(f"{folder} holds JSON Lines shards (a pipeline with writers.Jsonl): {command} reads the "
+                         "Parquet shards of writers.Parquet; curate mix and curate tokenize read JSONL runs")
+    return files
+
+
+def _json_value(v):
+    """Values JSON has no type for: dates as ISO 8601 strings, anything else as its text."""
+    return v.isoformat() if hasattr(v, "isoformat") else str(v)
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.batching import iter_batches
 from curate.io.state import DAMAGED_SHARD, reading
+from curate.io.writers import parquet_shards
 
 MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
 
@@ -69,7 +70,8 @@ def load_corpus(out: str) -> Corpus:
     measure it): memory holds one batch and the counts, never a shard's text or a value per document."""
     lengths: dict[int, int] = {}
     corpus = Corpus()
-    for path in fs.glob(fs.join(out, "data", "*.parquet")):
+    shards = parquet_shards(fs.join(out, "data"), "curate report") if fs.isdir(fs.join(out, "data")) else []
+    for path in shards:
         with reading(path, DAMAGED_SHARD):
             pf = fs.parquet_file(path)
             cols = [c for c in ("text", "lang", "lang_score", "quality_score") if c in pf.schema_arrow.names]

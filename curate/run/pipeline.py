@@ -114,6 +114,11 @@ class Pipeline:
             seen[s.name] = seen.get(s.name, 0) + 1
             if seen[s.name] > 1:
                 s.name = f"{s.name}_{seen[s.name]}"
+        glob_step = next((s for s in self.steps if isinstance(s, GlobalStep)), None)
+        if getattr(self.writer, "final_only", False) and glob_step is not None:
+            raise UsageError(f"pipeline {self.name!r}: {type(self.writer).__name__} writes a pipeline's last stage only, "
+                             f"and step {glob_step.name!r} is global (its stages read and write Parquet): use "
+                             "writers.Parquet here, or run the global steps in a pipeline of their own")
 
     @property
     def extra_columns(self) -> dict:

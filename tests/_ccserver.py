@@ -214,7 +214,8 @@ Plan = Callable[[str, str, int], str | None]  # (path, Range header, attempt of 
 class FaultProxy(_Counted):
     """Forwards to `upstream` (an http://host:port/ URL), answering with a fault where `plan` says:
     `503` (S3's SlowDown body, `Retry-After: 0`), `stall` (answers after `stall` s), `reset` (closes the
-    connection unanswered, RST), `truncate` (the headers promise the whole body, half of it comes)."""
+    connection unanswered, RST), `truncate` (the headers promise the whole body, half of it comes), `norange`
+    (the Range header dropped: the whole file comes back, 200, as from a server that serves no ranges)."""
 
     def __init__(self, upstream: str, plan: Plan | None = None, stall: float = 1.0):
         super().__init__()
@@ -271,7 +272,8 @@ class FaultProxy(_Counted):
                     time.sleep(proxy.stall)
                     proxy.enter()
                 conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("connection",)}
+                drop = ("connection", "range") if fault == "norange" else ("connection",)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
                 conn.request(method, self.path, headers=headers)
                 r = conn.getresponse()
                 data = r.read()

@@ -268,6 +268,13 @@ def test_whole_file_budget_exhausted(cc_env, monkeypatch):
     assert 0 < len(docs) < len(clean) and [d.id for d in docs] == [d.id for d in clean[: len(docs)]]
 
 
+def test_a_server_that_ignores_ranges_is_an_error_not_a_whole_file_per_record(cc_env):
+    _, _, server = cc_env
+    with pytest.raises(OSError, match="does not serve ranges") as e:
+        _fault_run(server, lambda path, rng, attempt: "norange" if rng else None)
+    assert not isinstance(e.value, Exhausted)  # raised at the first answer, not retried
+
+
 def test_policy_waits_and_retry_after():
     p = Policy(tries=4, base=1, throttle_base=4, cap=10, jitter=False)
     assert [p.delay(k) for k in range(5)] == [1, 2, 4, 8, 10]

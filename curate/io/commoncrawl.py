@@ -128,32 +128,46 @@ class Fetcher:
         return self._pool
 
     def _http_get(self, url: str, start: int | None, end: int | None) -> bytes:
+        """The body is read only once the status says it is the range asked for: a server that answers a range
+        with the whole file (200) is an error, not a 1 GB read per record."""
         headers = {} if start is None else {"Range": f"bytes={start}-{'' if end is None else end - 1}"}
-        r = self._request("GET", url, headers)
-        body = r.data
+        r = self._request("GET", url, headers, preload=False)
+        try:
+            if r.status == 416:
+                raise RangeError(f"{url}: bytes {start}-{end} are past the end of the file")
+            if r.status not in (200, 206):
+                _check_status(url, r, self._body(url, r, 200))
+            if start is not None and r.status == 200 and int(r.headers.get("Content-Length") or -1) != (end or -2) - start:
+                raise OSError(f"{url}: the server answered a range request with the whole file (HTTP 200): "
+                              "it does not serve ranges")
+            wanted = None if end is None else end - start
+            body = self._body(url, r, wanted)
+        finally:
+            r.close()
+            r.release_conn()  # back to the pool (a closed connection is reopened there), or the blocking pool shrinks
         self._count(requests=1, bytes_fetched=len(body))
-        if r.status == 416:
-            raise RangeError(f"{url}: bytes {start}-{end} are past the end of the file")
-        _check_status(url, r)
-        if start is None:
-            return body
-        if r.status == 200:  # the server ignored the range: take it from the whole body
-            body = body[start:end]
-            total = len(r.data)
-        else:
-            total = _content_range_total(r.headers.get("Content-Range"))
-        wanted = None if end is None else end - start
         if wanted is not None and len(body) < wanted:
+            total = _content_range_total(r.headers.get("Content-Range"))
             if total is not None and end > total:
                 raise RangeError(f"{url}: bytes {start}-{end} overrun the file ({total} bytes)")
             raise Transient(f"{url}: short body at {start}: {len(body)} of {wanted} bytes")
         return body
 
-    def _request(self, method: str, url: str, headers: dict) -> Any:
+    @staticmethod
+    def _body(url: str, r: Any, limit: int | None) -> bytes:
+        """At most `limit` bytes of the body (all without one); a body cut mid-way is a `Transient`."""
         import urllib3
 
         try:
-            return self._http().request(method, url, headers=headers, preload_content=True, redirect=True)
+            return r.read() if limit is None else r.read(limit)
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise Transient(f"{url}: {type(e).__name__}: {e}") from e
+
+    def _request(self, method: str, url: str, headers: dict, preload: bool = True) -> Any:
+        import urllib3
+
+        try:
+            return self._http().request(method, url, headers=headers, preload_content=preload, redirect=True)
         except (urllib3.exceptions.HTTPError, OSError) as e:  # resets, timeouts, cut bodies (IncompleteRead)
             raise Transient(f"{url}: {type(e).__name__}: {e}") from e
 
@@ -226,12 +240,13 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
-def _check_status(url: str, r: Any) -> None:
+def _check_status(url: str, r: Any, body: bytes | None = None) -> None:
     if r.status in (200, 206):
         return
     if r.status == 404:
         raise FileNotFoundError(f"{url}: 404 Not Found")
-    text = r.data[:200].decode("utf-8", "replace") if r.data else ""
+    body = r.data if body is None else body
+    text = body[:200].decode("utf-8", "replace") if body else ""
     if r.status in RETRY_STATUSES:
         throttle = r.status in THROTTLE_STATUSES or "SlowDown" in text
         raise Transient(f"{url}: HTTP {r.status} {text[:80]}".rstrip(), r.status,

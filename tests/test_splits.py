@@ -170,6 +170,20 @@ def test_warc_gz_split_1_7_64_ways_and_at_member_starts_gives_the_whole_files_re
         _same(reader, path, cuts)
 
 
+def test_fastwarc_reads_a_range_natively_not_member_by_member(monkeypatch):
+    """A range that ends before the file's last member never needs the Python member reader (which would
+    give the same documents, only slower: the equality tests above cannot tell)."""
+    from curate.io.readers.warc import Warc
+
+    fallbacks = []
+    members = Warc._members
+    monkeypatch.setattr(Warc, "_members", lambda self, f, offset, *a, **k: fallbacks.append(offset) or
+                        members(self, f, offset, *a, **k))
+    path = WARCS[0]
+    docs, _ = _read(readers.FastWarc(), _ranges(path, _even(path, 7))[:-1])
+    assert len(docs) > 100 and fallbacks == []
+
+
 def test_a_single_stream_warc_gz_stays_whole_and_is_said_so(tmp_path, capsys):
     single = tmp_path / "single.warc.gz"
     single.write_bytes(gzip.compress(gzip.decompress(WARCS[2].read_bytes())))

@@ -428,7 +428,7 @@ class FastWarc(Warc):
         held, start = None, base  # the last record read, not passed on yet, and the offset of its member
         with contextlib.suppress(Exception):  # a damaged member (FastWARC's OSError), a header it rejects
             for rec in ArchiveIterator(src, parse_http=False, auto_decode="none"):
-                pos = base + rec.stream_pos
+                pos = rec.stream_pos  # FastWARC counts from the stream's tell(): `base` for a range (`_from`)
                 if not src.follows(start if held else base - 1, pos):  # not the next member: a skip, or shared members
                     break
                 block = self._block(rec) if end is None or pos < end else b""  # read now: gone once the next is read

@@ -388,3 +388,20 @@ def test_a_write_fault_is_loud_and_the_rerun_gives_the_clean_bytes(corpus, tmp_p
                                and p.parts[-2] in ("train", "val"))
         for name in files:
             assert (out / name).read_bytes() == (clean / name).read_bytes(), (k, name)
+
+
+def test_megatron_int32_shards_for_large_vocabularies(tmp_path):
+    """At 65,500 ids and above Megatron reads int32 (`DType.optimal_dtype`): ids past uint16 round-trip through
+    Megatron-Core's reader, and the dtype rule refuses anything else."""
+    idx = _import("megatron.core.datasets.indexed_dataset")
+    from curate.tokens.formats.megatron import MegatronWriter
+
+    assert MegatronWriter.choose_dtype(65_499, None) == "uint16" and MegatronWriter.choose_dtype(65_500, None) == "int32"
+    assert idx.DType.optimal_dtype(65_499) == np.uint16 and idx.DType.optimal_dtype(65_500) == np.int32
+    docs = [np.array([70_000, 5, 0]), np.array([0]), np.array([100_000, 99_999, 1, 0])]
+    w = MegatronWriter(str(tmp_path), "train", "part-00000", "int32")
+    w.add(np.concatenate(docs), np.array([len(d) for d in docs]), ["a", "b", "a"])
+    entry = w.commit()
+    ds = idx.IndexedDataset(str(tmp_path / "train" / "part-00000"))
+    assert ds.index.dtype == np.int32 and [ds[i].tolist() for i in range(len(ds))] == [d.tolist() for d in docs]
+    assert entry["tokens_per_source"] == {"a": 7, "b": 1} and entry["max_id"] == 100_000

@@ -121,3 +121,22 @@ def test_a_hub_that_fails_every_read_is_a_loud_failure(repo, tmp_path):
     assert r.returncode != 0
     assert not (tmp_path / "out" / "manifest.json").exists()
     assert "500" in r.stderr or "error" in r.stderr.lower()
+
+
+def test_a_hub_file_with_an_overlong_line_is_counted_and_the_next_line_read(repo, tmp_path):
+    """Hostile input over hf://: a 200 KB line past the reader's `max_line_bytes` (100 KB here) is passed over
+    without being held (`read:too_large`, counted per record) and every other document is read."""
+    data = repo / "datasets" / "org" / "corpus" / "data"
+    lines = (data / "a.jsonl").read_text(encoding="utf-8").splitlines()
+    big = json.dumps({"id": "huge", "text": "word " * 40_000})
+    (data / "a.jsonl").write_text("\n".join([lines[0], big, *lines[1:]]) + "\n", encoding="utf-8")
+    (tmp_path / "pipe.py").write_text(PIPE.replace('readers.Jsonl(source="pt")',
+                                                   'readers.Jsonl(source="pt", max_line_bytes=100_000)'))
+    with FakeHub(repo) as hub:
+        r = _curate(hub, "run", str(tmp_path / "pipe.py"), "--input", "hf://datasets/org/corpus/data/a.jsonl",
+                    "--output", str(tmp_path / "out"), "--workers", "1", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    read = json.loads((tmp_path / "out" / "stats.json").read_text())["steps"][0]
+    assert read["dropped"] == {"read:too_large": 1}, read
+    ids = {i for f in (tmp_path / "out" / "data").glob("*.parquet") for i in pq.read_table(f)["text"].to_pylist()}
+    assert read["docs_out"] == len(lines) and not any(t.startswith("word word") for t in ids)

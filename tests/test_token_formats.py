@@ -405,3 +405,16 @@ def test_megatron_int32_shards_for_large_vocabularies(tmp_path):
     ds = idx.IndexedDataset(str(tmp_path / "train" / "part-00000"))
     assert ds.index.dtype == np.int32 and [ds[i].tolist() for i in range(len(ds))] == [d.tolist() for d in docs]
     assert entry["tokens_per_source"] == {"a": 7, "b": 1} and entry["max_id"] == 100_000
+
+
+def test_cli_format_and_the_one_line_refusal(corpus, tmp_path, capsys):
+    from curate.cli.main import main
+
+    args = ["tokenize", *corpus["files"], "--tokenizer", str(corpus["tok"]), "--val-fraction", str(VAL),
+            "--workers", "1", "--no-progress", "--out", str(tmp_path / "t")]
+    assert main([*args, "--format", "nanotron"]) == 0
+    assert json.loads((tmp_path / "t" / "manifest.json").read_text())["token_format"] == "nanotron"
+    capsys.readouterr()
+    assert main([*args, "--format", "mds"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'datatrove.tokens/1', not 'mds.tokens/2' (--format)" in err[0]

@@ -46,12 +46,11 @@ class HfWriter(Accounting):
         lengths = np.concatenate([p[1] for p in self.pending])
         codes = np.concatenate([p[2] for p in self.pending])
         self.pending, self.pending_tokens = [], 0
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32 if len(ids) < 2**31 else np.int64)
-        list_type = self.schema.field("input_ids").type
-        values = pa.array(ids.astype(self.dtype.newbyteorder("=")))
-        column = (pa.ListArray if offsets.dtype == np.int32 else pa.LargeListArray).from_arrays(offsets, values)
+        # a row group holds ~ROW_GROUP_TOKENS ids (or one longer document, below 2**31 ids): int32 offsets suffice
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+        column = pa.ListArray.from_arrays(offsets, pa.array(ids.astype(self.dtype.newbyteorder("="))))
         names = np.array(list(self.sources), dtype=object)
-        table = pa.table({"input_ids": column.cast(list_type), "source": pa.array(names[codes], pa.string())})
+        table = pa.table({"input_ids": column, "source": pa.array(names[codes], pa.string())}, schema=self.schema)
         with naming(self.file.path):
             if self.writer is None:
                 self.writer = pq.ParquetWriter(self.file.tmp, self.schema, compression="zstd",
@@ -60,14 +59,13 @@ class HfWriter(Accounting):
 
     def close(self) -> None:
         import pyarrow.parquet as pq
+        import xxhash
 
         with naming(self.file.path):
             self.flush()
             if self.writer is None:
                 self.writer = pq.ParquetWriter(self.file.tmp, self.schema, write_page_checksum=True)
             self.writer.close()
-        import xxhash
-
         h = xxhash.xxh3_64()
         with open(self.file.tmp, "rb") as f:
             while block := f.read(1 << 22):

@@ -13,8 +13,6 @@ nanotron reads a split with `DatatroveFolderDataset(OUT/train, seq_len, token_si
 
 from __future__ import annotations
 
-import numpy as np
-
 from curate.tokens.formats.base import StreamWriter
 
 
@@ -34,5 +32,5 @@ def _metric(n: int) -> str:
     """The human count datatrove's metadata carries (`humanize.metric(n, unit="T")`, e.g. `1.23 MT`)."""
     for exp, prefix in ((12, "T"), (9, "G"), (6, "M"), (3, "k")):
         if n >= 10**exp:
-            return f"{np.format_float_positional(n / 10**exp, precision=3, trim='-')} {prefix}T"
+            return f"{n / 10**exp:.3g} {prefix}T"
     return f"{n} T"

@@ -23,7 +23,7 @@ tokenizer's.
 from __future__ import annotations
 
 from curate.core.errors import UsageError
-from curate.io.token_format import FORMAT
+from curate.io.token_format import FORMAT, MEGATRON_FORMAT
 
 DEFAULT = "peneira"
 NAMES = ("peneira", "megatron", "nanotron", "mds", "litdata", "hf")
@@ -55,7 +55,7 @@ def check_format(name: str, vocab_size: int, dtype: str | None) -> str:
 
 
 # The manifest's `format` (and the resume config's) per `--format`: what a reader checks before it reads a folder.
-MANIFEST_FORMATS = {"peneira": FORMAT, "megatron": "megatron.indexed/1", "nanotron": "datatrove.tokens/1",
+MANIFEST_FORMATS = {"peneira": FORMAT, "megatron": MEGATRON_FORMAT, "nanotron": "datatrove.tokens/1",
                     "mds": "mds.tokens/2", "litdata": "litdata.tokens/1", "hf": "hf.parquet-tokens/1"}
 
 

@@ -127,7 +127,8 @@ def print_summary(out: str, manifest: dict) -> list[StepStats]:
         stats = [StepStats.from_dict(d) for d in json.load(f)["steps"]]
     print(format_table(stats))
     print(
-        f"\n{manifest['docs_read']:,} records read, {stats[0].docs_out:,} documents, {manifest['docs_written']:,} kept "
+        f"\n{manifest['docs_read']:,} records read from {len(manifest['inputs']):,} input file(s), "
+        f"{stats[0].docs_out:,} documents, {manifest['docs_written']:,} kept "
         f"in {len(manifest['outputs'])} shard(s) under {out}/data ({manifest['seconds']:.1f}s)"
     )
     return stats

@@ -50,6 +50,7 @@ def status_lines(out: str) -> list[str]:
         total = f" of {inputs}" if k == 0 and inputs is not None else ""
         read, kept = _docs(out, tags)
         lines.append(f"  stage {k}: {len(tags):,}{total} task(s) done, {read:,} documents read, {kept:,} kept")
+    lines += _global_phases(out, names, by_stage)
     if not by_stage and "manifest.json" not in names:
         lines.append("  no task has finished yet" + (f" ({inputs} input file(s))" if inputs is not None else ""))
     slurm = fs.join(out, "_work", "slurm")
@@ -100,6 +101,22 @@ def lock_holder(out: str) -> str | None:
         return None  # a file a killed command left: nobody holds it
     finally:
         os.close(fd)
+
+
+def _global_phases(out: str, names: set[str], by_stage: dict[int, list[str]]) -> list[str]:
+    """A global step under way: the tasks each of its phases has finished (its `_phases/PHASE/` markers)."""
+    if "_work" not in names:
+        return []
+    lines = []
+    for name in sorted(fs.listdir(fs.join(out, "_work"))):
+        m = re.fullmatch(r"global(\d+)", name)
+        if not m or f"stage{m.group(1)}-global" in by_stage.get(int(m.group(1)), []):
+            continue
+        root = fs.join(out, "_work", name, "_phases")
+        phases = sorted(fs.listdir(root)) if fs.isdir(root) else []
+        done = ", ".join(f"{p} {len(fs.listdir(fs.join(root, p)))}" for p in phases) or "none yet"
+        lines.append(f"  stage {m.group(1)}: global step under way; tasks done per phase: {done}")
+    return lines
 
 
 def _inputs(out: str) -> int | None:

@@ -76,7 +76,7 @@ def plan_splits(inputs: str | Split | list, tasks: int | None = None, task_bytes
         bounds = [0, *cuts, None]
         plan.extend(Split(s.url, s.key, a, b) for a, b in zip(bounds, bounds[1:], strict=False))
     if plan.whole:
-        shown = "; ".join(f"{u} ({why})" for u, why in plan.whole[:3])
+        shown = "; ".join(f"{u}: {why}" for u, why in plan.whole[:3])
         more = f"; … ({len(plan.whole)} in all)" if len(plan.whole) > 3 else ""
         sys.stderr.write(f"note: {len(plan.whole)} input(s) larger than a task stay whole: {shown}{more}\n")
     return plan
@@ -124,11 +124,11 @@ def _cuts(url: str, size: int, target: int) -> tuple[list[int], str]:
         return _parquet_cuts(url, even)
     if name.endswith((".warc.gz", ".wet.gz", ".wat.gz")):
         cuts = _warc_member_cuts(url, even)
-        return cuts, "" if cuts else "a single gzip stream (or members larger than 4 MiB): no record boundary to cut at"
+        return cuts, "" if cuts else "no gzip member starts a record near a cut: a single gzip stream, or members over 4 MiB"
     if name.endswith((".warc", ".wet", ".wat")):
-        return [], "an uncompressed WARC is read whole (record starts cannot be told from the middle of the file)"
+        return [], "an uncompressed WARC is read whole: record starts cannot be told from the middle of the file"
     if name.endswith((".gz", ".zst", ".bz2", ".xz")):
-        return [], "a compressed stream is read whole (splitting by gzip members or zstd frames is not supported yet)"
+        return [], "a compressed stream is read whole: splitting by gzip members or zstd frames is not supported yet"
     return even, ""  # JSONL and other line-framed text: the reader aligns each range to newlines
 
 
@@ -143,7 +143,7 @@ def _parquet_cuts(url: str, even: list[int]) -> tuple[list[int], str]:
     except OSError:
         raise
     except Exception as e:  # not Parquet: the reader counts it, once
-        return [], f"not readable as Parquet ({type(e).__name__})"
+        return [], f"not readable as Parquet: {type(e).__name__}"
     starts = [row_group_start(meta.row_group(g)) for g in range(1, meta.num_row_groups)]
     if not starts:
         return [], "one row group: Parquet is split by row groups"

@@ -194,6 +194,11 @@ def test_a_single_stream_warc_gz_stays_whole_and_is_said_so(tmp_path, capsys):
     assert len([s for s in plan if s.url == str(multi)]) > 3
     assert [u for u, _ in plan.whole] == [str(single)]
     assert "single.warc.gz" in capsys.readouterr().err
+    pipe = Pipeline(name="w", reader=readers.FastWarc(), steps=[_html_text])
+    m = pipe.run(inputs=[str(single), str(multi)], output=str(tmp_path / "out"), workers=1, progress=False,
+                 task_bytes=30_000)
+    assert [f["input"] for f in m["split_plan"]["files_not_split"]] == [str(single)]  # counted in the manifest
+    assert m["split_plan"]["files_split"] == 1 and m["docs_written"] == 2 * 22
 
 
 # ---------------------------------------------------------------- Parquet

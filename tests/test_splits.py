@@ -436,3 +436,20 @@ def test_a_rerun_whose_options_spell_the_same_plan_resumes(tmp_path):
     assert again["split_plan"] == first["split_plan"] and again["docs_written"] == first["docs_written"]
     with pytest.raises(UsageError, match="split into other tasks"):
         pipe.run(inputs=[str(GSM8K)], output=out, workers=1, progress=False, task_bytes=size // 7 - 1000)
+
+
+def test_ranges_read_through_fsspec_urls_as_from_local_files():
+    """The same plan and documents when the input is a URL (fsspec's memory store stands for an object store)."""
+    import fsspec
+
+    store = fsspec.filesystem("memory")
+    try:
+        for name, src, reader in (("t.jsonl", GSM8K, readers.Jsonl(text_key="question")),
+                                  ("a.warc.gz", WARCS[2], readers.FastWarc())):
+            url = f"memory://splits-test/{name}"
+            store.pipe(url, src.read_bytes())
+            plan, local = plan_splits(url, task_bytes=20_000), plan_splits(str(src), task_bytes=20_000)
+            assert [(s.start, s.end) for s in plan] == [(s.start, s.end) for s in local] and len(plan) > 5
+            assert _read(reader, plan)[0] == _read(reader, [Split(url, plan[0].key)])[0]
+    finally:
+        store.rm("memory://splits-test", recursive=True)

@@ -111,6 +111,20 @@ def test_array_spec_ranges():
     assert _ranges([4]) == "4"
 
 
+def test_damaged_outcome_file_is_a_retryable_failure(tmp_path):
+    """An outcome file that cannot be unpickled (a damaged disk: the task writes it atomically) is not a result
+    and not a crash of the driver: the task counts as failed and worth retrying."""
+    from curate.run.executors.slurm import _Batch
+
+    batch = _Batch.__new__(_Batch)
+    batch.dir = str(tmp_path)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "3.pkl").write_bytes(b"\x80\x05garbage")
+    ok, (error, _), retry = batch._read(3)
+    assert (ok, retry) == (False, True) and "cannot be read" in error
+    assert not (tmp_path / "out" / "3.pkl").exists()
+
+
 def test_results_in_order_retries_and_verdicts_once(tmp_path):
     """A raising task is resubmitted up to max_retries; StepFailed and UsageError fail the run at once, with
     their message; results come back in item order."""

@@ -213,8 +213,12 @@ class _Batch:
         import pickle
 
         path = os.path.join(self.dir, "out", f"{i}.pkl")
-        with open(path, "rb") as f:
-            outcome = pickle.load(f)
+        try:
+            with open(path, "rb") as f:
+                outcome = pickle.load(f)
+        except (EOFError, pickle.UnpicklingError, ValueError, AttributeError, ImportError) as e:
+            # written atomically, so a damaged one is the disk's doing: the task runs again, within the budget
+            outcome = (False, (f"its outcome file {path} cannot be read ({type(e).__name__}: {e})", ""), True)
         os.remove(path)  # a retry's outcome lands at the same name
         return outcome
 

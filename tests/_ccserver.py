@@ -12,6 +12,7 @@ whole per (path, range) and the most requests it had in flight at once.
 from __future__ import annotations
 
 import collections
+import email.utils
 import gzip
 import hashlib
 import http.client
@@ -188,6 +189,9 @@ class RangeServer(_Counted):
                             return
                         status = 206
                     self.send_response(status)
+                    st = path.stat()  # validators as CloudFront and S3 send them: a rewritten file is another version
+                    self.send_header("ETag", f'"{st.st_size:x}-{st.st_mtime_ns:x}"')
+                    self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
                     self.send_header("Content-Length", str(end - start))
                     self.send_header("Accept-Ranges", "bytes")
                     if status == 206:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -432,10 +433,10 @@ def test_curate_run_on_the_s3_form_end_to_end(cc_env, s3_bucket, monkeypatch, tm
     assert rc == 0 and again == read  # every task was done: nothing read again
 
 
-@pytest.mark.xfail(strict=True, raises=FileNotFoundError,
-                   reason="curate.run.fingerprint.Fingerprinter.inputs lists each remote input's folder (store.ls), "
-                          "which an HTTP server (data.commoncrawl.org too) does not list: https inputs fail to plan")
 def test_curate_run_over_https_end_to_end(cc_env, tmp_path):
+    """`curate run --input cc://…` over HTTPS through the fault proxy: a server that lists no folder (as
+    data.commoncrawl.org) fingerprints each input file by a HEAD, retried like every read; every selected record
+    is read once, the proxy's faults are the retries counted."""
     _, rows, server = cc_env
     proxy = FaultProxy(server.url, planned(every=4))
     try:
@@ -445,6 +446,22 @@ def test_curate_run_over_https_end_to_end(cc_env, tmp_path):
         proxy.close()
     assert rc == 0 and read["docs_in"] == len(brute(rows, mime="text/html"))
     assert read["extra"]["read:retries"] == sum(proxy.faults.values()) > 0
+
+
+def test_a_rerun_over_https_after_a_file_changed_is_refused(cc_env, tmp_path, capsys):
+    """The https inputs' fingerprint holds each file's size, ETag and Last-Modified as the server sends them: a
+    WARC file rewritten between two runs (same bytes, another version) makes the rerun refuse the folder in one
+    line instead of mixing two versions of the input."""
+    root, _, server = cc_env
+    inp = f"cc://{SNAPSHOT}/index?mime=text/html&per_task=50&base={server.url}"
+    rc, _ = _run_cc(tmp_path, inp, tmp_path / "out")
+    assert rc == 0
+    warc = next((root / "crawl-data" / SNAPSHOT).rglob("*.warc.gz"))
+    os.utime(warc, ns=(warc.stat().st_atime_ns, warc.stat().st_mtime_ns + 10**9))
+    capsys.readouterr()
+    rc, _ = _run_cc(tmp_path, inp, tmp_path / "out")
+    err = capsys.readouterr().err
+    assert rc == 2 and warc.name in err and "input" in err.lower()
 
 
 @pytest.mark.slow  # ~20 s: s3fs's own SlowDown retries (~2 s a try) under each of the policy's tries

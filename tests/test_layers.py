@@ -22,6 +22,7 @@ TOP = {p.name for p in PACKAGES}
 LAYERS = [
     ("core", ["curate.core"]),
     ("io", ["curate.io"]),
+    ("lang", ["curate.lang"]),
     ("steps", ["curate.extract", "curate.filters", "curate.dedup", "curate.decontam", "curate.quality"]),
     ("run", ["curate.run"]),
     ("tokens", ["curate.tokens"]),

@@ -448,6 +448,29 @@ def test_curate_run_over_https_end_to_end(cc_env, tmp_path):
     assert read["extra"]["read:retries"] == sum(proxy.faults.values()) > 0
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_progress_bar_shows_bytes_per_second_and_retries(cc_env, tmp_path, capsys, workers):
+    """The read stage's bar, in this process (1 worker) and from pool workers' shared counter (2): bytes per
+    second once records are fetched, and the retries the fault proxy caused, the same count as the stats'."""
+    from curate.cli.main import main
+
+    _, _, server = cc_env
+    proxy = FaultProxy(server.url, planned(every=3, kinds=("503",)))
+    pipe = tmp_path / "cc_pipe.py"
+    pipe.write_text(PIPE)
+    try:
+        inp = f"cc://{SNAPSHOT}/index?mime=text/html&per_task=10&base={proxy.url}"
+        capsys.readouterr()
+        assert main(["run", str(pipe), "--input", inp, "--output", str(tmp_path / "out"), "--workers", workers]) == 0
+    finally:
+        proxy.close()
+    err = capsys.readouterr().err
+    retries = json.loads((tmp_path / "out" / "stats.json").read_text())["steps"][0]["extra"]["read:retries"]
+    assert retries == sum(proxy.faults.values()) > 0
+    bars = [line for line in err.replace("\r", "\n").splitlines() if "docs/s" in line]
+    assert any(" MB/s" in b for b in bars) and any(f"{retries:,} retries" in b for b in bars), bars[-3:]
+
+
 def test_a_rerun_over_https_after_a_file_changed_is_refused(cc_env, tmp_path, capsys):
     """The https inputs' fingerprint holds each file's size, ETag and Last-Modified as the server sends them: a
     WARC file rewritten between two runs (same bytes, another version) makes the rerun refuse the folder in one

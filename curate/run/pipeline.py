@@ -42,7 +42,7 @@ from curate.io.splits import Split
 from curate.io.writers import Parquet as ParquetWriter
 from curate.io.writers import atomic_write_text
 from curate.run.executors import make_executor
-from curate.run.executors.base import Executor, ProgressFn
+from curate.run.executors.base import READ_FIGURES, Executor, ProgressFn
 from curate.run.executors.local import LocalExecutor, check_main_guard
 from curate.run.fingerprint import RUN_LAYOUT, Fingerprinter, describe_change, pipeline_config
 
@@ -631,8 +631,21 @@ def _load_stage(payload: bytes) -> StreamStage:
     return _STAGE_CACHE[key]
 
 
-def _no_progress(n: int) -> None:
+def _no_progress(docs: int, fetched: int = 0, retries: int = 0) -> None:
     pass
+
+
+class _ReadFigures:
+    """What the reader fetched and retried since the last batch (from its live `read:` figures), for the bar."""
+
+    def __init__(self, stats: StepStats):
+        self.stats, self.last = stats, dict.fromkeys(READ_FIGURES, 0)
+
+    def since_last(self) -> dict[str, int]:
+        now = {k: int(self.stats.extra.get(v, 0)) for k, v in READ_FIGURES.items()}
+        delta = {k: now[k] - self.last[k] for k in now}
+        self.last = now
+        return delta
 
 
 def run_stream_task(task: StreamTask, progress: ProgressFn = _no_progress) -> dict:
@@ -659,17 +672,20 @@ def _stream_task(task: StreamTask, stage: StreamStage, writer, rej, progress: Pr
     t_read = time.perf_counter()
     batch: list[Document] = []
     batch_chars = 0
+    fetched = _ReadFigures(read_stats)
     for doc in _limited(_read(stage.reader, task, read_stats), task.limit):
         chars = len(doc.html if doc.html is not None else doc.text)
         read_stats.chars_in += chars  # raw size as read
         batch.append(doc)
         batch_chars += chars
         if len(batch) >= BATCH_DOCS or batch_chars >= BATCH_CHARS:
-            progress(len(batch))
+            progress(len(batch), **fetched.since_last())
             _run_batch(stage.steps, step_stats, batch, writer, rej)
             batch, batch_chars = [], 0
+    rest = fetched.since_last()  # the last batch's, and what a reader fetched after its last document
+    if batch or any(rest.values()):
+        progress(len(batch), **rest)
     if batch:
-        progress(len(batch))
         _run_batch(stage.steps, step_stats, batch, writer, rej)
     for s, st in zip(stage.steps, step_stats, strict=True):
         if st.docs_in and st.errors == st.docs_in and st.docs_in >= 3:

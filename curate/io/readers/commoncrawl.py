@@ -160,15 +160,18 @@ class CommonCrawl(Reader):
     def read_split(self, split: Split, stats: StepStats) -> Iterator[Document]:
         fetcher = self._fetcher()
         docs = self._records(split, stats, fetcher) if split.records else self._whole(split, stats, fetcher)
+        counted = dict.fromkeys(FETCH_FIGURES, 0)
+        for name in FETCH_FIGURES:
+            figure(stats, name, 0)  # every figure in the stats, a zero included
         try:
             with contextlib.closing(docs):  # a task that stops early (--limit) stops the fetches too
                 snapshot = cc.snapshot_of(split.url)
                 for doc in docs:
                     doc.metadata["cc_snapshot"] = snapshot
+                    _count_fetches(stats, fetcher, counted)  # live: the progress bar shows bytes/s and retries
                     yield doc
         finally:
-            for name in ("bytes_fetched", "requests", "retries", "throttles"):
-                figure(stats, name, fetcher.counts[name])
+            _count_fetches(stats, fetcher, counted)
 
     def _whole(self, split: Split, stats: StepStats, fetcher: cc.Fetcher) -> Iterator[Document]:
         """A whole file, or a byte range of it."""
@@ -227,3 +230,15 @@ class CommonCrawl(Reader):
                     else parser._member(f, off, split.url, stats, state, plain=True)):
             doc.metadata["cc_length"] = length
             yield doc
+
+
+FETCH_FIGURES = ("bytes_fetched", "requests", "retries", "throttles")  # `read:` figures of a fetching reader
+
+
+def _count_fetches(stats: StepStats, fetcher: cc.Fetcher, counted: dict[str, int]) -> None:
+    """Add to the step's `read:` figures what the fetcher did since the last call (`counted` is what was added)."""
+    for name in FETCH_FIGURES:
+        n = fetcher.counts[name] - counted[name]
+        if n:
+            figure(stats, name, n)
+            counted[name] += n

@@ -44,7 +44,11 @@ class TaskFailures(RuntimeError):
         return [e.cause for e in self.errors]
 
 
-ProgressFn = Callable[[int], None]  # a task calls it with the number of documents it just read
+# A task calls it with the documents it just read and, from a reader that fetches (Common Crawl), the bytes
+# fetched and the retries since its last call: `progress(docs, fetched=0, retries=0)`.
+ProgressFn = Callable[..., None]
+LIVE_FIGURES = ("docs", "fetched", "retries")  # what a live counter carries, in this order
+READ_FIGURES = {"fetched": "read:bytes_fetched", "retries": "read:retries"}  # where a finished task's stats hold them
 
 
 def accepts_progress(fn: Callable[..., Any]) -> bool:
@@ -97,29 +101,47 @@ def retryable(e: BaseException, retry_exceptions: bool | tuple = True) -> bool:
 
 
 class Progress:
-    """A progress bar over tasks with documents per second, live when tasks report as they go."""
+    """A progress bar over tasks with documents per second, and bytes per second and retries where the reader
+    fetches; live when tasks report as they go, else from each finished task's result."""
 
     def __init__(self, total: int, desc: str, enabled: bool, live: bool = False):
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, desc=desc, unit="task", disable=not enabled, file=sys.stderr, dynamic_ncols=True)
-        self.docs = 0
-        self.live = live  # documents come from the tasks' `progress` calls, not from finished results
+        self.counts = dict.fromkeys(LIVE_FIGURES, 0)
+        self.live = live  # the figures come from the tasks' `progress` calls, not from finished results
         self.start = time.perf_counter()
 
-    def set_docs(self, docs: int) -> None:
-        if not docs and not self.docs:  # tasks that count no documents (dedup's pair phases): no "0 docs, 0 docs/s"
-            return
-        self.docs = docs
-        rate = docs / max(time.perf_counter() - self.start, 1e-9)
-        self.bar.set_postfix_str(f"{docs:,} docs, {rate:,.0f} docs/s")
+    @property
+    def docs(self) -> int:
+        return self.counts["docs"]
 
-    def add_docs(self, n: int) -> None:
-        self.set_docs(self.docs + n)
+    def set(self, docs: int, fetched: int = 0, retries: int = 0) -> None:
+        if not (docs or fetched) and not self.docs:  # tasks that count no documents (dedup's pair phases)
+            return
+        self.counts = {"docs": docs, "fetched": fetched, "retries": retries}
+        self.bar.set_postfix_str(self.postfix(time.perf_counter() - self.start))
+
+    def postfix(self, seconds: float) -> str:
+        """`1,234 docs, 56 docs/s` and, where a reader fetched, `, 12.3 MB/s, 4 retries`."""
+        seconds = max(seconds, 1e-9)
+        c = self.counts
+        text = f"{c['docs']:,} docs, {c['docs'] / seconds:,.0f} docs/s"
+        if c["fetched"]:
+            text += f", {c['fetched'] / seconds / 1e6:,.1f} MB/s"
+        if c["retries"]:
+            text += f", {c['retries']:,} retries"
+        return text
+
+    def add(self, docs: int, fetched: int = 0, retries: int = 0) -> None:
+        c = self.counts
+        self.set(c["docs"] + docs, c["fetched"] + fetched, c["retries"] + retries)
 
     def done(self, result: Any) -> None:
         if not self.live and isinstance(result, dict):
-            self.add_docs(int(result.get("docs", 0)))
+            steps = result.get("steps")
+            read = (steps[0].get("extra") if steps and isinstance(steps[0], dict) else None) or {}
+            self.add(int(result.get("docs", 0)), **{k: int(read.get(v, 0)) for k, v in READ_FIGURES.items()})
         self.bar.update(1)
 
     def close(self) -> None:

@@ -28,9 +28,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from curate.run.executors.base import Executor, Progress, accepts_progress, call_captured
+from curate.run.executors.base import LIVE_FIGURES, Executor, Progress, accepts_progress, call_captured
 
-# Live document counts from pool workers: each worker process gets the parent's shared counter once,
+# Live counts (documents, bytes fetched, retries) from pool workers: each worker process gets the parent's shared counter once,
 # through the pool initializer (a multiprocessing Value cannot travel with a task), and the task's
 # `progress` callable adds to it; the parent polls the counter for the bar.
 _WORKER_COUNTER: Any = None
@@ -212,9 +212,10 @@ def _guarded(path: str, line: int) -> bool:
 class _PoolProgress:
     """The `progress` callable a pool task gets: picklable, it adds to its worker's shared counter."""
 
-    def __call__(self, n: int) -> None:
+    def __call__(self, docs: int, fetched: int = 0, retries: int = 0) -> None:
         with _WORKER_COUNTER.get_lock():
-            _WORKER_COUNTER.value += n
+            for k, n in enumerate((docs, fetched, retries)):
+                _WORKER_COUNTER[k] += n
 
 
 class LocalExecutor(Executor):
@@ -247,7 +248,7 @@ class LocalExecutor(Executor):
         try:
             if self.workers == 1 or not items:
                 for i, item in enumerate(items):
-                    outcomes[i] = call_captured(fn, item, bar.add_docs if live else None)
+                    outcomes[i] = call_captured(fn, item, bar.add if live else None)
                     bar.done(outcomes[i][1] if outcomes[i][0] else None)
             else:
                 self._pool_map(fn, items, outcomes, bar, live)
@@ -289,7 +290,7 @@ class LocalExecutor(Executor):
         if self._pool is None:
             check_main_guard()
             ctx = mp.get_context("forkserver")
-            self._counter = ctx.Value("q", 0)
+            self._counter = ctx.Array("q", len(LIVE_FIGURES))
             self._alive = ctx.Pipe(duplex=False)  # its write end stays here: its end of file is this process's death
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_pool_worker,
                                              initargs=(self._counter, _forkserver_pid(), self._alive[0]))
@@ -299,7 +300,7 @@ class LocalExecutor(Executor):
         pool = self._started_pool()
         counter = self._counter
         with counter.get_lock():
-            counter.value = 0  # every task of the previous map has finished: the pool is idle
+            counter[:] = [0] * len(LIVE_FIGURES)  # every task of the previous map has finished: the pool is idle
         broken = False
         try:
             progress = _PoolProgress() if live else None
@@ -308,7 +309,7 @@ class LocalExecutor(Executor):
             while pending:
                 finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 if live:
-                    bar.set_docs(counter.value)
+                    bar.set(*counter[:])
                 for fut in finished:
                     i = futures[fut]
                     try:

@@ -8,9 +8,11 @@ empty ranges), the documents and their ids are those of the whole file, each exa
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from _chaos import kill_after
 
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
+from curate.core.step import GlobalStep
 from curate.io import readers
 from curate.io.plan import parse_size, plan_splits
 from curate.io.readers.base import Reader, unique_id
@@ -453,3 +456,33 @@ def test_ranges_read_through_fsspec_urls_as_from_local_files():
             assert _read(reader, plan)[0] == _read(reader, [Split(url, plan[0].key)])[0]
     finally:
         store.rm("memory://splits-test", recursive=True)
+
+
+class _KeepAll(GlobalStep):
+    """A global step that needs unique ids (it declares nothing), so the run checks them before it."""
+
+    name = "keep"
+
+    def run_global(self, ctx):
+        for p in ctx.inputs:
+            shutil.copy(p, os.path.join(ctx.output_dir, os.path.basename(p)))
+        return [StepStats(self.name)]
+
+
+def _halves(doc):
+    """Two parts with the parent's id (not `Document.child`): repeated ids, which `_KeepAll` refuses."""
+    return [dataclasses.replace(doc, text=doc.text[:40]), dataclasses.replace(doc, text=doc.text[40:])]
+
+
+def test_repeated_ids_in_a_split_run_are_named_by_the_input_not_the_ranges_shard(tmp_path):
+    """The shards of a range are `part-NNNNN-rRRRR-KKK.parquet`; the refusal names the input file they came from."""
+    from curate.dedup.ids import input_of
+
+    files = ["a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"]
+    assert input_of("/o/data/part-00003-r0005-000.parquet", files) == "d.jsonl"
+    assert input_of("/o/data/part-00002-001.parquet", files) == "c.jsonl"
+    assert input_of("/o/data/part-00009-r0001-000.parquet", files).endswith("part-00009-r0001-000.parquet")
+    pipe = Pipeline(name="x", reader=readers.Jsonl(text_key="question"), steps=[_halves, _KeepAll()])
+    with pytest.raises(UsageError) as e:
+        pipe.run(inputs=[str(GSM8K)], output=str(tmp_path / "out"), workers=1, progress=False, tasks=3)
+    assert f"is twice in {GSM8K} (" in str(e.value) and "part-0" not in str(e.value)

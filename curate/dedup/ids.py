@@ -31,7 +31,8 @@ from curate.dedup import common
 from curate.io import fs
 
 POLICIES = ("refuse", "keep_one")
-_STAGE0 = re.compile(r"part-(\d{5})(?:-\d{3,})+\.parquet")  # stage 0 writes part-<input index>-NNN.parquet
+# stage 0 writes part-<input index>-NNN.parquet, or part-<input index>-r<range>-NNN.parquet for a range of a split file
+_STAGE0 = re.compile(r"part-(\d{5})(?:-r\d{4,})?(?:-\d{3,})+\.parquet")
 
 
 @dataclass

@@ -280,11 +280,27 @@ def test_quality_train_shows_fasttexts_progress_on_stderr_unless_told_not_to(tmp
     assert ("Progress:" in err) == progress and "Progress:" not in out
 
 
+@pytest.mark.parametrize("progress", [True, False])
+def test_tokenizer_train_shows_the_sample_read_on_stderr_unless_told_not_to(tmp_path, capsys, progress):
+    corpus = tmp_path / "c.jsonl"
+    texts = [f"a line of text number {i} about rivers and bridges" for i in range(200)]
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)))
+    args = ["tokenizer", "train", str(corpus), "--vocab-size", "300", "--out", str(tmp_path / "tok.json")]
+    assert cli(args + ([] if progress else ["--no-progress"])) == 0
+    out, err = capsys.readouterr()
+    chars = sum(map(len, texts))  # every document is in the sample (the corpus is below --sample-chars)
+    if progress:
+        assert "tokenizer sample" in err and f"{chars / 1000:.2f}k/" in err  # of an estimated total
+    else:
+        assert err == ""
+    assert f"({chars:,} characters)" in out
+
+
 def test_a_vocabulary_smaller_than_asked_is_said_in_one_line(tmp_path, capsys):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"id": str(i), "text": f"tiny corpus line {i % 7}"}) + "\n" for i in range(50)))
     out = tmp_path / "tok.json"
-    assert cli(["tokenizer", "train", str(corpus), "--vocab-size", "32000", "--out", str(out)]) == 0
+    assert cli(["tokenizer", "train", str(corpus), "--vocab-size", "32000", "--out", str(out), "--no-progress"]) == 0
     err = capsys.readouterr().err.strip()
     from tokenizers import Tokenizer
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from curate.cli.common import add_progress
+
 
 def add_parser(sub):
     p = sub.add_parser("tokenizer", help="train a byte-level BPE tokenizer on a corpus")
@@ -15,6 +17,7 @@ def add_parser(sub):
     t.add_argument("--sample-chars", type=float, default=5e8, help="characters to train on (default 5e8)")
     t.add_argument("--min-frequency", type=int, default=2, help="fewest occurrences for a merge (default 2)")
     t.add_argument("--seed", type=int, default=0, help="picks the sample")
+    add_progress(t)
     return p
 
 
@@ -28,6 +31,7 @@ def main(args) -> int:
         sample_chars=int(args.sample_chars),
         min_frequency=args.min_frequency,
         seed=args.seed,
+        progress=args.progress,
     )
     print(f"trained on {info['docs']:,} documents ({info['chars']:,} characters): vocab {info['vocab_size']:,}")
     short = smaller_vocab(args.vocab_size, info, args.min_frequency)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -80,8 +81,9 @@ def _all_inputs(inputs: str | os.PathLike | list, allow_partial: bool = False) -
 # ---------------------------------------------------------------------------------------------- training
 
 
-def train_bpe(texts: Iterable[list[str]], vocab_size: int, min_frequency: int = 2):
-    """A byte-level BPE (`tokenizers.Tokenizer`) trained on batches of texts, with Peneira's special tokens."""
+def train_bpe(texts: Iterable[list[str]], vocab_size: int, min_frequency: int = 2, progress: bool = False):
+    """A byte-level BPE (`tokenizers.Tokenizer`) trained on batches of texts, with Peneira's special tokens.
+    `progress`: the tokenizers library's own bars (pair counts, merges), drawn where stderr is a terminal."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     _check_bpe_args(vocab_size, min_frequency)
@@ -93,7 +95,7 @@ def train_bpe(texts: Iterable[list[str]], vocab_size: int, min_frequency: int = 
         min_frequency=min_frequency,
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
+        show_progress=progress,
     )
     tok.train_from_iterator(texts, trainer=trainer)
     tok.encode_special_tokens = True
@@ -107,8 +109,11 @@ def train_tokenizer(
     sample_chars: int = 500_000_000,
     min_frequency: int = 2,
     seed: int = 0,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Train a byte-level BPE on about `sample_chars` characters of the corpus and save tokenizer.json.
+    `progress`: a bar of the characters sampled so far (of about the number expected) on stderr while the corpus
+    is read, then the tokenizers library's bars for the merges.
 
     Byte-level means every string round-trips exactly (no unknown token, no normalisation), which
     the decontamination and eval code rely on. The sample is drawn by a hash of the document id,
@@ -129,16 +134,26 @@ def train_tokenizer(
     total = sum(estimated_chars(f) for f in files)
     rate = min(1.0, sample_chars / max(total, 1))
     seen = {"docs": 0, "chars": 0}
+    from tqdm import tqdm
+
+    bar = tqdm(total=min(total, sample_chars), desc="tokenizer sample", unit="char", unit_scale=True,
+               disable=not progress, file=sys.stderr, dynamic_ncols=True)
 
     def sample():
         for f in files:
             for batch in read_batches(f):
                 picked = [t for i, t in zip(batch.ids, batch.texts, strict=True) if rate >= 1 or _unit(i, seed) < rate]
+                chars = sum(map(len, picked))
                 seen["docs"] += len(picked)
-                seen["chars"] += sum(map(len, picked))
+                seen["chars"] += chars
+                bar.update(chars)
                 yield picked
+        bar.close()  # the merges' own bars follow
 
-    tok = train_bpe(sample(), vocab_size, min_frequency)
+    try:
+        tok = train_bpe(sample(), vocab_size, min_frequency, progress=progress)
+    finally:
+        bar.close()
     if seen["docs"] == 0:
         raise UsageError(f"no documents to train a tokenizer on in {inputs}")
     text = tok.to_str()

@@ -1,0 +1,240 @@
+"""The default web pipeline end to end against datatrove's equivalent, on the same WARC files, one core each.
+
+Peneira runs `pipelines/web.py` as `curate run` does (`Pipeline.run`, one worker, so in one process: read,
+HttpStatus, extract.Main, Language, GopherRepetition, C4, GopherQuality, FineWeb, Pii, Parquet writer).
+datatrove runs the same chain of its own steps through its `LocalPipelineExecutor` (one task, one worker):
+`WarcReader` (warcio), `Trafilatura` (its default extractor, which runs in a sandbox process), `LanguageFilter`
+(en + pt at 0.65 on the same lid.176.ftz file), `GopherRepetitionFilter`, `C4QualityFilter` (C4's own
+settings, as web.py: 5 words a line, 3 sentences, terminal punctuation), `GopherQualityFilter`,
+`FineWebQualityFilter`, `PIIFormatter`, `ParquetWriter`. What differs by design: datatrove has no HTTP-status
+step, picks records by `WARC-Identified-Payload-Type` (or libmagic) rather than the HTTP Content-Type, and its
+Gopher stop words are English-only.
+
+Input: the WARC and WET files of ../shared/data/warc, copied `--copies` times under new names into a temporary
+folder (the copies amortise the start-up of each side). Each side runs in its own fresh process, one
+after the other; the CPU seconds are the process's and its children's (`RUSAGE_CHILDREN` of this driver, so the
+trafilatura sandbox process is counted), the wall seconds the process's, interpreter start-up included; the
+`run` columns count only the run call, after the imports. Documents kept are matched by (WARC-Record-ID, URL),
+as multisets over the copies.
+
+    .venv/bin/python benchmarks/pipeline.py --copies 4 --json benchmarks/results/pipeline.json
+
+Needs, beside the project: datatrove and its WARC reader's dependencies (`pip install datatrove
+faust-cchardet python-magic trafilatura fasttext-community fasteners`); FastWARC for `--reader fastwarc` (extra `fast`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.environ.get("PENEIRA_SHARED_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+LID = os.path.join(DATA, "models", "lid.176.ftz")
+NEEDS = {"datatrove": "datatrove", "cchardet": "faust-cchardet", "magic": "python-magic",
+         "trafilatura": "trafilatura", "fasttext": "fasttext-community", "fasteners": "fasteners"}
+
+
+def input_files() -> list[str]:
+    """The WARC and WET files of the shared data (WAT holds no page), sorted."""
+    found = glob.glob(os.path.join(DATA, "warc", "**", "*.warc.gz"), recursive=True)
+    found += glob.glob(os.path.join(DATA, "warc", "**", "*.warc.wet.gz"), recursive=True)
+    return sorted(found)
+
+
+def link_copies(folder: str, copies: int) -> list[str]:
+    """`copies` copies of each input under distinct names, in a temporary folder: every copy is read and
+    processed again (a run reads a file linked twice once, so these are real copies)."""
+    paths = []
+    for k in range(copies):
+        for src in input_files():
+            dst = os.path.join(folder, f"c{k:02d}_{os.path.basename(src)}")
+            shutil.copyfile(src, dst)
+            paths.append(dst)
+    return paths
+
+
+# ------------------------------------------------------------------ the two sides, each in its own process
+
+def run_peneira(inputs: str, out: str, reader: str) -> dict:
+    """pipelines/web.py through `Pipeline.run` with one worker: the kept (file, url) pairs and its step times."""
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, ROOT)
+    from curate import Pipeline, readers
+
+    pipeline = Pipeline.from_file(os.path.join(ROOT, "pipelines", "web.py"))
+    if reader == "fastwarc":
+        pipeline.reader = readers.FastWarc(source="web")
+    files = sorted(glob.glob(os.path.join(inputs, "*")))
+    t0, w0 = time.process_time(), time.perf_counter()
+    pipeline.run(inputs=files, output=out, workers=1, progress=False)
+    run_cpu, run_wall = time.process_time() - t0, time.perf_counter() - w0
+    with open(os.path.join(out, "stats.json")) as f:
+        stats = json.load(f)
+    kept = []
+    for shard in sorted(glob.glob(os.path.join(out, "data", "*.parquet"))):
+        for row in pq.read_table(shard, columns=["url", "metadata"]).to_pylist():
+            kept.append([json.loads(row["metadata"] or "{}").get("warc_record_id"), row["url"]])
+    return {"run_cpu": run_cpu, "run_wall": run_wall, "kept": kept, "stats": stats}
+
+
+def accept_fasttext_community() -> None:
+    """datatrove asks for the `fasttext-numpy2-wheel` distribution by name; the project's venv has the same
+    `fasttext` module from `fasttext-community` (installing both would overwrite one with the other)."""
+    from datatrove.utils import _import_utils
+
+    plain = _import_utils._is_distribution_available
+    _import_utils._is_distribution_available = lambda name: name == "fasttext-numpy2-wheel" or plain(name)
+
+
+def datatrove_steps(inputs: str, out: str) -> list:
+    from datatrove.pipeline.extractors import Trafilatura
+    from datatrove.pipeline.filters import (
+        C4QualityFilter,
+        FineWebQualityFilter,
+        GopherQualityFilter,
+        GopherRepetitionFilter,
+        LanguageFilter,
+    )
+    from datatrove.pipeline.formatters import PIIFormatter
+    from datatrove.pipeline.readers import WarcReader
+    from datatrove.pipeline.writers import ParquetWriter
+    from datatrove.utils import lid
+
+    accept_fasttext_community()
+    lid.cached_asset_path_or_download = lambda *a, **k: LID  # our model file (its lid.176.bin needs the internet)
+    lang = LanguageFilter(languages=["en", "pt"], language_threshold=0.65)
+    return [WarcReader(inputs, glob_pattern="*.gz"), Trafilatura(), lang, GopherRepetitionFilter(),
+            C4QualityFilter(min_num_sentences=3, min_words_per_line=5), GopherQualityFilter(),
+            FineWebQualityFilter(), PIIFormatter(), ParquetWriter(os.path.join(out, "data"))]
+
+
+def run_datatrove(inputs: str, out: str) -> dict:
+    """The same chain in datatrove, through its executor (one task, one worker: in this process)."""
+    import pyarrow.parquet as pq
+    from datatrove.executor import LocalPipelineExecutor
+
+    steps = datatrove_steps(inputs, out)
+    ex = LocalPipelineExecutor(pipeline=steps, tasks=1, workers=1, logging_dir=os.path.join(out, "logs"))
+    t0, w0 = time.process_time(), time.perf_counter()
+    ex.run()
+    run_cpu, run_wall = time.process_time() - t0, time.perf_counter() - w0
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the extractor's sandbox processes, reaped
+    kept = []
+    for shard in sorted(glob.glob(os.path.join(out, "data", "*.parquet"))):
+        for row in pq.read_table(shard, columns=["id", "metadata"]).to_pylist():
+            kept.append([row["id"], row["metadata"].get("url")])
+    with open(os.path.join(out, "logs", "stats.json")) as f:  # the executor's merged stats, one entry per step
+        step_secs = {s["name"].split(": ", 1)[-1]: s["time_stats"]["total"] for s in json.load(f)}
+    return {"run_cpu": run_cpu + children.ru_utime + children.ru_stime, "run_wall": run_wall, "kept": kept,
+            "step_seconds": step_secs}
+
+
+def side(name: str, inputs: str, reader: str) -> dict:
+    """One side in a fresh interpreter: its result, and the CPU and wall seconds of the whole process tree."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = {**os.environ, "PENEIRA_LID_MODEL": LID, "PENEIRA_SHARED_DATA": DATA, "OMP_NUM_THREADS": "1"}
+    with tempfile.TemporaryDirectory() as out:
+        w0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", name, "--inputs", inputs,
+                               "--out", os.path.join(out, "run"), "--reader", reader],
+                              capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - w0
+    if proc.returncode:
+        sys.exit(f"{name} side failed:\n{proc.stderr[-4000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res["cpu"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    res["wall"] = wall
+    return res
+
+
+# ------------------------------------------------------------------ report
+
+def agreement(a: list, b: list) -> dict:
+    """Kept documents in common, matched by (record id, url) as multisets, and their Jaccard."""
+    ca, cb = Counter(map(tuple, a)), Counter(map(tuple, b))
+    both = sum((ca & cb).values())
+    union = sum((ca | cb).values())
+    return {"both": both, "only_peneira": sum(ca.values()) - both, "only_datatrove": sum(cb.values()) - both,
+            "jaccard": both / union if union else 1.0}
+
+
+def stage_seconds(stats: dict) -> dict:
+    """Seconds per step of the Peneira run (stats.json: read, then each step in order)."""
+    steps = stats.get("steps") or stats.get("stages", [{}])[0].get("steps", [])
+    out = {}
+    for s in steps if isinstance(steps, list) else []:
+        out[s.get("name", "?")] = s.get("seconds", 0.0)
+    return out
+
+
+def report(res: dict) -> None:
+    p, d = res["peneira"], res["datatrove"]
+    print(f"{res['files']} WARC/WET files x {res['copies']} copies ({res['mib']:.1f} MiB of gzip), one process "
+          f"each, reader {res['reader']}\n")
+    print(f"{'':<11}{'CPU s':>9}{'run CPU s':>11}{'wall s':>9}{'run wall s':>12}{'kept':>7}")
+    for name, r in (("peneira", p), ("datatrove", d)):
+        print(f"{name:<11}{r['cpu']:>9.2f}{r['run_cpu']:>11.2f}{r['wall']:>9.2f}{r['run_wall']:>12.2f}{len(r['kept']):>7}")
+    print(f"\nspeedup, CPU seconds per core: {d['cpu'] / p['cpu']:.1f}x whole process, "
+          f"{d['run_cpu'] / p['run_cpu']:.1f}x run only; wall {d['wall'] / p['wall']:.1f}x")
+    a = res["agreement"]
+    print(f"kept by both {a['both']}, only Peneira {a['only_peneira']}, only datatrove {a['only_datatrove']}, "
+          f"Jaccard {a['jaccard']:.3f}")
+    print("\nPeneira step seconds (stats.json):")
+    for k, v in p["steps"].items():
+        print(f"  {k:<22}{v:>8.3f}")
+    print("datatrove step seconds (its stats; the extractor's is wall time waiting on the sandbox):")
+    for k, v in d["step_seconds"].items():
+        print(f"  {k:<22}{v:>8.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--copies", type=int, default=4, help="times each input file is read (as a new file)")
+    ap.add_argument("--reader", choices=("warc", "fastwarc"), default="warc", help="Peneira's WARC reader")
+    ap.add_argument("--json", help="write the results here (docs are generated from it)")
+    ap.add_argument("--worker", choices=("peneira", "datatrove"), help=argparse.SUPPRESS)
+    ap.add_argument("--inputs", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        fn = run_peneira if args.worker == "peneira" else (lambda i, o, _r: run_datatrove(i, o))
+        print(json.dumps(fn(args.inputs, args.out, args.reader)))
+        return
+    missing = [pip for mod, pip in NEEDS.items() if not _importable(mod)]
+    if missing:
+        sys.exit(f"benchmarks/pipeline.py needs: pip install {' '.join(missing)} (benchmark only)")
+    with tempfile.TemporaryDirectory() as inputs:
+        paths = link_copies(inputs, args.copies)
+        res = {"copies": args.copies, "files": len(input_files()), "reader": args.reader,
+               "mib": sum(os.path.getsize(p) for p in paths) / 2**20, "command": " ".join(sys.argv)}
+        res["datatrove"] = side("datatrove", inputs, args.reader)
+        res["peneira"] = side("peneira", inputs, args.reader)
+    res["peneira"]["steps"] = stage_seconds(res["peneira"].pop("stats"))
+    res["agreement"] = agreement(res["peneira"]["kept"], res["datatrove"]["kept"])
+    report(res)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+def _importable(mod: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(mod) is not None
+
+
+if __name__ == "__main__":
+    main()

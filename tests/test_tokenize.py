@@ -233,6 +233,15 @@ def test_progress_shows_documents(shared, built, tmp_path, capsys):
     assert "486 docs" in capsys.readouterr().err
 
 
+def test_the_pool_ends_with_the_command(shared, built, tmp_path):
+    """tokenize ends its executor's pool when it returns, as `Pipeline.run` does: no idle workers are left behind
+    in a process that goes on (a notebook, a script that tokenizes then trains)."""
+    _, tok_path, _ = built
+    ex = LocalExecutor(2, progress=False)
+    tokenize(str(shared / PT), tok_path, tmp_path / "k", val_fraction=0.05, executor=ex)
+    assert ex._pool is None
+
+
 def test_a_task_reuses_the_tokenizer_of_the_last_task_until_its_file_changes(built, shared, tmp_path):
     from curate.tokens.tokenize import task_tokenizer
 

@@ -377,7 +377,8 @@ def _mix(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, wor
     if partial:  # read with allow_partial: said in the config, and so in the manifest
         config["partial_inputs"] = partial
     executor = executor or LocalExecutor(workers)
-    with locked(out, what="`curate mix`"):
+    # one pool for both passes, ended when the mix ends (killed on an error), as `Pipeline.run` does
+    with executor, locked(out, what="`curate mix`"):
         _prepare_output(out, config, overwrite)
         manifest = _run(sources, tokens, out, max_epochs, seed, chars_per_token, tokenizer, executor,
                         calibration_vocab, calibration_chars, files, config)

@@ -437,7 +437,8 @@ def tokenize(
         config["partial_inputs"] = partial
     mix_plan = _mix_plans(specs)
     executor = executor or LocalExecutor(workers)
-    with naming(out), locked(out, what="`curate tokenize`"):
+    # the pool ends with the command (killed on an error), as `Pipeline.run`'s does
+    with executor, naming(out), locked(out, what="`curate tokenize`"):
         _check_config(out, config, overwrite)
         tok_copy = fs.join(out, "tokenizer.json")
         with naming(tok_copy), fs.atomic_open(tok_copy, "wb", tmp_name=unique_tmp("tokenizer.json")) as dst:

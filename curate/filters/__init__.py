@@ -5,6 +5,7 @@ a keyword argument with the published default. See docs/filters.md.
 """
 
 from curate.filters.badwords import BadWords
+from curate.filters.by_language import ByLanguage
 from curate.filters.c4 import C4
 from curate.filters.fineweb import FineWeb
 from curate.filters.gopher import GopherQuality, GopherRepetition
@@ -14,4 +15,4 @@ from curate.filters.pii import Pii
 from curate.filters.refinedweb import RefinedWebLines
 from curate.filters.url import Url
 
-__all__ = ["C4", "BadWords", "FineWeb", "GopherQuality", "GopherRepetition", "HttpStatus", "Language", "Pii", "RefinedWebLines", "Url"]
+__all__ = ["C4", "BadWords", "ByLanguage", "FineWeb", "GopherQuality", "GopherRepetition", "HttpStatus", "Language", "Pii", "RefinedWebLines", "Url"]

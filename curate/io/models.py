@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import posixpath
+import re
 import shutil
 import tempfile
 import urllib.request
@@ -51,6 +52,38 @@ class ModelMissing(FileNotFoundError):
     """A model is not where it was looked for; the message says how to get it."""
 
 
+# A model the registry does not know (any fastText LID model: GlotLID, OpenLID, a model of your own) is
+# fetched under a name of the user's: `curate models fetch glotlid --from model.bin`. Its sha256 is recorded
+# beside it at fetch time (there is no published one to check against) and `models list` shows it.
+_USER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+
+
+def model_spec(name: str) -> ModelSpec:
+    """The registry's spec for `name`, or the spec of a user-named model (`<name>.bin`, no known sha256)."""
+    if name in MODELS:
+        return MODELS[name]
+    if not _USER_NAME.fullmatch(name):
+        raise ValueError(f"model name {name!r}: use lower-case letters, digits, '.', '_' or '-' (at most 64)")
+    env = "PENEIRA_MODEL_" + re.sub(r"[^A-Z0-9]", "_", name.upper())
+    return ModelSpec(name=name, filename=f"{name}.bin", url="", sha256="", env=env,
+                     about="a fastText model fetched with --from (sha256 recorded at fetch)")
+
+
+def user_models() -> list[str]:
+    """Names of the user-named models in the cache (those with a recorded sha256)."""
+    root = cache_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p.name.removesuffix(".bin.sha256") for p in root.glob("*.bin.sha256")
+                  if p.name.removesuffix(".bin.sha256") not in MODELS)
+
+
+def recorded_sha256(name: str) -> str | None:
+    """The sha256 recorded when a user-named model was fetched (None for registry models or if absent)."""
+    side = cached_path(name).with_name(model_spec(name).filename + ".sha256")
+    return side.read_text().split()[0] if side.is_file() else None
+
+
 def cache_dir() -> Path:
     """$PENEIRA_CACHE, else $XDG_CACHE_HOME/peneira, else ~/.cache/peneira; models go in `models/`."""
     root = os.environ.get("PENEIRA_CACHE") or os.path.join(
@@ -60,12 +93,12 @@ def cache_dir() -> Path:
 
 
 def cached_path(name: str) -> Path:
-    return cache_dir() / MODELS[name].filename
+    return cache_dir() / model_spec(name).filename
 
 
 def resolve(name: str, path: str | os.PathLike | None = None) -> Path:
     """The model file to load: `path` if given, else $<env>, else the cache. Raises ModelMissing."""
-    spec = MODELS[name]
+    spec = model_spec(name)
     if path is not None:
         given, origin = os.fspath(path), "the given model_path"
     elif os.environ.get(spec.env):
@@ -93,8 +126,14 @@ def sha256_of(path: str | os.PathLike) -> str:
 
 
 def fetch(name: str, source: str | None = None) -> Path:
-    """Copy or download a model into the cache, verify its sha256, then move it into place atomically."""
-    spec = MODELS[name]
+    """Copy or download a model into the cache, verify its sha256, then move it into place atomically.
+
+    A user-named model (not in MODELS) needs `source`; it must load as a fastText model with `__label__`
+    labels, and its sha256 is written beside it (`<name>.bin.sha256`) instead of being checked."""
+    spec = model_spec(name)
+    if not (source or spec.url):
+        raise ValueError(f"{name} is not a model the registry knows ({', '.join(sorted(MODELS))}): "
+                         f"give the file with --from PATH_OR_URL")
     source = source or spec.url
     dest = cached_path(name)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -108,13 +147,28 @@ def fetch(name: str, source: str | None = None) -> Path:
                 with fs.open(source if fs.is_url(source) else os.path.expanduser(source), "rb") as src:
                     shutil.copyfileobj(src, out)
         digest = sha256_of(tmp)
-        if digest != spec.sha256:
+        if spec.sha256 and digest != spec.sha256:
             raise ValueError(f"{source}: sha256 {digest} does not match the {name} model's {spec.sha256}")
+        if not spec.sha256:
+            _check_fasttext_lid(tmp, source)
+            dest.with_name(spec.filename + ".sha256").write_text(f"{digest}  {source}\n")
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
     return dest
+
+
+def _check_fasttext_lid(path: str, source: str) -> None:
+    """Refuse a file that is not a fastText classifier with `__label__` labels (a LID model)."""
+    import fasttext
+
+    try:
+        labels = fasttext.load_model(path).get_labels()
+    except Exception as e:  # fastText raises ValueError or RuntimeError for a file it cannot read
+        raise ValueError(f"{source}: not a fastText model ({e})") from None
+    if not labels or not all(str(x).startswith("__label__") for x in labels[:10]):
+        raise ValueError(f"{source}: a fastText model without __label__ labels, not a language-ID classifier")
 
 
 def local_copy(path: str | os.PathLike, files: Sequence[str] = ()) -> str:

@@ -1,12 +1,14 @@
 r"""Shared text statistics for the heuristic filters, computed once per document text.
 
 The Gopher, FineWeb and bad-word filters all need the same tokens and lines. Tokenising is most of their
-cost, so `text_stats(text)` caches the split per text object: the filters of one batch run one after
-another over the same strings, and a rewrite (C4 dropping lines) makes a new string, hence a new entry.
+cost, so `text_stats(text, lang)` caches the split per (text object, language): the filters of one batch run one
+after another over the same strings, and a rewrite (C4 dropping lines) makes a new string, hence a new entry.
 
-Words are spaCy-English-like tokens, punctuation included (curate.filters._words: what datatrove counts).
-Bad-word and stop-word lookups use the finer `\w+` tokens of the lower-cased text, which match like C4's
-`\W`-delimited regex. Every split here is linear in the text's length (tests/test_linear.py).
+Words are the language's words, punctuation included (`curate.lang.words`: spaCy-English-like tokens for
+languages that space words, what datatrove counts; ICU's segmentation for Chinese, Japanese, Thai, Lao,
+Khmer and Burmese). Bad-word and stop-word lookups use the finer `\w+` tokens of the lower-cased text, which
+match like C4's `\W`-delimited regex, or in a segmented language the lower-cased segmented words with a
+letter or digit. Every split here is linear in the text's length (tests/test_linear.py).
 """
 
 from __future__ import annotations
@@ -16,41 +18,47 @@ from collections import OrderedDict
 from functools import cache
 from importlib import resources
 
-from curate.filters._words import word_tokens
+from curate import lang as language
 from curate.io import fs
+from curate.lang.units import TERMINAL_PUNCTUATION
 
 TOKEN_RE = re.compile(r"\w+")
 HAS_LETTER = re.compile(r"[^\W\d_]")
 
-# Characters that end a sentence, in the scripts our languages use and the common CJK/Indic ones.
-TERMINAL_PUNCTUATION = tuple(".!?。！？．｡؟۔।॥።፧։‼⁇⁈⁉")
+__all__ = ["TERMINAL_PUNCTUATION", "TextStats", "find_duplicates", "read_word_file", "shipped_languages",
+           "shipped_words", "text_stats"]
 
 _CACHE_SIZE = 256  # more than a batch (64 documents), so every filter of a batch hits the cache
 
 
 class TextStats:
-    """Lazily computed splits of one text; each property is computed on first use and kept."""
+    """Lazily computed splits of one text in one language; each property is computed on first use and kept."""
 
-    __slots__ = ("text", "_lower", "_lines", "_word_tokens")
+    __slots__ = ("text", "lang", "_lower", "_lines", "_word_tokens")
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, lang: str = "en"):
         self.text = text
+        self.lang = lang
         self._lower: list[str] | None = None
         self._lines: list[str] | None = None
         self._word_tokens: list[str] | None = None
 
     @property
     def lower_tokens(self) -> list[str]:
-        """`\\w+` runs of the lower-cased text: for stop-word and bad-word lookups."""
+        """`\\w+` runs of the lower-cased text (a segmented language: its lower-cased words with a letter or
+        digit): for stop-word and bad-word lookups."""
         if self._lower is None:
-            self._lower = TOKEN_RE.findall(self.text.lower())
+            if language.is_segmented(self.lang):
+                self._lower = [w.lower() for w in self.word_tokens if TOKEN_RE.search(w)]
+            else:
+                self._lower = TOKEN_RE.findall(self.text.lower())
         return self._lower
 
     @property
     def word_tokens(self) -> list[str]:
-        """spaCy-English-like tokens, punctuation included (curate.filters._words): what datatrove counts."""
+        """The language's words, punctuation included (`curate.lang.words`): what datatrove counts."""
         if self._word_tokens is None:
-            self._word_tokens = word_tokens(self.text)
+            self._word_tokens = language.words(self.text, self.lang)
         return self._word_tokens
 
     @property
@@ -61,16 +69,18 @@ class TextStats:
         return self._lines
 
 
-_cache: OrderedDict[int, TextStats] = OrderedDict()
+_cache: OrderedDict[tuple[int, str], TextStats] = OrderedDict()
 
 
-def text_stats(text: str) -> TextStats:
-    """The cached `TextStats` of this exact string object (keyed by identity, checked by `is`)."""
-    key = id(text)
+def text_stats(text: str, lang: str | None = "en") -> TextStats:
+    """The cached `TextStats` of this exact string object in this language (keyed by identity and the language's
+    base code, checked by `is`): the same text has other words in another language."""
+    code = language.language(lang)
+    key = (id(text), code)
     st = _cache.get(key)
     if st is not None and st.text is text:
         return st
-    st = TextStats(text)
+    st = TextStats(text, code)
     _cache[key] = st  # the entry keeps `text` alive, so its id cannot be reused while cached
     if len(_cache) > _CACHE_SIZE:
         _cache.popitem(last=False)

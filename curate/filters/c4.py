@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import partial
 
 from curate.core.document import Document
 from curate.core.stats import StepStats
@@ -20,26 +21,25 @@ from curate.core.step import Reject, Result, Step
 from curate.core.validate import check, check_strings
 from curate.filters._text import shipped_languages
 from curate.filters.badwords import BadWordMatcher
+from curate.lang import (
+    count_sentences,
+    is_segmented,
+    language,
+    terminal_punctuation,
+    units,
+    units_version,
+    word_count,
+    words,
+)
 
 CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]", re.IGNORECASE)
 POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies", "use cookies")
 END_MARKS = (".", "?", "!", '"')
-# A sentence boundary inside a line: end punctuation (and closing quotes/brackets), space, then a capital
-# or digit, unless the mark follows an abbreviation. Not punkt, but it agrees on the count that matters (is it at
-# least 3?) for ordinary prose. Written as one regex with the abbreviations as lookbehinds, it tried every mark of
-# a run of periods as a start and read the run to its end from each: quadratic in the run. So the regex finds each
-# run once, from its first mark, and the abbreviations are checked there after: a run of two or more marks always
-# has a start that no abbreviation precedes (its second mark follows a mark), a lone mark only if none does.
-_STOP_RUN = re.compile(r"(?<![.!?])([.!?]+)[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-ZÀ-ÖØ-Þ0-9])")
-_ABBREVIATION_BEFORE = re.compile(r"(?<=\b[A-Z])|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bDr)|(?<=\bSt)|(?<=\bvs)|"
-                                  r"(?<=\bSr)|(?<=\bJr)|(?<=\be\.g)|(?<=\bi\.e)|(?<=\betc)")
 
 
-def count_sentences(line: str) -> int:
-    """Sentences in a non-empty line: one more than the sentence breaks inside it. Linear in its length."""
-    s = line.rstrip()
-    after = _ABBREVIATION_BEFORE.match
-    return 1 + sum(1 for m in _STOP_RUN.finditer(s) if m.end(1) - m.start(1) > 1 or not after(s, m.start()))
+def _script_marks(lang: str) -> tuple[str, ...]:
+    """End marks C4 adds for a language other than English: its scripts' stops (`curate.lang.STOPS`)."""
+    return tuple(m for m in terminal_punctuation(lang) if m not in ".?!")
 
 
 class C4(Step):
@@ -49,6 +49,11 @@ class C4(Step):
     counted in `stats.extra` (`lines_<rule>`), with `docs_rewritten`. Bad words are checked on the kept
     text for documents whose language (`doc.lang`, else `default_lang`) is in `bad_words_languages`
     (English only by default: the reference list and cleaning are English).
+
+    Words and sentences are those of the document's language (`doc.lang`, else `default_lang`; `curate.lang`):
+    English keeps C4's rules exactly (whitespace words, `count_sentences`' Latin rule); Chinese, Japanese, Thai,
+    Lao, Khmer and Burmese lines count their segmented words; every language but English ends lines and
+    sentences with its scripts' marks too (`。`, `।`, `။`, `؟`...), added to `end_marks`.
     """
 
     name = "c4"
@@ -81,6 +86,7 @@ class C4(Step):
         self.bad_words_languages = check_strings(self, "bad_words_languages", bad_words_languages,
                                                  choices=shipped_languages("ldnoobw"))
         self.default_lang = check(self, "default_lang", default_lang, str)
+        self.text_units = units_version()
         self._bad: BadWordMatcher | None = None
         self._lines: Counter = Counter()
         self._rewritten = 0
@@ -89,26 +95,32 @@ class C4(Step):
         if self.bad_words_languages:
             self._bad = BadWordMatcher.shipped(self.bad_words_languages)
 
-    def clean(self, text: str) -> tuple[list[str], int, str | None]:
+    def clean(self, text: str, lang: str | None = "en") -> tuple[list[str], int, str | None]:
         """(kept lines, sentences in them, page-dropping rule or None); counts removed lines per rule."""
         kept: list[str] = []
         sentences = 0
         dropped = self._lines
+        code = language(lang)
+        english = code == "en"
+        ends = self.end_marks if english else self.end_marks + _script_marks(code)
+        # `count_sentences` (a name of this module, C4's rule) for English, the language's rule for the others
+        count = count_sentences if english else partial(units.count_sentences, lang=code)
+        split = partial(words, lang=code) if is_segmented(code) else str.split
         for line in text.splitlines():
             line = line.strip()
             if not line:
                 continue
             if self.max_word_length and len(line) > self.max_word_length and any(
-                len(w) > self.max_word_length for w in line.split()
+                len(w) > self.max_word_length for w in split(line)
             ):
                 dropped["too_long_word"] += 1
                 continue
             if self.remove_citations and "[" in line:
                 line = CITATION.sub("", line)
-            if self.require_terminal_punct and (not line.endswith(self.end_marks) or line.endswith("...")):
+            if self.require_terminal_punct and (not line.endswith(ends) or line.endswith("...")):
                 dropped["no_terminal_punct"] += 1
                 continue
-            if len(line.split()) < self.min_words_per_line:
+            if (len(line.split()) if english else word_count(line, code)) < self.min_words_per_line:
                 dropped["too_few_words"] += 1
                 continue
             lower = line.lower()
@@ -122,18 +134,18 @@ class C4(Step):
             if self.drop_policy_lines and any(p in lower for p in POLICY_SUBSTRINGS):
                 dropped["policy"] += 1
                 continue
-            sentences += count_sentences(line)
+            sentences += count(line)
             kept.append(line)
         return kept, sentences, None
 
     def apply(self, doc: Document) -> Result:
-        kept, sentences, rule = self.clean(doc.text)
+        lang = doc.lang or self.default_lang
+        kept, sentences, rule = self.clean(doc.text, lang)
         if rule is not None:
             return Reject(rule)
         if sentences < self.min_sentences:
             return Reject("too_few_sentences")
         text = "\n".join(kept)
-        lang = doc.lang or self.default_lang
         if self._bad is not None and lang in self.bad_words_languages and self._bad.first(text, lang):
             return Reject("bad_words")
         if text != doc.text:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from curate.core.document import Document
 from curate.core.step import Filter
 from curate.core.validate import check, check_strings
-from curate.filters._text import TERMINAL_PUNCTUATION, find_duplicates, text_stats
+from curate.filters._text import find_duplicates, text_stats
+from curate.lang import terminal_punctuation, units_version
 
 
 class FineWeb(Filter):
@@ -17,7 +18,10 @@ class FineWeb(Filter):
     line ending in ". " does not end in punctuation, and two of NLTK's inaugural addresses, whose lines
     end in a space, fail `punct_lines`; stripping changes 5 of 2,313 decisions on the fidelity set
     (docs/filters.md). `dup_line_chars` is the characters in lines that repeat
-    an earlier line over all non-newline characters. `newline_ratio` is newlines per word.
+    an earlier line over all non-newline characters. `newline_ratio` is newlines per word, the words of the
+    document's language (`doc.lang`, else `default_lang`; `curate.lang.words`). `end_chars=None` takes the
+    language's sentence-end marks (`curate.lang.terminal_punctuation`: English's are FineWeb's, other languages
+    add every script's, such as Burmese ။ and Khmer ។).
     """
 
     name = "fineweb"
@@ -30,7 +34,8 @@ class FineWeb(Filter):
         short_line_chars: int = 30,
         max_dup_line_char_ratio: float = 0.01,
         max_newline_word_ratio: float = 0.3,
-        end_chars: tuple[str, ...] = TERMINAL_PUNCTUATION,
+        end_chars: tuple[str, ...] | None = None,
+        default_lang: str = "en",
     ):
         self.min_punct_line_ratio = check(self, "min_punct_line_ratio", min_punct_line_ratio, float, lo=0, hi=1)
         self.punct_exclude_zero = check(self, "punct_exclude_zero", punct_exclude_zero, bool)
@@ -39,14 +44,18 @@ class FineWeb(Filter):
         self.max_dup_line_char_ratio = check(self, "max_dup_line_char_ratio", max_dup_line_char_ratio, float, lo=0, hi=1)
         # newlines per word: a share only by habit, a page of one-word lines has 1
         self.max_newline_word_ratio = check(self, "max_newline_word_ratio", max_newline_word_ratio, float, lo=0)
-        self.end_chars = check_strings(self, "end_chars", end_chars, empty=False)
+        self.end_chars = None if end_chars is None else check_strings(self, "end_chars", end_chars, empty=False)
+        self.default_lang = check(self, "default_lang", default_lang, str)
+        self.text_units = units_version()
 
     def reject_rule(self, doc: Document) -> str | None:
-        st = text_stats(doc.text)
+        lang = doc.lang or self.default_lang
+        st = text_stats(doc.text, lang)
         lines = [s.rstrip() for s in st.lines if s.strip()]
         if not lines:
             return "empty"
-        ratio = sum(s.endswith(self.end_chars) for s in lines) / len(lines)
+        ends = terminal_punctuation(lang) if self.end_chars is None else self.end_chars
+        ratio = sum(s.endswith(ends) for s in lines) / len(lines)
         if ratio < self.min_punct_line_ratio and not (ratio == 0 and self.punct_exclude_zero):
             return "punct_lines"
         if sum(len(s) <= self.short_line_chars for s in lines) / len(lines) > self.max_short_line_ratio:

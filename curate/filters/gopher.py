@@ -16,6 +16,7 @@ from curate.core.stats import StepStats
 from curate.core.step import Filter
 from curate.core.validate import check, check_order, check_strings, config_error
 from curate.filters._text import HAS_LETTER, find_duplicates, shipped_words, text_stats
+from curate.lang import units_version
 
 # The paper's list: a document must contain at least two of these English words.
 GOPHER_STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
@@ -57,7 +58,9 @@ class GopherQuality(Filter):
     news documents of 50+ words fail it by default, none without punctuation). Stop words are looked up in the document's language (`doc.lang`, else
     `default_lang`): English uses the paper's eight words, other languages the shipped NLTK (Snowball)
     list; pass `stop_words` (a list, or a dict per language) to override. A language without a list
-    skips that one rule and is counted in `stats.extra["stop_words_unavailable"]`.
+    skips that one rule and is counted in `stats.extra["stop_words_unavailable"]`. Words are those of the
+    document's language (`curate.lang.words`): segmented by ICU for Chinese, Japanese, Thai, Lao, Khmer and
+    Burmese, where a whitespace split would make a sentence one word.
     """
 
     name = "gopher_quality"
@@ -99,6 +102,7 @@ class GopherQuality(Filter):
         # DCLM-Baseline counts every occurrence (its `count_unique: False`); Gopher and datatrove distinct words
         self.stop_words_counted = check(self, "stop_words_counted", stop_words_counted,
                                         choices=("distinct", "occurrences"))
+        self.text_units = units_version()  # words per language (curate.lang): a change re-runs, not resumes
         self._unavailable = 0
 
     def _stop_words(self, lang: str) -> frozenset[str] | None:
@@ -112,7 +116,8 @@ class GopherQuality(Filter):
             return None
 
     def reject_rule(self, doc: Document) -> str | None:
-        st = text_stats(doc.text)
+        lang = doc.lang or self.default_lang
+        st = text_stats(doc.text, lang)
         tokens = st.word_tokens
         has_alnum = _ALNUM.search
         words = [t for t in tokens if has_alnum(t)]  # tokens with a letter or digit: what "words" counts
@@ -140,7 +145,7 @@ class GopherQuality(Filter):
         has_letter = HAS_LETTER.search
         if sum(1 for w in words if has_letter(w)) / n_tokens < self.min_alpha_words_ratio:
             return "alpha_words"
-        stop = self._stop_words(doc.lang or self.default_lang)
+        stop = self._stop_words(lang)
         if stop is None:
             self._unavailable += 1
         elif self._count_stop_words(stop, [t.lower() for t in tokens]) < self.min_stop_words:
@@ -184,7 +189,8 @@ class GopherRepetition(Filter):
     """Drops documents that repeat themselves: duplicate lines or paragraphs, one n-gram taking a large
     share of the text, or many characters inside repeated n-grams.
 
-    N-grams are of words and punctuation tokens. Every fraction is of `len(text)`. The top n-gram's
+    N-grams are of words and punctuation tokens, the words of the document's language (`doc.lang`, else
+    `default_lang`; `curate.lang.words`). Every fraction is of `len(text)`. The top n-gram's
     characters are its length (tokens joined by spaces) times its count. Repeated n-gram characters are
     counted as the reference implementations (datatrove, used for FineWeb) count them, see
     `_scan_repeats`; a vectorised upper bound skips that scan for the many documents far below the limit.
@@ -200,6 +206,7 @@ class GopherRepetition(Filter):
         max_dup_para_char_frac: float = 0.20,
         max_top_ngram_char_frac: Mapping[int, float] | None = None,
         max_dup_ngram_char_frac: Mapping[int, float] | None = None,
+        default_lang: str = "en",
     ):
         self.max_dup_line_frac = check(self, "max_dup_line_frac", max_dup_line_frac, float, lo=0, hi=1)
         self.max_dup_para_frac = check(self, "max_dup_para_frac", max_dup_para_frac, float, lo=0, hi=1)
@@ -212,6 +219,8 @@ class GopherRepetition(Filter):
         # n -> limit; {} turns the rule off
         self.max_top_ngram_char_frac = _ngram_limits("GopherRepetition", "max_top_ngram_char_frac", max_top_ngram_char_frac)
         self.max_dup_ngram_char_frac = _ngram_limits("GopherRepetition", "max_dup_ngram_char_frac", max_dup_ngram_char_frac)
+        self.default_lang = check(self, "default_lang", default_lang, str)
+        self.text_units = units_version()
 
     def reject_rule(self, doc: Document) -> str | None:
         text = doc.text
@@ -229,7 +238,7 @@ class GopherRepetition(Filter):
             return "dup_line_frac"
         if dup_chars / len(text) > self.max_dup_line_char_frac:
             return "dup_line_char_frac"
-        return self._ngram_rule(text_stats(text).word_tokens, len(text))
+        return self._ngram_rule(text_stats(text, doc.lang or self.default_lang).word_tokens, len(text))
 
     def _ngram_rule(self, words: list[str], n_chars: int) -> str | None:
         if len(words) < 2:

@@ -11,6 +11,7 @@ from curate.lang.units import (
     MAX_SEGMENT,
     SEGMENTED,
     STOPS,
+    TERMINAL_PUNCTUATION,
     VERSION,
     SegmenterMissing,
     count_sentences,
@@ -19,12 +20,13 @@ from curate.lang.units import (
     segmenter_version,
     sentence_breaks,
     sentences,
+    terminal_punctuation,
     units_version,
     word_count,
     words,
 )
 
 __all__ = [
-    "MAX_SEGMENT", "SEGMENTED", "STOPS", "VERSION", "SegmenterMissing", "count_sentences", "is_segmented",
-    "language", "segmenter_version", "sentence_breaks", "sentences", "units_version", "word_count", "words",
+    "MAX_SEGMENT", "SEGMENTED", "STOPS", "TERMINAL_PUNCTUATION", "VERSION", "SegmenterMissing", "count_sentences", "is_segmented",
+    "language", "segmenter_version", "sentence_breaks", "sentences", "terminal_punctuation", "units_version", "word_count", "words",
 ]

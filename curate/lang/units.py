@@ -164,7 +164,11 @@ def word_count(text: str, lang: str | None = "en") -> int:
 
 # Sentence-ending marks of the scripts lid.176's languages are written in.
 STOPS = ".!?。！？｡．؟۔।॥။።፧፨։។៕‼⁇⁈⁉⸮‽܀܁܂߹᙮"
-FULL_WIDTH_STOPS = frozenset("。！？｡．")  # end a sentence with no space after (Chinese, Japanese)
+FULL_WIDTH_STOPS = frozenset("。！？｡．")
+# The line-end marks FineWeb's `punct_lines` has always taken for every language (English's, unchanged); other
+# languages take every script's `STOPS` (which adds Burmese ။, Khmer ។ ៕, Ethiopic ፨ and the rarer marks).
+TERMINAL_PUNCTUATION = tuple(".!?。！？．｡؟۔।॥።፧։‼⁇⁈⁉")
+_ALL_STOPS = tuple(STOPS)  # end a sentence with no space after (Chinese, Japanese)
 _CLOSERS = "\"'”’)\\]»」』）】〕〉》"
 _OPENERS = "\"'“‘(\\[«「『（【〔〈《¿¡"
 _STOP_RUN_ANY = re.compile(f"([{re.escape(STOPS)}]+)[{_CLOSERS}]*")
@@ -180,6 +184,11 @@ _SPACE_SEPARATED_SENTENCES = frozenset({"th", "lo"})
 _STOP_RUN_EN = re.compile(r"(?<![.!?])([.!?]+)[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-ZÀ-ÖØ-Þ0-9])")
 _ABBREVIATION_BEFORE = re.compile(r"(?<=\b[A-Z])|(?<=\bMr)|(?<=\bMrs)|(?<=\bMs)|(?<=\bDr)|(?<=\bSt)|(?<=\bvs)|"
                                   r"(?<=\bSr)|(?<=\bJr)|(?<=\be\.g)|(?<=\bi\.e)|(?<=\betc)")
+
+
+def terminal_punctuation(lang: str | None = "en") -> tuple[str, ...]:
+    """The marks a line of prose in `lang` ends with (FineWeb's `punct_lines`, C4's end marks beyond its own)."""
+    return TERMINAL_PUNCTUATION if language(lang) == "en" else _ALL_STOPS
 
 
 def _breaks_en(line: str) -> list[int]:

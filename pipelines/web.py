@@ -36,7 +36,7 @@ from curate import Pipeline, extract, filters, readers, writers
 
 pipeline = Pipeline(
     name="web",
-    reader=readers.Warc(source="web"),
+    reader=readers.fastest_warc(source="web"),  # FastWarc where FastWARC is installed (extra `fast`), else Warc
     steps=[
         filters.HttpStatus(),
         extract.Main(),

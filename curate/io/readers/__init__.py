@@ -9,6 +9,6 @@ from curate.io.readers.base import Reader
 from curate.io.readers.charsets import decode_html
 from curate.io.readers.commoncrawl import CommonCrawl
 from curate.io.readers.text import Jsonl, Parquet
-from curate.io.readers.warc import FastWarc, Warc
+from curate.io.readers.warc import FastWarc, Warc, fastest_warc
 
-__all__ = ["CommonCrawl", "FastWarc", "Jsonl", "Parquet", "Reader", "Warc", "decode_html"]
+__all__ = ["CommonCrawl", "FastWarc", "Jsonl", "Parquet", "Reader", "Warc", "decode_html", "fastest_warc"]

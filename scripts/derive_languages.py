@@ -18,9 +18,9 @@ length bounds of 4.2-14 instead of 3-10, and one that needs 1.3x as many words t
 needs 65 words where English needs 50. Repetition limits (top and duplicated n-gram characters) are
 only ever loosened (ratio floored at 1, capped at 2): repetition is mostly a property of the page.
 A language whose lines end in the known terminal marks under half as often as English's gets no
-punctuation-line rule (Thai, Burmese: the marks are not written). Stop words are the most frequent words of the fit half among words no longer than the language's
-mean word length (function words are short; UDHR's own topic words, "right", "everyone", are long),
-that occur in at least a fifth of the paragraphs, 12 of them, as FineWeb-2's configurations ship about
+punctuation-line rule (Thai, Burmese: the marks are not written). Stop words are the most frequent words of the fit half among NLTK's stop-word list for the language
+(27 languages), else among words no longer than the language's mean word length (function words are
+short; UDHR's own topic words, "right", "everyone", are long), that occur in at least a fifth of the paragraphs, 12 of them, as FineWeb-2's configurations ship about
 a dozen per language; none (the rule off) when fewer than 4 qualify, as happens where the tokens are
 phrases, not words. A translation whose fit half has under 300 words gives no configuration. English keeps the
 published defaults exactly (the paper's 8 stop words).
@@ -50,7 +50,16 @@ from curate.lang.config import dominant_script  # noqa: E402
 
 METHOD = "udhr-ratio/1"
 DEFAULT_UDHR = ROOT.parent / "shared" / "data" / "text" / "multilingual" / "nltk_udhr2.zip"
+DEFAULT_STOPWORDS = ROOT.parent / "shared" / "data" / "text" / "wordlists" / "nltk_stopwords.zip"
 OUT = ROOT / "curate" / "lang" / "data" / "filters.json"
+# NLTK's stop-word lists (Snowball and others; see the zip's README) by the language they are for.
+NLTK_STOPWORDS = {
+    "nl": "dutch", "de": "german", "sl": "slovene", "hu": "hungarian", "ro": "romanian", "kk": "kazakh",
+    "tr": "turkish", "ru": "russian", "it": "italian", "el": "greek", "tg": "tajik", "no": "norwegian",
+    "pt": "portuguese", "fi": "finnish", "da": "danish", "fr": "french", "sv": "swedish", "az": "azerbaijani",
+    "es": "spanish", "id": "indonesian", "ar": "arabic", "ne": "nepali", "bn": "bengali", "he": "hebrew",
+    "zh": "chinese", "ca": "catalan", "eu": "basque",
+}
 
 # lid.176 label -> the UDHR translation (udhr2 file stem) that is that language. Checked by hand where
 # the ISO 639-3 code differs from the file's (macrolanguages, scripts, variants). lid.176's `als` is
@@ -152,9 +161,12 @@ def dup_ngram_frac(tokens: list[str], n: int, n_chars: int) -> float:
     return chars / n_chars
 
 
-def stop_words(paragraphs: list[list[str]], mean_len: float) -> list[str] | None:
-    """The 12 most frequent (lower-cased) words no longer than the mean word length that occur in at least
-    a fifth of the paragraphs (function words are everywhere; "Article 3" is in one); ties by first use.
+def stop_words(paragraphs: list[list[str]], mean_len: float, vetted: frozenset[str] | None) -> list[str] | None:
+    """Up to 12 stop words: the most frequent (lower-cased) words of the fit half that occur in at least a
+    fifth of its paragraphs (function words are everywhere; "Article 3" is in one). With a vetted list
+    (NLTK's, for 27 languages) only its words qualify, and a tenth of the paragraphs suffices: this keeps
+    the declaration's topic words ("droit", "oikeus") out. Without one, only words no longer than the
+    mean word length qualify (function words are short). Ties by first use.
 
     None when fewer than 4 words qualify: then the "words" are not words (a script whose word separator
     the tokenizer does not know, as Ethiopic's ፡ or Tibetan's ་) and a list drawn from them would drop the
@@ -162,11 +174,20 @@ def stop_words(paragraphs: list[list[str]], mean_len: float) -> list[str] | None
     counts: Counter = Counter()
     spread: Counter = Counter()
     for para in paragraphs:
-        short = [w.lower() for w in para if len(w) <= max(mean_len, 2)]
-        counts.update(short)
-        spread.update(set(short))
-    common = [w for w, _ in counts.most_common() if spread[w] >= MIN_STOP_SPREAD * len(paragraphs)]
+        ok = [w.lower() for w in para]
+        ok = [w for w in ok if w in vetted] if vetted else [w for w in ok if len(w) <= max(mean_len, 2)]
+        counts.update(ok)
+        spread.update(set(ok))
+    share = MIN_STOP_SPREAD / 2 if vetted else MIN_STOP_SPREAD
+    common = [w for w, _ in counts.most_common() if spread[w] >= share * len(paragraphs)]
     return common[:N_STOP_WORDS] if len(common) >= MIN_STOP_WORDS else None
+
+
+def nltk_lists(path: Path) -> dict[str, frozenset[str]]:
+    """NLTK's stop-word lists, by language code."""
+    with zipfile.ZipFile(path) as z:
+        return {lang: frozenset(w.strip().lower() for w in z.read(f"stopwords/{name}").decode("utf-8").splitlines()
+                                if w.strip()) for lang, name in NLTK_STOPWORDS.items()}
 
 
 def _r(x: float) -> float:
@@ -210,8 +231,9 @@ def end_marks(s: dict) -> list[str]:
     return list(C4_END_MARKS) + sorted(own)
 
 
-def derive(udhr: Path) -> dict:
+def derive(udhr: Path, stopwords: Path) -> dict:
     languages: dict[str, dict] = {}
+    vetted = nltk_lists(stopwords)
     with zipfile.ZipFile(udhr) as z:
         fit = {lang: halves(udhr_paragraphs(z, stem))[0] for lang, stem in UDHR_FILE.items()}
     en = stats(fit["en"], "en")
@@ -231,16 +253,21 @@ def derive(udhr: Path) -> dict:
             entry["c4"] = {"end_marks": list(C4_END_MARKS)}
         else:
             entry.update(scaled(s, en))
-            entry["gopher_quality"]["stop_words"] = stop_words(s["paragraphs"], s["mean_word_length"])
+            entry["gopher_quality"]["stop_words"] = stop_words(s["paragraphs"], s["mean_word_length"], vetted.get(lang))
             entry["c4"] = {"end_marks": end_marks(s)}
+            if lang in vetted:
+                entry["stop_words_source"] = f"NLTK stopwords/{NLTK_STOPWORDS[lang]}, ranked by the fit half"
         languages[lang] = entry
     return {
         "format": "peneira.lang-filters/1",
         "method": METHOD,
         "about": "Per-language thresholds and stop words for GopherQuality, GopherRepetition, FineWeb and C4, "
                  "derived by scripts/derive_languages.py (docs/languages.md).",
-        "reference": {"udhr2": "Universal Declaration of Human Rights, NLTK data `udhr2` (public domain)"},
-        "licence": "The derived figures and word lists: CC0 (derived from public-domain text); en: published values.",
+        "reference": {"udhr2": "Universal Declaration of Human Rights, NLTK data `udhr2` (public domain)",
+                      "nltk_stopwords": "NLTK data `stopwords` (Snowball-derived lists, BSD; others as its README)"},
+        "licence": "Thresholds and frequency-ranked words: derived from public-domain text; the stop words of "
+                   "languages marked stop_words_source are a subset of NLTK's lists (their licences apply); "
+                   "en: the published values.",
         "languages": languages,
     }
 
@@ -248,9 +275,10 @@ def derive(udhr: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--udhr", type=Path, default=DEFAULT_UDHR)
+    ap.add_argument("--stopwords", type=Path, default=DEFAULT_STOPWORDS)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    data = derive(args.udhr)
+    data = derive(args.udhr, args.stopwords)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"{len(data['languages'])} languages -> {args.out}")

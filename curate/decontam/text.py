@@ -16,7 +16,11 @@ Both sides must turn text into exactly the same word sequence, so everything tha
   (the rule does nothing else to ASCII), which is most web text and the fast path.
 * words are maximal runs of Unicode letters and digits (`[^\\W_]+`): every punctuation mark, symbol,
   underscore and whitespace character is a separator, so spacing, line breaks and punctuation changes
-  do not matter.
+  do not matter. A Han or kana character is a word of its own (`curate.lang.CHARACTER_WORD`): Chinese and
+  Japanese do not space words, and a dictionary segmenter may cut the same passage differently inside a
+  benchmark item and inside a page, so the n-grams of both sides are of characters, which no context changes
+  (13 Han characters are about 8 Chinese words: a stricter match than 13 words). Thai, Lao, Khmer and
+  Burmese keep their space-separated runs. (v3; v2 made a whole Chinese sentence one word.)
 * `WordBatch` hashes the words of many texts at once with numpy (a polynomial hash over code points
   via prefix sums, then a 64-bit mixer) and `WordBatch.grams(k)` combines k consecutive word hashes
   into one 64-bit n-gram hash. Nothing runs a Python loop per word, which is what makes the scan fast.
@@ -34,8 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from curate.decontam.confusables import CONFUSABLES
+from curate.lang import CHARACTER_WORD, CHARACTER_WORD_RANGES
 
-NORMALIZATION = "nfkd-nocf-nomarks-casefold-confusables-alnum-words/polyhash64-v2"
+NORMALIZATION = "nfkd-nocf-nomarks-casefold-confusables-alnum-words-han-kana-chars/polyhash64-v3"
 
 _SEP = re.compile(r"[\W_]")  # a separator: anything but a letter or digit (Python's isalnum)
 _U64 = np.uint64
@@ -114,9 +119,13 @@ def fold(text: str) -> str:
     return _NON_ASCII.sub(_fold_run, text).lower()
 
 
+def _spaced(m: re.Match) -> str:
+    return f" {m.group()} "
+
+
 def words(text: str) -> list[str]:
     """The normalised words of a text, for humans and for the reference implementation in benchmarks/."""
-    return [w for w in _SEP.sub(" ", fold(text)).split()]
+    return CHARACTER_WORD.sub(_spaced, _SEP.sub(" ", fold(text))).split()
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
@@ -153,6 +162,14 @@ class _WordChars:
 
 
 _IS_WORD = _WordChars()
+
+
+def _character_words(cp: np.ndarray) -> np.ndarray:
+    """Whether each code point is a word by itself (Han, kana: `curate.lang.CHARACTER_WORD_RANGES`)."""
+    out = np.zeros(len(cp), dtype=bool)
+    for a, b in CHARACTER_WORD_RANGES:
+        out |= (cp >= a) & (cp <= b)
+    return out
 
 
 class _Powers:
@@ -196,11 +213,16 @@ class WordBatch:
         base = np.zeros(len(norms) + 1, dtype=np.int64)
         np.cumsum([len(s) + 1 for s in norms], out=base[1:])
         cp = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
-        is_word = np.zeros(len(cp) + 2, dtype=np.int8)
+        is_word = np.zeros(len(cp) + 2, dtype=bool)
         is_word[1:-1] = _IS_WORD(cp)
-        edges = np.diff(is_word)
-        starts = np.flatnonzero(edges == 1)
-        ends = np.flatnonzero(edges == -1)
+        single = np.zeros(len(cp) + 2, dtype=bool)
+        single[1:-1] = _character_words(cp) & is_word[1:-1]
+        # a word starts at a word character after a separator or a character word, or at a character word; it
+        # ends likewise: runs of letters and digits, with every Han or kana character a run of its own
+        w, prev_w, next_w = is_word[1:-1], is_word[:-2], is_word[2:]
+        s, prev_s, next_s = single[1:-1], single[:-2], single[2:]
+        starts = np.flatnonzero(w & (~prev_w | s | prev_s))
+        ends = np.flatnonzero(w & (~next_w | s | next_s)) + 1
         # Polynomial hash of each word, position-independent: (H[end] - H[start]) * P**-start.
         pw, inv = _POWERS.get(len(cp) + 1)
         prefix = np.zeros(len(cp) + 1, dtype=_U64)

@@ -51,6 +51,7 @@ from curate.dedup.units import UNITS, cut, rewrite
 from curate.io import fs
 from curate.io.batching import iter_batches
 from curate.io.writers import Parquet, together
+from curate.lang import units_version, word_count
 
 METHODS = ("exact", "bloom")
 COPY = 0xFFFFFFFF  # the position of a document's own row among its windows' (`_with_copy_keys`)
@@ -232,6 +233,7 @@ class Emitter:
     out: object
     rej: object | None
     stats: Counter = field(default_factory=Counter)
+    language: str = "en"  # `min_words` counts the words of a row's `lang`, else of this language (curate.lang)
 
     def emit(self, table: pa.Table, changes: dict[int, tuple[str, str, int, int]]) -> None:
         """Write a batch; `changes` maps a row to (kept text, removed text, units removed, units left)."""
@@ -241,12 +243,14 @@ class Emitter:
         keep = np.ones(table.num_rows, dtype=bool)
         if changes:
             texts = table["text"].to_pylist()
+            langs = table["lang"].to_pylist() if "lang" in table.column_names else [None] * len(texts)
             cut_rows, cut_texts = [], []
             for i, (kept, removed, n_units, n_left) in sorted(changes.items()):
                 self.stats["docs_changed"] += 1
                 self.stats["units_removed"] += n_units
                 self.stats["chars_removed"] += len(texts[i]) - len(kept)
-                if (not kept.strip() or len(kept) < self.min_chars or len(kept.split()) < self.min_words
+                if (not kept.strip() or len(kept) < self.min_chars
+                        or (self.min_words and word_count(kept, langs[i] or self.language) < self.min_words)
                         or n_left < self.min_units):
                     keep[i] = False
                     self.stats["dropped"] += 1
@@ -316,7 +320,7 @@ def rewrite_shard(task: RewriteTask) -> dict:
     order = np.lexsort((pos, rows))
     rows, pos = rows[order], pos[order]
     out, rej = _open(task.writer, task.output, task.rejected, schema)
-    em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej)
+    em = Emitter(task.name, task.min_chars, task.min_words, task.min_units, out, rej, language=task.language)
     with together(out, rej):
         start = 0
         for batch in iter_batches(pf):
@@ -408,7 +412,7 @@ class Lines(GlobalStep):
     three sentences). Exact (`method="exact"`): a window whose match form occurs earlier, by (document
     id, position), is removed with its units; every copy but one goes. Documents left with no text, or
     under `min_chars` characters, `min_words` words or `min_units` units, are dropped (`lines:emptied`); what was cut is in
-    `rejected/` (`lines:duplicate`). `language` chooses the sentence rules when a document has no `lang`.
+    `rejected/` (`lines:duplicate`). `language` chooses the sentence rules (and `min_words`' words, `curate.lang`) when a document has no `lang`.
 
     `method="bloom"`: DCLM's BFF, one pass with a Bloom filter sized for `expected_ngrams` word
     `ngram`-grams at `fp_rate` (estimated from the text size when None): a unit whose n-grams are more
@@ -440,6 +444,7 @@ class Lines(GlobalStep):
             raise config_error(self, f"partitions must be a power of two or None, got {partitions}")
         self.partitions = partitions
         self.batch_docs = check(self, "batch_docs", batch_docs, int, lo=1)
+        self.text_units = units_version()  # sentences and words per language (curate.lang): fingerprinted
         if method == "bloom" and (unit == "sentence" or span != 1):
             raise config_error(self, 'method="bloom" takes unit="line" or "paragraph" with span=1 '
                                      "(units are judged by their word n-grams, as BFF does)")

@@ -9,10 +9,15 @@ Sentences follow spaCy's rule-based `sentencizer` on a blank language model, whi
 `SentenceDedup` splits with for English and the other European languages: a sentence ends at a
 token of `.`, `!`, `?` (and the other scripts' full stops) once a token that is not punctuation
 follows; line breaks do not end sentences. spaCy splits a final period off a word unless the word
-is a tokenizer exception of its language (`Mr.`, `z.B.`, `etc.`: `_abbreviations.py`) or the letter
+is a tokenizer exception of its language (`Mr.`, `z.B.`, `etc.`: `curate/lang/abbreviations.py`) or the letter
 before the period is a single capital (`J.`, `U.S.`); an ellipsis (`..`, `...`) ends nothing. Done
 here on whitespace-separated chunks with `str` methods, about 100x faster than spaCy's tokenizer;
 `tests/test_lines.py` compares the two on real pages.
+
+Thai and Lao mark no sentence end, and spaCy's blank tokenizer keeps Burmese `။` and Khmer `។` inside the word
+before them, so a sentencizer finds no sentence there; for these languages the breaks of
+`curate.lang.sentence_breaks` (a space between two Thai or Lao letters; a Burmese or Khmer stop before text)
+are added. Chinese and Japanese full stops (`。！？`) end sentences without a space, as above.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from curate.dedup._abbreviations import ABBREVIATIONS
+from curate.lang import language, sentence_breaks
+from curate.lang.abbreviations import ABBREVIATIONS
 
 UNITS = ("line", "paragraph", "sentence")
 # spaCy's Sentencizer.default_punct_chars, less the rarely seen scripts: a token of these ends a sentence
@@ -78,9 +84,21 @@ def _inner_cuts(chunk: str, start: int) -> list[int]:
     return found
 
 
+_LANGUAGE_BREAKS = frozenset({"th", "lo", "my", "km"})  # languages whose sentence ends spaCy's sentencizer misses
+
+
 def _sentence_cuts(text: str, lang: str) -> list[int]:
+    """Sentence starts: spaCy's sentencizer's, and in Thai, Lao, Burmese and Khmer the language's breaks."""
+    cuts = _sentencizer_cuts(text, lang)
+    code = language(lang)
+    if code in _LANGUAGE_BREAKS:
+        cuts = sorted({*cuts, *sentence_breaks(text, code)})
+    return cuts
+
+
+def _sentencizer_cuts(text: str, lang: str) -> list[int]:
     """Sentence starts: only chunks holding a stop are looked at, then the chunks after a sentence end."""
-    abbreviations = ABBREVIATIONS.get(lang, frozenset())
+    abbreviations = ABBREVIATIONS.get(language(lang), frozenset())
     cuts, done = [0], 0
     for m in _CANDIDATE.finditer(text):
         if m.start() < done:

@@ -8,6 +8,8 @@ thresholds live in `curate.lang.config`.
 """
 
 from curate.lang.units import (
+    CHARACTER_WORD,
+    CHARACTER_WORD_RANGES,
     MAX_SEGMENT,
     SEGMENTED,
     STOPS,
@@ -27,6 +29,7 @@ from curate.lang.units import (
 )
 
 __all__ = [
+    "CHARACTER_WORD", "CHARACTER_WORD_RANGES",
     "MAX_SEGMENT", "SEGMENTED", "STOPS", "TERMINAL_PUNCTUATION", "VERSION", "SegmenterMissing", "count_sentences", "is_segmented",
     "language", "segmenter_version", "sentence_breaks", "sentences", "terminal_punctuation", "units_version", "word_count", "words",
 ]

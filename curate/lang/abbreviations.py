@@ -2,7 +2,7 @@
 
 The tokenizer exceptions of spaCy 3.8 (MIT licence, `spacy.blank(lang).tokenizer.rules`) that end in a
 period: spaCy keeps them whole, so with them `curate.dedup.units` splits sentences where spaCy's
-sentencizer does.
+sentencizer does. Keyed by base language code (`curate.lang.language`); a language not listed has none.
 """
 
 _WORDS = {

@@ -17,7 +17,10 @@ trafilatura sandbox process is counted), the wall seconds the process's, interpr
 `run` columns count only the run call, after the imports. Documents kept are matched by (WARC-Record-ID, URL),
 as multisets over the copies.
 
-    .venv/bin/python benchmarks/pipeline.py --copies 4 --json benchmarks/results/pipeline.json
+    .venv/bin/python benchmarks/pipeline.py --copies 8 --base-copies 1 --json benchmarks/pipeline.json
+
+`--base-copies` runs both sides a second time on fewer copies: the difference is the CPU seconds per further
+copy, the rate with start-up fully amortised, which the cost table (`--markdown`) projects from.
 
 Needs, beside the project: datatrove and its WARC reader's dependencies (`pip install datatrove
 faust-cchardet python-magic trafilatura fasttext-community fasteners`); FastWARC for `--reader fastwarc` (extra `fast`).
@@ -73,8 +76,8 @@ def run_peneira(inputs: str, out: str, reader: str) -> dict:
     from curate import Pipeline, readers
 
     pipeline = Pipeline.from_file(os.path.join(ROOT, "pipelines", "web.py"))
-    if reader == "fastwarc":
-        pipeline.reader = readers.FastWarc(source="web")
+    if reader != "web":
+        pipeline.reader = (readers.FastWarc if reader == "fastwarc" else readers.Warc)(source="web")
     files = sorted(glob.glob(os.path.join(inputs, "*")))
     t0, w0 = time.process_time(), time.perf_counter()
     pipeline.run(inputs=files, output=out, workers=1, progress=False)
@@ -85,7 +88,8 @@ def run_peneira(inputs: str, out: str, reader: str) -> dict:
     for shard in sorted(glob.glob(os.path.join(out, "data", "*.parquet"))):
         for row in pq.read_table(shard, columns=["url", "metadata"]).to_pylist():
             kept.append([json.loads(row["metadata"] or "{}").get("warc_record_id"), row["url"]])
-    return {"run_cpu": run_cpu, "run_wall": run_wall, "kept": kept, "stats": stats}
+    return {"run_cpu": run_cpu, "run_wall": run_wall, "kept": kept, "stats": stats,
+            "reader_class": type(pipeline.reader).__name__}
 
 
 def accept_fasttext_community() -> None:
@@ -137,7 +141,7 @@ def run_datatrove(inputs: str, out: str) -> dict:
     with open(os.path.join(out, "logs", "stats.json")) as f:  # the executor's merged stats, one entry per step
         step_secs = {s["name"].split(": ", 1)[-1]: s["time_stats"]["total"] for s in json.load(f)}
     return {"run_cpu": run_cpu + children.ru_utime + children.ru_stime, "run_wall": run_wall, "kept": kept,
-            "step_seconds": step_secs}
+            "steps": step_secs}
 
 
 def side(name: str, inputs: str, reader: str) -> dict:
@@ -172,37 +176,53 @@ def agreement(a: list, b: list) -> dict:
 
 def stage_seconds(stats: dict) -> dict:
     """Seconds per step of the Peneira run (stats.json: read, then each step in order)."""
-    steps = stats.get("steps") or stats.get("stages", [{}])[0].get("steps", [])
-    out = {}
-    for s in steps if isinstance(steps, list) else []:
-        out[s.get("name", "?")] = s.get("seconds", 0.0)
-    return out
+    return {s["name"]: s["seconds"] for s in stats["steps"]}
 
 
 def report(res: dict) -> None:
-    p, d = res["peneira"], res["datatrove"]
-    print(f"{res['files']} WARC/WET files x {res['copies']} copies ({res['mib']:.1f} MiB of gzip), one process "
-          f"each, reader {res['reader']}\n")
-    print(f"{'':<11}{'CPU s':>9}{'run CPU s':>11}{'wall s':>9}{'run wall s':>12}{'kept':>7}")
-    for name, r in (("peneira", p), ("datatrove", d)):
-        print(f"{name:<11}{r['cpu']:>9.2f}{r['run_cpu']:>11.2f}{r['wall']:>9.2f}{r['run_wall']:>12.2f}{len(r['kept']):>7}")
-    print(f"\nspeedup, CPU seconds per core: {d['cpu'] / p['cpu']:.1f}x whole process, "
-          f"{d['run_cpu'] / p['run_cpu']:.1f}x run only; wall {d['wall'] / p['wall']:.1f}x")
-    a = res["agreement"]
-    print(f"kept by both {a['both']}, only Peneira {a['only_peneira']}, only datatrove {a['only_datatrove']}, "
-          f"Jaccard {a['jaccard']:.3f}")
-    print("\nPeneira step seconds (stats.json):")
-    for k, v in p["steps"].items():
-        print(f"  {k:<22}{v:>8.3f}")
-    print("datatrove step seconds (its stats; the extractor's is wall time waiting on the sandbox):")
-    for k, v in d["step_seconds"].items():
-        print(f"  {k:<22}{v:>8.3f}")
+    print(f"{res['files']} WARC/WET files, one process each side, Peneira's reader {res['reader_class']}\n")
+    print(f"{'copies':>6} {'MiB':>6}  {'side':<10}{'CPU s':>9}{'run CPU s':>11}{'wall s':>9}{'kept':>7}")
+    for n, run in res["runs"].items():
+        for name in ("peneira", "datatrove"):
+            r = run[name]
+            print(f"{n:>6} {run['mib']:>6.1f}  {name:<10}{r['cpu']:>9.2f}{r['run_cpu']:>11.2f}{r['wall']:>9.2f}"
+                  f"{len(r['kept']):>7}")
+    top = res["runs"][str(res["copies"])]
+    p, d, a = top["peneira"], top["datatrove"], top["agreement"]
+    print(f"\nat {res['copies']} copies, datatrove / Peneira: CPU {d['cpu'] / p['cpu']:.1f}x (whole process), "
+          f"{d['run_cpu'] / p['run_cpu']:.1f}x (run only); wall {d['wall'] / p['wall']:.1f}x")
+    if "marginal" in res:
+        m = res["marginal"]
+        print(f"per further copy (CPU s): Peneira {m['peneira']:.3f}, datatrove {m['datatrove']:.3f}: "
+              f"{m['datatrove'] / m['peneira']:.1f}x (start-up fully amortised)")
+    print(f"kept: Peneira {len(p['kept'])}, datatrove {len(d['kept'])}; both {a['both']}, only Peneira "
+          f"{a['only_peneira']}, only datatrove {a['only_datatrove']}, Jaccard {a['jaccard']:.3f}")
+    print("\nstep seconds (wall, one process; Peneira's stats.json, datatrove's executor stats, whose extractor "
+          "time is the wait on its sandbox process):")
+    for name in ("peneira", "datatrove"):
+        for step, secs in top[name]["steps"].items():
+            print(f"  {name:<10}{step:<22}{secs:>8.3f}")
+
+
+def measure(copies: int, reader: str) -> dict:
+    """Both sides over `copies` copies of the inputs, datatrove first."""
+    with tempfile.TemporaryDirectory() as inputs:
+        paths = link_copies(inputs, copies)
+        run = {"mib": sum(os.path.getsize(p) for p in paths) / 2**20}
+        run["datatrove"] = side("datatrove", inputs, reader)
+        run["peneira"] = side("peneira", inputs, reader)
+    run["peneira"]["steps"] = stage_seconds(run["peneira"].pop("stats"))
+    run["agreement"] = agreement(run["peneira"]["kept"], run["datatrove"]["kept"])
+    return run
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=4, help="times each input file is read (as a new file)")
-    ap.add_argument("--reader", choices=("warc", "fastwarc"), default="warc", help="Peneira's WARC reader")
+    ap.add_argument("--base-copies", type=int, default=0,
+                    help="also run at this many copies; the difference gives the CPU seconds per further copy")
+    ap.add_argument("--reader", choices=("web", "warc", "fastwarc"), default="web",
+                    help="Peneira's WARC reader: web.py's own (readers.fastest_warc), or this one")
     ap.add_argument("--json", help="write the results here (docs are generated from it)")
     ap.add_argument("--worker", choices=("peneira", "datatrove"), help=argparse.SUPPRESS)
     ap.add_argument("--inputs", help=argparse.SUPPRESS)
@@ -215,14 +235,16 @@ def main() -> None:
     missing = [pip for mod, pip in NEEDS.items() if not _importable(mod)]
     if missing:
         sys.exit(f"benchmarks/pipeline.py needs: pip install {' '.join(missing)} (benchmark only)")
-    with tempfile.TemporaryDirectory() as inputs:
-        paths = link_copies(inputs, args.copies)
-        res = {"copies": args.copies, "files": len(input_files()), "reader": args.reader,
-               "mib": sum(os.path.getsize(p) for p in paths) / 2**20, "command": " ".join(sys.argv)}
-        res["datatrove"] = side("datatrove", inputs, args.reader)
-        res["peneira"] = side("peneira", inputs, args.reader)
-    res["peneira"]["steps"] = stage_seconds(res["peneira"].pop("stats"))
-    res["agreement"] = agreement(res["peneira"]["kept"], res["datatrove"]["kept"])
+    res = {"copies": args.copies, "files": len(input_files()), "reader": args.reader,
+           "command": " ".join(["benchmarks/pipeline.py", *sys.argv[1:]]), "runs": {}}
+    for n in sorted({args.copies, args.base_copies} - {0}):
+        res["runs"][str(n)] = measure(n, args.reader)
+    res["reader_class"] = res["runs"][str(args.copies)]["peneira"]["reader_class"]
+    if args.base_copies and args.base_copies != args.copies:
+        lo, hi = res["runs"][str(args.base_copies)], res["runs"][str(args.copies)]
+        res["marginal"] = {k: (hi[k]["cpu"] - lo[k]["cpu"]) / (args.copies - args.base_copies)
+                           for k in ("peneira", "datatrove")}
+        res["marginal_mib"] = (hi["mib"] - lo["mib"]) / (args.copies - args.base_copies)
     report(res)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

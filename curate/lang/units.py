@@ -175,8 +175,12 @@ FULL_WIDTH_STOPS = frozenset("。！？｡．")
 TERMINAL_PUNCTUATION = tuple(".!?。！？．｡؟۔।॥።፧։‼⁇⁈⁉")
 _ALL_STOPS = tuple(STOPS)  # end a sentence with no space after (Chinese, Japanese)
 _CLOSERS = "\"'”’)\\]»」』）】〕〉》"
-_OPENERS = "\"'“‘(\\[«「『（【〔〈《¿¡"
+_OPENERS = "\"'“‘([«「『（【〔〈《¿¡-–—"  # a membership test, not a regex class
 _STOP_RUN_ANY = re.compile(f"([{re.escape(STOPS)}]+)[{_CLOSERS}]*")
+# Languages with a stop beyond the scripts' own: Armenian is mostly typed with ":" for its full stop `։`, Greek
+# with ";" for its question mark (U+037E, which NFC turns into ";").
+_STOP_RUNS = {code: re.compile(f"([{re.escape(STOPS + extra)}]+)[{_CLOSERS}]*") for code, extra in
+              (("hy", ":"), ("el", ";"))}
 _THAI_LAO_SPACE = re.compile(r"(?<=[\u0e00-\u0eff])[^\S\n]+(?=[\u0e00-\u0eff])")
 _SPACE_SEPARATED_SENTENCES = frozenset({"th", "lo"})
 
@@ -202,8 +206,17 @@ def _breaks_en(line: str) -> list[int]:
 
 
 def _starts_sentence(c: str) -> bool:
-    """A character a sentence may start with: a capital, a digit, or a letter of a script without case."""
-    return c.isdigit() or (c.isalpha() and not c.islower())
+    """A character a sentence may start with: a capital, a digit, a letter of a script without case, or a
+    Georgian letter (Mkhedruli is written without capitals, though Unicode files it as lower case)."""
+    return c.isdigit() or (c.isalpha() and not c.islower()) or "\u10d0" <= c <= "\u10ff"
+
+
+def _skip_spaces(text: str, k: int) -> int:
+    """The first non-space at or after k, reading at most 64 spaces (so a run of spaces is read once per stop)."""
+    end = min(len(text), k + 64)
+    while k < end and text[k].isspace():
+        k += 1
+    return k
 
 
 def _breaks_any(text: str, lang: str) -> list[int]:
@@ -212,20 +225,20 @@ def _breaks_any(text: str, lang: str) -> list[int]:
     out = []
     n = len(text)
     after = _ABBREVIATION_BEFORE.match
-    for m in _STOP_RUN_ANY.finditer(text):
+    stop_run = _STOP_RUNS.get(lang, _STOP_RUN_ANY)
+    for m in stop_run.finditer(text):
         j = m.end()
         if j >= n:
             break
         run = m.group(1)
         if text[j].isspace():
-            k = j + 1
-            while k < n and text[k].isspace() and k - j < 64:
-                k += 1
-            if k < n and text[k] in _OPENERS:
-                k += 1
+            k = _skip_spaces(text, j)
+            for _ in range(2):  # an opening quote or a dialogue dash, each maybe spaced (French « Oui »)
+                if k < n and text[k] in _OPENERS:
+                    k = _skip_spaces(text, k + 1)
             if k >= n or not _starts_sentence(text[k]):
                 continue
-            if len(run) == 1 and run == "." and after(text, m.start()):
+            if run == "." and after(text, m.start()):
                 continue  # an abbreviation or an initial
             out.append(j)
         elif run[-1] in FULL_WIDTH_STOPS:  # the run and its closers are maximal: text follows directly

@@ -169,11 +169,11 @@ def word_count(text: str, lang: str | None = "en") -> int:
 
 # Sentence-ending marks of the scripts lid.176's languages are written in.
 STOPS = ".!?。！？｡．؟۔।॥။።፧፨։។៕‼⁇⁈⁉⸮‽܀܁܂߹᙮"
-FULL_WIDTH_STOPS = frozenset("。！？｡．")
+FULL_WIDTH_STOPS = frozenset("。！？｡．")  # end a sentence with no space after (Chinese, Japanese)
 # The line-end marks FineWeb's `punct_lines` has always taken for every language (English's, unchanged); other
 # languages take every script's `STOPS` (which adds Burmese ။, Khmer ។ ៕, Ethiopic ፨ and the rarer marks).
 TERMINAL_PUNCTUATION = tuple(".!?。！？．｡؟۔।॥።፧։‼⁇⁈⁉")
-_ALL_STOPS = tuple(STOPS)  # end a sentence with no space after (Chinese, Japanese)
+_ALL_STOPS = tuple(STOPS)
 _CLOSERS = "\"'”’)\\]»」』）】〕〉》"
 _OPENERS = "\"'“‘([«「『（【〔〈《¿¡-–—"  # a membership test, not a regex class
 _STOP_RUN_ANY = re.compile(f"([{re.escape(STOPS)}]+)[{_CLOSERS}]*")

@@ -21,6 +21,7 @@ from curate.io import fs
 from curate.io.batching import iter_batches
 from curate.io.state import DAMAGED_SHARD, reading
 from curate.io.writers import parquet_shards
+from curate.report.languages import language_funnel, rejected_by_step
 
 MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
 
@@ -288,6 +289,9 @@ def write_report(out: str) -> dict[str, str]:
     corpus = load_corpus(out)
     pngs = _charts(stats, corpus)
     tables = _tables(stats, corpus)
+    per_language = language_funnel(stats, corpus.langs, rejected_by_step(out))
+    if per_language:  # after the funnel and the drops: the same funnel, language by language
+        tables.insert(2, ("Funnel per language", *per_language))
     head = summary(name, stats)
 
     chart_dir = fs.join(out, "report")

@@ -132,6 +132,177 @@ def test_bad_lines_are_counted_once_whatever_the_cuts(tmp_path):
     assert dict(stats.dropped) == {"read:bad_json": 2, "read:no_text": 2, "read:too_large": 2}
 
 
+# ---------------------------------------------------------------- compressed JSONL (gzip members, zstd frames)
+
+
+def _gz_members(data: bytes) -> list[tuple[int, bytes]]:
+    """(compressed offset, decompressed bytes) of every gzip member, by zlib member after member."""
+    at, out = 0, []
+    while at < len(data):
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        text = d.decompress(data[at:])
+        out.append((at, text))
+        at = len(data) - len(d.unused_data)
+    return out
+
+
+def _zst_frames(data: bytes) -> list[tuple[int, bytes]]:
+    import zstandard
+
+    at, out = 0, []
+    while at < len(data):
+        d = zstandard.ZstdDecompressor().decompressobj()
+        text = d.decompress(data[at:])
+        out.append((at, text))
+        at = len(data) - len(d.unused_data)
+    return out
+
+
+def _brute_chain(members: list[tuple[int, bytes]], key: str = "k") -> list[tuple]:
+    """Every line of the decompressed members with the id the contract gives it: (the compressed offset of the
+    member its first byte comes from, its offset in that member's output); `key@offset` in the member at 0."""
+    spans, at = [], 0
+    for coff, text in members:
+        if text:
+            spans.append((at, coff))
+        at += len(text)
+    data, out, q = b"".join(t for _, t in members), [], 0
+    for line in data.split(b"\n"):
+        if line.strip():
+            first, coff = max(sp for sp in spans if sp[0] <= q)
+            pos = f"{key}@{q - first}" if coff == 0 else f"{key}@{coff}+{q - first}"
+            rec = json.loads(line)
+            out.append((unique_id("web", rec.get("id"), pos), rec["text"]))
+        q += len(line) + 1
+    return out
+
+
+def _blocks(data: bytes, sizes: list[int]) -> list[bytes]:
+    """`data` cut into pieces of the given sizes in turn (bgzip-style: cuts fall anywhere in a line)."""
+    out, at, i = [], 0, 0
+    while at < len(data):
+        out.append(data[at:at + sizes[i % len(sizes)]])
+        at, i = at + sizes[i % len(sizes)], i + 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def chained(tmp_path_factory) -> dict[str, Path]:
+    """Real web text (697 dolma records) as a many-member .jsonl.gz (members of 5-70 KB cut mid-line, one cut on
+    a line start, an empty member, zero padding at the end) and a many-frame .jsonl.zst (with a skippable frame);
+    and as one gzip member and one zstd frame."""
+    import zstandard
+
+    text = gzip.decompress(JSONL_GZ.read_bytes())
+    pieces = _blocks(text, [65280, 5000, 70000, 12345])
+    pieces.insert(3, b"")  # an empty member
+    nl = text.index(b"\n", 200_000) + 1
+    pieces = [p for p in _blocks(text[:nl], [65280]) + [b""] + _blocks(text[nl:], [65280, 5000, 70000, 12345])]
+    root = tmp_path_factory.mktemp("chained")
+    files = {"gz": root / "many.jsonl.gz", "zst": root / "many.jsonl.zst", "gz1": root / "one.jsonl.gz",
+             "zst1": root / "one.jsonl.zst"}
+    files["gz"].write_bytes(b"".join(gzip.compress(p, 6, mtime=0) for p in pieces) + b"\0" * 100)
+    zc = zstandard.ZstdCompressor(write_checksum=True)
+    frames = [zc.compress(p) for p in _blocks(text, [100_000, 30_000])]
+    frames.insert(2, (0x184D2A53).to_bytes(4, "little") + (7).to_bytes(4, "little") + b"skipped")
+    files["zst"].write_bytes(b"".join(frames))
+    files["gz1"].write_bytes(gzip.compress(text, 6, mtime=0))
+    files["zst1"].write_bytes(zc.compress(text))
+    return files
+
+
+def _chain_reference(path: Path) -> list[tuple]:
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        data = data.rstrip(b"\0")
+    return _brute_chain(_gz_members(data) if path.name.endswith(".gz") else _zst_frames(data))
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+def test_compressed_jsonl_split_by_members_gives_the_whole_files_lines_and_ids(chained, kind):
+    """Split 1, 7, 64 ways, at every member start, one byte after, at the last byte, with empty ranges: the lines
+    and ids of the whole file, which are those of the independent reference (zlib / zstd member by member)."""
+    path, reader = chained[kind], readers.Jsonl()
+    members = [c for c, _ in (_gz_members(path.read_bytes().rstrip(b"\0")) if kind == "gz"
+                              else _zst_frames(path.read_bytes()))]
+    size = path.stat().st_size
+    for cuts in (_even(path, 7), _even(path, 64), members[1:], [m + 1 for m in members[1:]], [size - 1],
+                 sorted({*members[2:5], *(m + 2 for m in members[2:5])}), [members[3]] * 3):
+        whole = _same(reader, path, cuts)
+    assert [(i, t) for i, t, _, _ in whole] == _chain_reference(path) and len(whole) == 697
+    plan = plan_splits(str(path), tasks=7)
+    assert len(plan) == 7 and {s.start for s in plan} <= {0, *members} and not plan.whole
+    assert _read(reader, plan)[0] == _read(reader, [Split(str(path), plan[0].key)])[0]
+
+
+def test_a_single_member_or_frame_stays_whole_with_the_ids_it_always_had(chained, capsys):
+    """One gzip member / zstd frame cannot be cut: the plan keeps it whole and says so; its ids are those of the
+    line's offset in the decompressed file, as before members counted (the member at 0 keeps `key@offset`)."""
+    plan = plan_splits([str(chained["gz1"]), str(chained["zst1"])], tasks=8)
+    assert [s.whole for s in plan] == [True, True]
+    assert [u for u, _ in plan.whole] == [str(chained["gz1"]), str(chained["zst1"])]
+    assert "one gzip member" in plan.whole[0][1] and "one zstd frame" in plan.whole[1][1]
+    assert "stay whole" in capsys.readouterr().err
+    for name in ("gz1", "zst1"):
+        docs, _ = _read(readers.Jsonl(), [Split(str(chained[name]), "k")])
+        assert [(i, t) for i, t, _, _ in docs] == _brute_jsonl_bytes(gzip.decompress(JSONL_GZ.read_bytes()))
+
+
+def _brute_jsonl_bytes(data: bytes, key: str = "k") -> list[tuple]:
+    out, at = [], 0
+    for line in data.split(b"\n"):
+        if line.strip():
+            rec = json.loads(line)
+            out.append((unique_id("web", rec.get("id"), f"{key}@{at}"), rec["text"]))
+        at += len(line) + 1
+    return out
+
+
+def _damaged(chained: dict, tmp_path: Path) -> Path:
+    """The many-member .jsonl.gz with a member damaged after its first 64 KiB (a flipped byte near its end), a
+    member damaged at its start (junk: it decodes nothing), junk bytes between two members, and cut short."""
+    data = chained["gz"].read_bytes().rstrip(b"\0")
+    starts = [c for c, _ in _gz_members(data)]
+    big = next(i for i in range(len(starts) - 1) if starts[i + 1] - starts[i] > 20_000 and i > 2)
+    buf = bytearray(data)
+    buf[starts[big + 1] - 30] ^= 0xFF  # in the last deflate bytes of a large member: after 64 KiB of output
+    buf[starts[big + 4] + 12] ^= 0xFF  # in the first deflate bytes of another: no member (junk)
+    buf[starts[big + 7]:starts[big + 7]] = b"JUNK" * 50
+    path = tmp_path / "damaged.jsonl.gz"
+    path.write_bytes(bytes(buf[: len(buf) - 5000]))
+    return path
+
+
+def test_damaged_members_junk_and_a_cut_cost_the_same_lines_and_counts_whatever_the_split(chained, tmp_path):
+    path, reader = _damaged(chained, tmp_path), readers.Jsonl()
+    whole, stats = _read(reader, [Split(str(path), "k")])
+    assert stats.dropped["read:corrupt_stream"] == 4  # the damaged member, the junk member, the junk, the cut
+    good = _chain_reference(chained["gz"])
+    assert {t for _, t, _, _ in whole} < {t for _, t in good} and len(whole) > 600  # lines of intact members
+    assert [(i, t) for i, t, _, _ in whole[:40]] == good[:40]  # their ids (before the damage moved the members)
+    starts = [c for c, _ in _gz_members(chained["gz"].read_bytes().rstrip(b"\0"))]
+    for cuts in (_even(path, 7), _even(path, 64), [s + 1 for s in starts[1:-3]], [path.stat().st_size - 3]):
+        _same(reader, path, cuts)
+
+
+def test_a_member_start_forged_inside_a_member_fails_the_split_loudly(tmp_path):
+    """A stored (level 0) deflate block can hold any bytes, a complete gzip member among them: a search from a cut
+    before it lands inside the real member. The range before notices and fails in one line, never reading
+    anything twice; unsplit, the file reads as it is."""
+    forged = gzip.compress(b'{"text": "forged"}\n' * 5000, 9, mtime=0)
+    lines = [json.dumps({"text": f"line {i}"}).encode() for i in range(300)]
+    data = b"\n".join(lines[:150]) + b"\n" + forged + b"\n" + b"\n".join(lines[150:]) + b"\n"
+    path = tmp_path / "forged.jsonl.gz"
+    path.write_bytes(gzip.compress(data, 0, mtime=0))
+    at = path.read_bytes().index(forged)
+    docs, stats = _read(readers.Jsonl(), [Split(str(path), "k")])
+    assert len(docs) == 300 and stats.dropped == {"read:bad_json": 1}
+    plan = plan_splits(str(path), task_bytes=at - 10)
+    assert [s.start for s in plan] == [0, at]
+    with pytest.raises(UsageError, match=f"search from byte {at} finds one at byte {at}: this file cannot be split there"):
+        _read(readers.Jsonl(), plan)
+
+
 # ---------------------------------------------------------------- WARC
 
 
@@ -270,8 +441,7 @@ def test_bad_options_and_readers_that_cannot_split_are_one_line(tmp_path):
         list(Mine().read_split(Split("x.jsonl", "x", 10, 20), StepStats("read")))
     with pytest.raises(UsageError, match="cannot read 1 record"):
         list(readers.Jsonl().read_split(Split(str(GSM8K), "k", records=((0, 10),)), StepStats("read")))
-    with pytest.raises(UsageError, match="compressed"):
-        list(readers.Jsonl().read_split(Split(str(JSONL_GZ), "k", 10, 20), StepStats("read")))
+    assert list(readers.Jsonl().read_split(Split(str(JSONL_GZ), "k", 10, 20), StepStats("read"))) == []  # no member
 
 
 def test_cc_inputs_are_planned_by_the_commoncrawl_module_and_splits_pass_as_given(monkeypatch):
@@ -486,3 +656,26 @@ def test_repeated_ids_in_a_split_run_are_named_by_the_input_not_the_ranges_shard
     with pytest.raises(UsageError) as e:
         pipe.run(inputs=[str(GSM8K)], output=str(tmp_path / "out"), workers=1, progress=False, tasks=3)
     assert f"is twice in {GSM8K} (" in str(e.value) and "part-0" not in str(e.value)
+
+
+def test_an_io_error_inside_a_range_of_a_compressed_file_fails_the_task(chained, monkeypatch):
+    from curate.io import fs
+
+    real_open, path = fs.open, chained["gz"]
+    size = path.stat().st_size
+    monkeypatch.setattr(fs, "open", lambda p, mode="rb", **kw: _Failing(real_open(p, mode, **kw), size * 3 // 5))
+    stats = StepStats("read")
+    with pytest.raises(OSError, match="injected"):
+        for _ in readers.Jsonl().read_split(Split(str(path), "k", size // 2, size * 4 // 5), stats):
+            pass
+    assert not stats.dropped, stats.dropped
+
+
+def test_a_run_over_compressed_jsonl_split_7_ways_writes_the_unsplit_runs_documents(chained, tmp_path):
+    pipe = Pipeline(name="z", reader=readers.Jsonl(), steps=[lambda d: len(d.text) > 500])
+    inputs = [str(chained["gz"]), str(chained["zst"]), str(chained["gz1"])]
+    pipe.run(inputs=inputs, output=str(tmp_path / "ref"), workers=2, progress=False)
+    m = pipe.run(inputs=inputs, output=str(tmp_path / "split"), workers=2, progress=False, tasks=7)
+    assert _rows(tmp_path / "split") == _rows(tmp_path / "ref") and len(_rows(tmp_path / "ref")) > 1000
+    assert [f["input"] for f in m["split_plan"]["files_not_split"]] == [str(chained["gz1"])]
+    assert m["split_plan"]["files_split"] == 2

@@ -17,7 +17,7 @@ from curate.core.errors import UsageError
 from curate.io import fs
 from curate.io.splits import Split, row_group_start
 
-WARC_PROBE = 4 << 20  # compressed bytes searched after a cut for the next gzip member that starts a WARC record
+WARC_PROBE = 4 << 20  # compressed bytes searched after a cut for the next gzip member (zstd frame) where a range begins
 
 
 class Plan(list):
@@ -49,7 +49,7 @@ def plan_splits(inputs: str | Split | list, tasks: int | None = None, task_bytes
     """The splits a run reads: globs and paths expanded (`fs.expand_inputs`, keys from `input_keys`), `Split`s
     as given, `cc://` inputs planned by `curate.io.commoncrawl.cc_splits`; then, with `tasks` or `task_bytes`,
     every file larger than the target (total bytes / `tasks`, or `task_bytes`) cut into byte ranges of about
-    the target. A file whose framing allows no cut (a single-stream .gz, a .zst, a plain .warc) stays whole and
+    the target. A file whose framing allows no cut (a single gzip member or zstd frame, a plain .warc) stays whole and
     is listed in `Plan.whole`, with a note on stderr: never silently."""
     if tasks is not None and (not isinstance(tasks, int) or tasks < 1):
         raise UsageError(f"--tasks must be an integer >= 1, got {tasks!r}")
@@ -127,8 +127,13 @@ def _cuts(url: str, size: int, target: int) -> tuple[list[int], str]:
         return cuts, "" if cuts else "no gzip member starts a record near a cut: a single gzip stream, or members over 4 MiB"
     if name.endswith((".warc", ".wet", ".wat")):
         return [], "an uncompressed WARC is read whole: record starts cannot be told from the middle of the file"
-    if name.endswith((".gz", ".zst", ".bz2", ".xz")):
-        return [], "a compressed stream is read whole: splitting by gzip members or zstd frames is not supported yet"
+    if name.endswith((".gz", ".zst")):
+        cuts = _chain_cuts(url, even)
+        what = "gzip member" if name.endswith(".gz") else "zstd frame"
+        return cuts, "" if cuts else (f"one {what} (or {what}s over 4 MiB apart): a compressed file is cut only "
+                                      f"where a {what} starts")
+    if name.endswith((".bz2", ".xz")):
+        return [], "a .bz2 / .xz stream is read whole: only gzip members and zstd frames are split"
     return even, ""  # JSONL and other line-framed text: the reader aligns each range to newlines
 
 
@@ -163,6 +168,23 @@ def _warc_member_cuts(url: str, even: list[int]) -> list[int]:
                 continue
             at = next_member(f, c, limit=WARC_PROBE)
             if at is not None and (not cuts or at > cuts[-1]):
+                cuts.append(at)
+    return cuts
+
+
+def _chain_cuts(url: str, even: list[int]) -> list[int]:
+    """Each even cut moved to the first gzip member / zstd frame start at or after it (`curate.io.chain`,
+    searched over `WARC_PROBE` bytes), where the JSONL reader's ranges begin; cuts with none in reach dropped."""
+    from curate.io.chain import codec_for, next_start
+
+    codec = codec_for(url)
+    cuts: list[int] = []
+    with fs.open(url, "rb") as f:
+        for c in even:
+            if cuts and c <= cuts[-1]:
+                continue
+            at = next_start(f, c, codec, limit=WARC_PROBE)
+            if at is not None and at > 0 and (not cuts or at > cuts[-1]):
                 cuts.append(at)
     return cuts
 

@@ -15,6 +15,7 @@ from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.batching import MAX_RECORD_BYTES, batch_rows
+from curate.io.chain import Chain, Codec, all_zero, codec_for, next_start
 from curate.io.members import CHUNK, Tracked
 from curate.io.readers.base import Reader, figure, note, repair_deep, unique_id
 from curate.io.readers.pages import largest_page
@@ -114,19 +115,23 @@ class Jsonl(Reader):
         return self._read(path, stats, key or path, 0, None)
 
     def read_split(self, split: Split, stats: StepStats) -> Iterator[Document]:
-        """A byte range of an uncompressed file: the lines that begin in it, aligned to newlines (it starts after
+        """A byte range of the file. Uncompressed: the lines that begin in it, aligned to newlines (it starts after
         the first newline at or after byte `start - 1` and reads every line that begins before `end`), so the
-        ranges of one file share out its lines exactly once. A compressed file is read whole."""
+        ranges of one file share out its lines exactly once. `.gz` / `.zst`: the lines of the members (frames)
+        that start in it (`_read_chain`)."""
         if split.whole or split.records:
             return super().read_split(split, stats)
-        if _compressed(split.url):
-            raise UsageError(f"reader Jsonl cannot read a byte range of a compressed file ({split.label}): "
-                             "a .gz or .zst JSONL is read whole")
         return self._read(split.url, stats, split.key, split.start, split.end)
 
     def _read(self, path: str, stats: StepStats, key: str, start: int, end: int | None) -> Iterator[Document]:
-        """The records of the lines that begin in [start, end) of the (decompressed) file; each document's id
-        comes from the byte offset of its line, so it does not depend on where the file was cut."""
+        """The records of the lines that begin in [start, end) of the file; each document's id comes from the
+        byte offset of its line, so it does not depend on where the file was cut."""
+        codec = codec_for(path)
+        if codec is not None:
+            return self._read_chain(path, stats, key, codec, start, end)
+        return self._read_plain(path, stats, key, start, end)
+
+    def _read_plain(self, path: str, stats: StepStats, key: str, start: int, end: int | None) -> Iterator[Document]:
         with _open_bytes(path) as (f, raw):
             pos, n, before = _align(f, start), 0, stats.docs_in
             try:
@@ -141,7 +146,7 @@ class Jsonl(Reader):
                         line = line[len(_BOM):]
                     if not line.strip():
                         continue
-                    doc = self._parse(line, key, at, stats)
+                    doc = self._parse(line, f"{key}@{at}", stats)
                     if doc is not None:
                         yield doc
             except Exception as e:  # the decompressor: truncated gzip or zstd, a bad CRC, not gzip at all
@@ -151,7 +156,86 @@ class Jsonl(Reader):
                 self.skip(stats, "corrupt_stream")
                 note(stats, path, f"{type(e).__name__}: {e} (after {n} lines)")
 
-    def _parse(self, line: bytes, key: str, offset: int, stats: StepStats) -> Document | None:
+    def _read_chain(self, path: str, stats: StepStats, key: str, codec: Codec, start: int,
+                    end: int | None) -> Iterator[Document]:
+        """The lines of a `.gz` / `.zst` file that belong to [start, end): those that follow a newline decoded from
+        a member (frame) that starts in the range (the file's first line: the range at byte 0). So a range starts
+        at its first member start (`curate.io.chain.next_start`), passes over the line that runs into it, and
+        reads on past `end` through the first newline of the next member to finish its last line.
+
+        A line's id comes from (the compressed offset of the member its first byte was decoded from, the line's
+        offset in that member's output), written `key@offset` in the first member (as for a file of one member)
+        and `key@member+offset` after it: the same whatever the split. Damage ends the chain: a member that
+        fails after its first 64 KiB, or is cut by the end of the file, is one `read:corrupt_stream` for the
+        range it starts in; bytes that are no member (junk; zero padding is none) are one for the range of the
+        member before them (at byte 0: the first range); the line they cut is lost, and reading resumes at the
+        next member start, passing over its first line, as a range that starts there would. A range with an end
+        checks that a search from it finds the member its own reading reached (`_check_next`)."""
+        with fs.open(path, "rb") as fh:
+            f = Tracked(fh)
+            reached, searched = yield from self._chains(f, path, stats, key, codec, start, end)
+            if end is not None and not searched:
+                _check_next(f, path, codec, end, reached)
+
+    def _chains(self, f: Tracked, path: str, stats: StepStats, key: str, codec: Codec, start: int,
+                end: int | None) -> Iterator[Document]:
+        """Read chain after chain (a new one after each damage) while they start in the range; returns the
+        first member start at or after `end` the reading reached (None: the file's end) and whether it came
+        from a search that began at or before `end` (then no check is needed)."""
+        def owned(c: int) -> bool:
+            return start <= c and (end is None or c < end)
+
+        at, skip, searched = (0, False, True) if start == 0 else (next_start(f, start, codec), True, True)
+        while at is not None and owned(at):
+            chain = Chain(f, at, codec)
+            before = stats.docs_in
+            stopped = yield from self._segment(chain, stats, key, owned, skip)
+            past = next((c for _, c in chain.starts if end is not None and c >= end), None)
+            if stopped or past is not None:
+                return past, False
+            what, where = chain.ended
+            if what == "eof":
+                return None, False
+            owner = where if what != "junk" else chain.starts[-1][1] if chain.starts else 0
+            resume = None if what == "truncated" else next_start(f, where + (what == "damage"), codec)
+            if owned(owner) and not (what == "junk" and all_zero(f, where, resume)):
+                figure(stats, "records_before_corrupt_stream", stats.docs_in - before)
+                self.skip(stats, "corrupt_stream")
+                note(stats, path, f"{codec.name} at byte {where}: {what}")
+            at, skip = resume, True
+            searched = what != "truncated" and (end is None or where < end)  # then `resume` is what a search from `end` finds
+        return at, searched
+
+    def _segment(self, chain: Chain, stats: StepStats, key: str, owned: Any, skip: bool) -> Iterator[Document]:
+        """The owned lines of one chain; returns True when it stopped at a line that is not the range's."""
+        f = io.BufferedReader(chain, CHUNK)
+        pos = _skip_line(f) if skip else 0
+        lines = _lines(f, self.max_line_bytes)
+        while pos is not None:
+            if not owned(chain.member_at(pos - 1)[1] if pos else chain.start):
+                return True
+            chain.forget_before(max(pos - 1, 0))
+            item = next(lines, None)
+            if item is None:
+                return False
+            (line, size), at = item, pos
+            pos += size
+            if line is None:
+                self.skip(stats, "too_large")
+                continue
+            if not line.endswith(b"\n") and chain.ended != ("eof", None):  # cut by damage: lost with it
+                return False
+            first, member = chain.member_at(at)
+            if member == 0 and at == first and line.startswith(_BOM):
+                line = line[len(_BOM):]
+            if line.strip():
+                position = f"{key}@{at - first}" if member == 0 else f"{key}@{member}+{at - first}"
+                doc = self._parse(line, position, stats)
+                if doc is not None:
+                    yield doc
+        return False
+
+    def _parse(self, line: bytes, position: str, stats: StepStats) -> Document | None:
         try:
             text_line = line.decode("utf-8")
         except UnicodeDecodeError:
@@ -174,7 +258,7 @@ class Jsonl(Reader):
         url = rec.pop(self.url_key, None) or meta.get("url")
         stats.docs_in += 1
         own = rec.get(self.id_key)
-        doc_id = unique_id(self.source, own, f"{key}@{offset}") if self.unique_ids or own is None else str(own)
+        doc_id = unique_id(self.source, own, position) if self.unique_ids or own is None else str(own)
         return Document(id=doc_id, text=text, source=self.source,
                         url=url if isinstance(url, str) else None, metadata=rec)
 
@@ -193,6 +277,27 @@ def _lines(f: Any, limit: int) -> Iterator[tuple[bytes | None, int]]:
         yield None, size
 
 
+def _skip_line(f: Any) -> int | None:
+    """Pass over `f`'s bytes through its first newline, in chunks; how many (None: it has no newline)."""
+    n = 0
+    while piece := f.readline(CHUNK):
+        n += len(piece)
+        if piece.endswith(b"\n"):
+            return n
+    return None
+
+
+def _check_next(f: Any, path: str, codec: Codec, end: int, reached: int | None) -> None:
+    """Fail loudly where the range after `end` would start elsewhere than this range's reading reached: a
+    member start forged inside a member (or a false one) between them, which would make it read bytes twice."""
+    found = next_start(f, end, codec)
+    if found != reached:
+        what = "the end of the file" if reached is None else f"byte {reached}"
+        raise UsageError(f"{path}: reading the {codec.name}s before byte {end} reaches the next one at {what}, but a "
+                         f"search from byte {end} finds one at byte {found}: this file cannot be split there "
+                         "(a member start forged inside a member); run it without --tasks / --task-bytes")
+
+
 def _align(f: Any, start: int) -> int:
     """Move `f` to the first line that begins at or after byte `start` (after the first newline at or after
     `start - 1`), reading the line cut by `start` in chunks; returns where `f` stands."""
@@ -205,10 +310,6 @@ def _align(f: Any, start: int) -> int:
         if piece.endswith(b"\n"):
             break
     return pos
-
-
-def _compressed(path: str) -> bool:
-    return path.endswith((".gz", ".zst"))
 
 
 class Parquet(Reader):

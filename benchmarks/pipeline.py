@@ -68,6 +68,41 @@ def link_copies(folder: str, copies: int) -> list[str]:
 
 # ------------------------------------------------------------------ the two sides, each in its own process
 
+def timed_iter(it, cpu: dict, key: str):
+    """`it`, with the CPU seconds spent in each of its `next` calls added to cpu[key] (upstream work included)."""
+    it = iter(it)
+    while True:
+        t = time.process_time()
+        try:
+            x = next(it)
+        except StopIteration:
+            cpu[key] = cpu.get(key, 0.0) + time.process_time() - t
+            return
+        cpu[key] = cpu.get(key, 0.0) + time.process_time() - t
+        yield x
+
+
+def time_peneira_classes(pipeline, cpu: dict) -> None:
+    """CPU seconds per step (`apply_batch`) and of the reader (`read`), patched on the classes: each task
+    unpickles its own copy of the stage, so instances patched here would not be the ones that run."""
+    def wrap_batch(cls, name):
+        plain = cls.apply_batch
+
+        def apply_batch(self, docs, _plain=plain, _name=name):
+            t = time.process_time()
+            try:
+                return _plain(self, docs)
+            finally:
+                cpu[_name] = cpu.get(_name, 0.0) + time.process_time() - t
+        cls.apply_batch = apply_batch
+
+    for step in pipeline.steps:
+        wrap_batch(type(step), step.name)
+    rcls = type(pipeline.reader)
+    plain_read = rcls.read
+    rcls.read = lambda self, *a, _plain=plain_read, **k: timed_iter(_plain(self, *a, **k), cpu, "read")
+
+
 def run_peneira(inputs: str, out: str, reader: str) -> dict:
     """pipelines/web.py through `Pipeline.run` with one worker: the kept (file, url) pairs and its step times."""
     import pyarrow.parquet as pq
@@ -79,16 +114,19 @@ def run_peneira(inputs: str, out: str, reader: str) -> dict:
     if reader != "web":
         pipeline.reader = (readers.FastWarc if reader == "fastwarc" else readers.Warc)(source="web")
     files = sorted(glob.glob(os.path.join(inputs, "*")))
+    cpu: dict = {}
+    time_peneira_classes(pipeline, cpu)
     t0, w0 = time.process_time(), time.perf_counter()
     pipeline.run(inputs=files, output=out, workers=1, progress=False)
     run_cpu, run_wall = time.process_time() - t0, time.perf_counter() - w0
+    cpu["write and runner"] = run_cpu - sum(cpu.values())
     with open(os.path.join(out, "stats.json")) as f:
         stats = json.load(f)
     kept = []
     for shard in sorted(glob.glob(os.path.join(out, "data", "*.parquet"))):
         for row in pq.read_table(shard, columns=["url", "metadata"]).to_pylist():
             kept.append([json.loads(row["metadata"] or "{}").get("warc_record_id"), row["url"]])
-    return {"run_cpu": run_cpu, "run_wall": run_wall, "kept": kept, "stats": stats,
+    return {"run_cpu": run_cpu, "run_wall": run_wall, "kept": kept, "stats": stats, "step_cpu": cpu,
             "reader_class": type(pipeline.reader).__name__}
 
 
@@ -127,21 +165,31 @@ def run_datatrove(inputs: str, out: str) -> dict:
     """The same chain in datatrove, through its executor (one task, one worker: in this process)."""
     import pyarrow.parquet as pq
     from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.base import PipelineStep
 
     steps = datatrove_steps(inputs, out)
+    names = [s.name for s in steps]
+    incl: dict = {}  # CPU seconds inside each step's generator, its upstream steps included
+    plain = PipelineStep.__call__
+    PipelineStep.__call__ = lambda self, data, rank=0, world_size=1: timed_iter(
+        plain(self, data, rank, world_size), incl, self.name)
     ex = LocalPipelineExecutor(pipeline=steps, tasks=1, workers=1, logging_dir=os.path.join(out, "logs"))
     t0, w0 = time.process_time(), time.perf_counter()
     ex.run()
     run_cpu, run_wall = time.process_time() - t0, time.perf_counter() - w0
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the extractor's sandbox processes, reaped
+    child_cpu = children.ru_utime + children.ru_stime
+    cpu = {n: incl.get(n, 0.0) - (incl.get(names[i - 1], 0.0) if i else 0.0) for i, n in enumerate(names)}
+    cpu[names[1]] += child_cpu  # the extraction itself runs in the sandbox process
+    cpu["executor"] = run_cpu + child_cpu - sum(cpu.values())
     kept = []
     for shard in sorted(glob.glob(os.path.join(out, "data", "*.parquet"))):
         for row in pq.read_table(shard, columns=["id", "metadata"]).to_pylist():
             kept.append([row["id"], row["metadata"].get("url")])
     with open(os.path.join(out, "logs", "stats.json")) as f:  # the executor's merged stats, one entry per step
         step_secs = {s["name"].split(": ", 1)[-1]: s["time_stats"]["total"] for s in json.load(f)}
-    return {"run_cpu": run_cpu + children.ru_utime + children.ru_stime, "run_wall": run_wall, "kept": kept,
-            "steps": step_secs}
+    return {"run_cpu": run_cpu + child_cpu, "run_wall": run_wall, "kept": kept, "steps": step_secs,
+            "step_cpu": cpu}
 
 
 def side(name: str, inputs: str, reader: str) -> dict:
@@ -197,11 +245,11 @@ def report(res: dict) -> None:
               f"{m['datatrove'] / m['peneira']:.1f}x (start-up fully amortised)")
     print(f"kept: Peneira {len(p['kept'])}, datatrove {len(d['kept'])}; both {a['both']}, only Peneira "
           f"{a['only_peneira']}, only datatrove {a['only_datatrove']}, Jaccard {a['jaccard']:.3f}")
-    print("\nstep seconds (wall, one process; Peneira's stats.json, datatrove's executor stats, whose extractor "
-          "time is the wait on its sandbox process):")
+    print(f"\nCPU seconds per step at {res['copies']} copies (each step's own; datatrove's extractor includes its "
+          "sandbox process):")
     for name in ("peneira", "datatrove"):
-        for step, secs in top[name]["steps"].items():
-            print(f"  {name:<10}{step:<22}{secs:>8.3f}")
+        for step, secs in top[name]["step_cpu"].items():
+            print(f"  {name:<10}{step:<22}{secs:>8.3f}  {secs / top[name]['run_cpu']:>6.1%}")
 
 
 def measure(copies: int, reader: str) -> dict:

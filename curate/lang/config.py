@@ -29,7 +29,8 @@ SECTIONS = ("gopher_quality", "gopher_repetition", "fineweb", "c4")
 # lid.176 labels with no reference text in the data: their script, for the fallback. Every other
 # lid.176 label without a configuration is written in the Latin script.
 FALLBACK_SCRIPT = {
-    "arz": "Arab", "azb": "Arab", "lrc": "Arab", "mzn": "Arab", "sd": "Arab", "ku": "Latn",
+    "arz": "Arab", "azb": "Arab", "lrc": "Arab", "mzn": "Arab", "sd": "Arab", "ps": "Arab", "ku": "Latn",
+    "am": "Ethi", "bo": "Tibt",
     "av": "Cyrl", "ba": "Cyrl", "bxr": "Cyrl", "ce": "Cyrl", "cv": "Cyrl", "kv": "Cyrl", "krc": "Cyrl",
     "lez": "Cyrl", "mhr": "Cyrl", "mrj": "Cyrl", "myv": "Cyrl", "rue": "Cyrl", "xal": "Cyrl",
     "bh": "Deva", "dty": "Deva", "gom": "Deva", "new": "Deva", "as": "Beng", "bpy": "Beng",

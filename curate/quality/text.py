@@ -4,9 +4,7 @@ fastText sees a document as one line of whitespace-separated tokens, so both sid
 (training lines and scored pages) go through `classifier_text`: lower-cased, punctuation split from words,
 whitespace folded, capped at `MAX_CHARS`. Splitting punctuation matters on real data: tokenised
 corpora (WikiText writes "word ," where the web writes "word,") would otherwise teach the model a
-spacing artefact instead of prose quality. A Han or kana character is a token of its own
-(`curate.lang.CHARACTER_WORD`, as BERT's tokenizer does): Chinese and Japanese do not space words, and the
-examples carry no language to segment them by, so without this a whole sentence was one token.
+spacing artefact instead of prose quality.
 """
 
 from __future__ import annotations
@@ -23,13 +21,10 @@ from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.io.fs import expand_inputs
 from curate.io.readers import Jsonl, Parquet
-from curate.lang import CHARACTER_WORD
 
 MAX_CHARS = 10_000  # predict cost is linear in length; the first 10k characters show the kind of page
 CHUNK_WORDS = 400  # plain-text files are cut into documents of about this many words (a web page's median)
-_HAN_KANA = CHARACTER_WORD.pattern[1:-1]  # the ranges, without the brackets
-# one Han or kana character, a run of other word characters, or one mark
-_TOKEN = re.compile(f"{CHARACTER_WORD.pattern}|[^\\W{_HAN_KANA}]+|[^\\w\\s]")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 _JSONL = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".ndjson")
 

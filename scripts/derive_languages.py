@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from curate.filters._text import TERMINAL_PUNCTUATION  # noqa: E402
-from curate.lang import words  # noqa: E402
+from curate.lang import units_version, words  # noqa: E402
 from curate.lang.config import dominant_script  # noqa: E402
 
 METHOD = "udhr-ratio/1"
@@ -261,6 +261,7 @@ def derive(udhr: Path, stopwords: Path) -> dict:
     return {
         "format": "peneira.lang-filters/1",
         "method": METHOD,
+        "units": units_version(),  # the words the figures were measured with: re-derive when they change
         "about": "Per-language thresholds and stop words for GopherQuality, GopherRepetition, FineWeb and C4, "
                  "derived by scripts/derive_languages.py (docs/languages.md).",
         "reference": {"udhr2": "Universal Declaration of Human Rights, NLTK data `udhr2` (public domain)",

@@ -56,6 +56,14 @@ def test_configured_languages_cover_the_reference_text():
     assert {"en", "pt", "zh", "ja", "th", "ar", "hi", "ru"} <= set(langs)
 
 
+def test_data_was_measured_with_the_current_words():
+    """The figures are word-length and word-count ratios: measured with other words, they mean other things."""
+    from curate.lang import units_version
+
+    data = json.loads((ROOT / "curate/lang/data/filters.json").read_text(encoding="utf-8"))
+    assert data["units"] == units_version(), "word units changed: rerun scripts/derive_languages.py"
+
+
 def test_clean_held_out_text_passes_in_95_percent_of_languages(held_out):
     by_lang = [filters.ByLanguage(cls) for cls in CHAIN]
     english = [filters.GopherRepetition(), filters.GopherQuality(stop_words=derive.GOPHER_STOP_WORDS), filters.FineWeb()]

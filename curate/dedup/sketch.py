@@ -374,3 +374,138 @@ def signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram: int 
     """
     data, offsets = match_form_batch(texts)
     return signatures_of_match_form(data, offsets, num_perm, seed, ngram, perms, impl)
+
+
+# ------------------------------------------------------------------ the "fast" scheme (not datasketch's values)
+
+SCHEMES = ("datasketch", "fast")
+_FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+_POSITION = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+                      0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
+                     dtype=np.uint64)  # odd multipliers, one per word position in a shingle (ngram <= 8)
+_SEP = 0  # a byte that `_fast` reads as a separator in its table (no word holds a NUL after either table)
+
+
+def _tables_fast() -> tuple[np.ndarray, np.ndarray]:
+    """Byte tables of `_fast`: for raw ASCII text, the match form of each byte (letters lower-cased, digits
+    `0`, everything else a separator), which is what `match_form` does to ASCII (NFKC leaves it alone; the
+    word characters of ASCII are its letters and digits); for text already in match form, every byte is
+    itself and only the space separates."""
+    raw = np.zeros(256, dtype=np.uint8)
+    for c in range(128):
+        ch = chr(c)
+        if ch.isascii() and ch.isalpha():
+            raw[c] = ord(ch.lower())
+        elif ch.isdigit():
+            raw[c] = ord("0")
+    normed = np.arange(256, dtype=np.uint8)
+    normed[32] = _SEP
+    return raw, normed
+
+
+_RAW, _NORMED = _tables_fast()
+
+
+@numba.njit(cache=True, inline="always")
+def _fmix64(h):
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    h ^= h >> np.uint64(33)
+    return h
+
+
+@numba.njit(cache=True)
+def _fast(data, offsets, table, ascii_only, ngram, pos, a, b, out, rows, counts):
+    """The "fast" scheme's signature of each document d into out[rows[d]] and its shingle count into counts[d];
+    with `ascii_only`, a document with a byte >= 128 is left alone and its count set to -1 (it needs the full
+    match form first). A word's hash is fmix64 of its FNV-1a 64 over the match-form bytes; a shingle's is the
+    high 32 bits of fmix64 of the sum of its word hashes times a multiplier per position, so each word is read
+    once however many shingles hold it. The min over the permutations runs per permutation over the document's
+    shingle hashes, which LLVM vectorises."""
+    wh = np.empty(64, dtype=np.uint64)
+    hv = np.empty(64, dtype=np.uint32)
+    for d in range(offsets.shape[0] - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        if wh.shape[0] < (hi - lo) // 2 + 2:
+            wh = np.empty((hi - lo) + 2, dtype=np.uint64)
+            hv = np.empty((hi - lo) + 2, dtype=np.uint32)
+        nw, h, inword, bad = 0, np.uint64(_FNV_OFFSET), False, False
+        for i in range(lo, hi):
+            c = data[i]
+            if ascii_only and c >= 128:
+                bad = True
+                break
+            m = table[c]
+            if m != 0:
+                h = (h ^ np.uint64(m)) * np.uint64(_FNV_PRIME)
+                inword = True
+            elif inword:
+                wh[nw] = _fmix64(h)
+                nw, h, inword = nw + 1, np.uint64(_FNV_OFFSET), False
+        if bad:
+            counts[d] = -1
+            continue
+        if inword:
+            wh[nw] = _fmix64(h)
+            nw += 1
+        if nw == 0:
+            counts[d] = 0
+            continue
+        ns = max(nw - ngram + 1, 1)
+        counts[d] = ns
+        for s in range(ns):
+            x = np.uint64(0)
+            for j in range(min(ngram, nw - s)):
+                x += wh[s + j] * pos[j]
+            hv[s] = np.uint32(_fmix64(x) >> np.uint64(32))
+        row = out[rows[d]]
+        for k in range(a.shape[0]):
+            ak, bk, low = a[k], b[k], np.uint32(0xFFFFFFFF)
+            for s in range(ns):
+                v = np.uint32(ak * hv[s] + bk)
+                low = v if v < low else low
+            row[k] = low
+
+
+def _utf8_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The texts' UTF-8 bytes end to end and their offsets, through one Arrow array (no Python loop)."""
+    import pyarrow as pa
+
+    arr = pa.array(texts, type=pa.large_string())
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=len(arr) + 1) - arr.offset
+    raw = arr.buffers()[2]
+    return (np.frombuffer(raw, dtype=np.uint8) if raw is not None else np.zeros(0, np.uint8)), offsets
+
+
+def fast_signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram: int = 5,
+                    perms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Signatures of the "fast" scheme: the same shingles (word n-grams of the match form, `text.shingles`) and the
+    same permutations as `signatures`, but each shingle hashed from 64-bit word hashes instead of SHA-1, so the
+    values differ from datasketch's while estimating the same Jaccard similarity. An ASCII document is folded to
+    its match form in the same pass that hashes it; the others go through `match_form_batch` first."""
+    if not 1 <= ngram <= len(_POSITION):
+        raise ValueError(f"the fast scheme takes ngram 1..{len(_POSITION)}; got {ngram}")
+    a, b = perms if perms is not None else permutations(num_perm, seed)
+    out = np.full((len(texts), len(a)), 0xFFFFFFFF, dtype=np.uint32)
+    counts = np.zeros(len(texts), dtype=np.int64)
+    data, offsets = _utf8_batch(texts)
+    _fast(data, offsets, _RAW, True, ngram, _POSITION, a, b, out, np.arange(len(texts)), counts)
+    rest = np.flatnonzero(counts < 0)
+    if len(rest):
+        data, offsets = match_form_batch([texts[i] for i in rest.tolist()])
+        sub = np.zeros(len(rest), dtype=np.int64)
+        _fast(data, offsets, _NORMED, False, ngram, _POSITION, a, b, out, rest, sub)
+        counts[rest] = sub
+    return out, counts
+
+
+def signatures_by_scheme(texts: list[str], scheme: str = "datasketch", num_perm: int = 112, seed: int = 1,
+                         ngram: int = 5, perms: tuple[np.ndarray, np.ndarray] | None = None,
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """`signatures` (datasketch's values, bit for bit) or `fast_signatures`, by name (`SCHEMES`)."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
+    fn = signatures if scheme == "datasketch" else fast_signatures
+    return fn(texts, num_perm=num_perm, seed=seed, ngram=ngram, perms=perms)

@@ -160,6 +160,19 @@ def test_fallback_is_the_script_median_without_stop_words_and_counted():
     assert lang_config.config("ce").kwargs("gopher_quality").get("stop_words") is None
 
 
+def test_by_language_refuses_what_it_cannot_configure():
+    from curate.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="GopherQuality, GopherRepetition, FineWeb or C4"):
+        filters.ByLanguage(filters.Url)
+    with pytest.raises(UsageError, match="bogus"):
+        filters.ByLanguage(filters.GopherQuality, bogus=1)
+    with pytest.raises(UsageError, match="min_words"):
+        filters.ByLanguage(filters.GopherQuality, min_words=-1)
+    # a keyword given wins over every language's configuration
+    assert filters.ByLanguage(filters.GopherQuality, min_words=7).for_language("zh").min_words == 7
+
+
 def test_codes_of_other_models_find_the_same_configuration():
     assert lang_config.config("por_Latn") == lang_config.config("por") == lang_config.config("pt")
     assert lang_config.config("cmn_Hani").lang == "zh"

@@ -36,14 +36,17 @@ class ByLanguage(Step):
 
     def __init__(self, step: type[Step], default_lang: str = "en", **overrides: Any):
         if not (isinstance(step, type) and issubclass(step, Step)) or step.name not in CONFIGURABLE:
-            raise config_error("ByLanguage", f"step must be one of the classes "
-                               f"{', '.join(CONFIGURABLE)} (by name), got {step!r}")
+            raise config_error("ByLanguage", f"step must be GopherQuality, GopherRepetition, FineWeb or C4 "
+                               f"(the steps whose thresholds curate.lang.config holds), got {step!r}")
         self.step = step
         self.name = step.name
         self.default_lang = check(self, "default_lang", default_lang, str)
         self.overrides = overrides
         self.data_version = lang_config.data_version()
-        step(**overrides)  # a bad keyword fails here, when the pipeline is built, not in a worker
+        try:  # a bad keyword fails here, when the pipeline is built, not in a worker
+            step(**overrides)
+        except TypeError as e:
+            raise config_error("ByLanguage", f"{step.__name__}: {e}") from None
         self._steps: dict[str, Step] = {}
         self._fallback: Counter = Counter()
 

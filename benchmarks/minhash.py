@@ -84,6 +84,20 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
     data, offsets = match_form_batch(texts)
     fns = {"ds": lambda: ds_per_doc(shingle_lists), "ds_shared": ds_shared,
            "shingle": lambda: [shingles(t) for t in texts], "norm": lambda: match_form_batch(texts)}
+    fns["fast/raw"] = lambda: sig.fast_signatures(texts, perms=p)[0]
+    try:
+        from rensa import RMinHash
+
+        str_lists = [[s.decode() for s in sh] for sh in shingle_lists]
+
+        def rensa_core():  # rensa's hashing core: one RMinHash per document, given the ready shingles
+            for sh in str_lists:
+                m = RMinHash(num_perm=112, seed=1)
+                m.update(sh)
+                m.digest()
+        fns["rensa"] = rensa_core
+    except ImportError:
+        print("rensa not installed (pip install rensa, benchmark only): its row is skipped")
     for impl in impls:
         fns[f"{impl}/bytes"] = lambda impl=impl: sig.signatures_of_match_form(data, offsets, perms=p, impl=impl)[0]
         fns[f"{impl}/raw"] = lambda impl=impl: sig.signatures(texts, perms=p, impl=impl)[0]
@@ -108,6 +122,17 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
         print(f"    ratio, both from raw text (datasketch + text.shingles)                 : {(t_ds + t_shingle) / t_raw:6.1f}x")
         if not same:
             failed.append(impl)
+    t_fast = t["fast/raw"]
+    print(f"  curate fast scheme (word hashes, not datasketch's values), from raw text : {t_fast:7.3f} s  "
+          f"{n_sh / t_fast:>12,.0f} shingles/s")
+    if "rensa" in t:
+        t_r = t["rensa"]
+        print(f"  rensa RMinHash per doc + update(shingles), hashing core               : {t_r:7.3f} s  "
+              f"{n_sh / t_r:>12,.0f} shingles/s")
+        for impl in impls:
+            print(f"    rensa's core / ours from raw text, {impl:<8}: {t_r / t[f'{impl}/raw']:5.2f}x "
+                  f"(from normalised bytes {t_r / t[f'{impl}/bytes']:5.2f}x)")
+        print(f"    rensa's core / ours from raw text, fast    : {t_r / t_fast:5.2f}x  (>= 1 is the issue's target)")
     if failed:
         sys.exit(f"signatures differ from datasketch: {failed}")
 

@@ -234,7 +234,7 @@ def report(res: dict) -> None:
         for name in ("peneira", "datatrove"):
             r = run[name]
             print(f"{n:>6} {run['mib']:>6.1f}  {name:<10}{r['cpu']:>9.2f}{r['run_cpu']:>11.2f}{r['wall']:>9.2f}"
-                  f"{len(r['kept']):>7}")
+                  f"{r['kept']:>7}")
     top = res["runs"][str(res["copies"])]
     p, d, a = top["peneira"], top["datatrove"], top["agreement"]
     print(f"\nat {res['copies']} copies, datatrove / Peneira: CPU {d['cpu'] / p['cpu']:.1f}x (whole process), "
@@ -243,7 +243,7 @@ def report(res: dict) -> None:
         m = res["marginal"]
         print(f"per further copy (CPU s): Peneira {m['peneira']:.3f}, datatrove {m['datatrove']:.3f}: "
               f"{m['datatrove'] / m['peneira']:.1f}x (start-up fully amortised)")
-    print(f"kept: Peneira {len(p['kept'])}, datatrove {len(d['kept'])}; both {a['both']}, only Peneira "
+    print(f"kept: Peneira {p['kept']}, datatrove {d['kept']}; both {a['both']}, only Peneira "
           f"{a['only_peneira']}, only datatrove {a['only_datatrove']}, Jaccard {a['jaccard']:.3f}")
     print(f"\nCPU seconds per step at {res['copies']} copies (each step's own; datatrove's extractor includes its "
           "sandbox process):")
@@ -261,6 +261,8 @@ def measure(copies: int, reader: str) -> dict:
         run["peneira"] = side("peneira", inputs, reader)
     run["peneira"]["steps"] = stage_seconds(run["peneira"].pop("stats"))
     run["agreement"] = agreement(run["peneira"]["kept"], run["datatrove"]["kept"])
+    for name in ("peneira", "datatrove"):  # counts only in the JSON: the (id, url) lists are long
+        run[name]["kept"] = len(run[name]["kept"])
     return run
 
 

@@ -138,3 +138,20 @@ def test_runs_on_a_multilingual_crawl_and_reports_per_language(shared, monkeypat
     for lang, cells in rows.items():
         for name, cell in zip(header[2:-2], cells[1:-2], strict=True):
             assert cell == f"{drops[(lang, name.removeprefix('dropped: '))]:,}", (lang, name)
+
+
+def test_language_funnel_without_rejected_shards_and_the_other_row():
+    """Planted counts: identified from `lang:` figures, kept from the shards; without rejected shards one
+    column holds everything removed after identification; past 40 languages the rest are one row."""
+    from curate.core.stats import StepStats
+    from curate.report.languages import MAX_LANGUAGES, language_funnel
+
+    lang = StepStats("language", extra={"lang:en": 5, "lang:pt": 3, "lang:xx": 0})
+    head, rows = language_funnel([lang], {"en": 2, "pt": 3}, None)
+    assert head == ["language", "identified", "removed after ID", "kept", "kept of identified"]
+    assert rows[:2] == [["en", "5", "3", "2", "40.0%"], ["pt", "3", "0", "3", "100.0%"]]
+    many = StepStats("language", extra={f"lang:l{i:02d}": 100 - i for i in range(MAX_LANGUAGES + 5)})
+    _, rows = language_funnel([many], {}, None)
+    assert len(rows) == MAX_LANGUAGES + 1
+    assert rows[-1][:2] == ["other (5 languages)", f"{sum(100 - i for i in range(MAX_LANGUAGES, MAX_LANGUAGES + 5)):,}"]
+    assert language_funnel([StepStats("c4")], {}, None) is None

@@ -108,7 +108,6 @@ def make_crawl(shared, path: Path) -> dict[str, str]:
     return kinds
 
 
-@pytest.mark.slow
 def test_runs_on_a_multilingual_crawl_and_reports_per_language(shared, monkeypatch, tmp_path):
     monkeypatch.setenv("PENEIRA_LID_MODEL", str(shared / "models/lid.176.ftz"))
     kinds = make_crawl(shared, tmp_path / "crawl.warc.gz")

@@ -165,6 +165,8 @@ def test_english_words_are_the_spaced_tokenizer():
     assert lang.words(text, "pt-BR") == word_tokens(text)
     assert lang.words(text, None) == word_tokens(text)
     assert word_tokens(text)[-1] == "東京に住む"
+    for tag in ("ja", "ja-JP", "jpn", "jpn_Jpan"):  # lid.176, BCP 47, ISO 639-3 and GlotLID labels
+        assert lang.is_segmented(tag), tag
     assert lang.words(text, "ja") == word_tokens(text)[:-1] + ["東京", "に", "住む"]
 
 

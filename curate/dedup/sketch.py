@@ -32,7 +32,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from curate.dedup.text import match_form_batch
+from curate.dedup.text import _tables, match_form_batch  # the match form's tables, shared
 
 IMPLEMENTATIONS = ("sha-ni", "portable")
 
@@ -383,27 +383,8 @@ _FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
 _POSITION = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                       0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
                      dtype=np.uint64)  # odd multipliers, one per word position in a shingle (ngram <= 8)
-_SEP = 0  # a byte that `_fast` reads as a separator in its table (no word holds a NUL after either table)
-
-
-def _tables_fast() -> tuple[np.ndarray, np.ndarray]:
-    """Byte tables of `_fast`: for raw ASCII text, the match form of each byte (letters lower-cased, digits
-    `0`, everything else a separator), which is what `match_form` does to ASCII (NFKC leaves it alone; the
-    word characters of ASCII are its letters and digits); for text already in match form, every byte is
-    itself and only the space separates."""
-    raw = np.zeros(256, dtype=np.uint8)
-    for c in range(128):
-        ch = chr(c)
-        if ch.isascii() and ch.isalpha():
-            raw[c] = ord(ch.lower())
-        elif ch.isdigit():
-            raw[c] = ord("0")
-    normed = np.arange(256, dtype=np.uint8)
-    normed[32] = _SEP
-    return raw, normed
-
-
-_RAW, _NORMED = _tables_fast()
+_NO_KIND = np.zeros(1, dtype=np.uint8)  # `_fast`'s tables when its input is match form already (unused there)
+_NO_CP = np.zeros(1, dtype=np.int32)
 
 
 @numba.njit(cache=True, inline="always")
@@ -416,42 +397,93 @@ def _fmix64(h):
     return h
 
 
+@numba.njit(cache=True, inline="always")
+def _feed(h, byte):
+    return (h ^ np.uint64(byte)) * np.uint64(_FNV_PRIME)
+
+
+@numba.njit(cache=True, inline="always")
+def _feed_cp(h, cp):
+    """FNV-1a of code point cp's UTF-8 bytes, fed one by one."""
+    if cp < 0x80:
+        return _feed(h, cp)
+    if cp < 0x800:
+        return _feed(_feed(h, 0xC0 | (cp >> 6)), 0x80 | (cp & 0x3F))
+    if cp < 0x10000:
+        return _feed(_feed(_feed(h, 0xE0 | (cp >> 12)), 0x80 | ((cp >> 6) & 0x3F)), 0x80 | (cp & 0x3F))
+    h = _feed(_feed(h, 0xF0 | (cp >> 18)), 0x80 | ((cp >> 12) & 0x3F))
+    return _feed(_feed(h, 0x80 | ((cp >> 6) & 0x3F)), 0x80 | (cp & 0x3F))
+
+
 @numba.njit(cache=True)
-def _fast(data, offsets, table, ascii_only, ngram, pos, a, b, out, rows, counts):
-    """The "fast" scheme's signature of each document d into out[rows[d]] and its shingle count into counts[d];
-    with `ascii_only`, a document with a byte >= 128 is left alone and its count set to -1 (it needs the full
-    match form first). A word's hash is fmix64 of its FNV-1a 64 over the match-form bytes; a shingle's is the
-    high 32 bits of fmix64 of the sum of its word hashes times a multiplier per position, so each word is read
-    once however many shingles hold it. The min over the permutations runs per permutation over the document's
-    shingle hashes, which LLVM vectorises."""
+def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh):
+    """Hashes of the words of data[lo:hi] into wh; returns their number, or -1 when the text holds a character
+    that only Python's NFKC handles (`text._tables`' PYTHON kind). Raw text is folded to its match form here as
+    `text._fold` does (ASCII by `ascii_out`; other code points by kind: SEP, WORD kept, DIGIT `0`, MAPPED to the
+    pool's code points), but the bytes go into the word's hash instead of a buffer; `normed` text is match form
+    already (words of any bytes, one space between them)."""
+    nw, h, inword, i = 0, np.uint64(_FNV_OFFSET), False, lo
+    while i < hi:
+        b0 = data[i]
+        if normed or b0 < 0x80:
+            m = (0 if b0 == 32 else b0) if normed else ascii_out[b0]
+            if m != 0:
+                h, inword = _feed(h, m), True
+            elif inword:
+                wh[nw], nw, h, inword = _fmix64(h), nw + 1, np.uint64(_FNV_OFFSET), False
+            i += 1
+            continue
+        if b0 < 0xE0:
+            cp, size = ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F), 2
+        elif b0 < 0xF0:
+            cp = ((np.int64(b0) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F)
+            size = 3
+        else:
+            cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
+            cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
+            size = 4
+        k = kind[cp]
+        if k == 4:  # text.PYTHON
+            return -1
+        if k == 3:  # text.MAPPED: its pool entries, each a separator, a digit or a code point of a word
+            for j in range(start[cp], start[cp + 1]):
+                if pool_cls[j] == 0:
+                    if inword:
+                        wh[nw], nw, h, inword = _fmix64(h), nw + 1, np.uint64(_FNV_OFFSET), False
+                else:
+                    h, inword = (_feed(h, 48) if pool_cls[j] == 2 else _feed_cp(h, pool_cp[j])), True
+        elif k == 0:  # text.SEP
+            if inword:
+                wh[nw], nw, h, inword = _fmix64(h), nw + 1, np.uint64(_FNV_OFFSET), False
+        elif k == 2:  # text.DIGIT
+            h, inword = _feed(h, 48), True
+        else:  # text.WORD: its own bytes
+            for j in range(size):
+                h = _feed(h, data[i + j])
+            inword = True
+        i += size
+    if inword:
+        wh[nw], nw = _fmix64(h), nw + 1
+    return nw
+
+
+@numba.njit(cache=True)
+def _fast(data, offsets, normed, kind, start, pool_cp, pool_cls, ascii_out, ngram, pos, a, b, out, rows, counts):
+    """The "fast" scheme's signature of each document d into out[rows[d]] and its shingle count into counts[d]
+    (-1, row left alone, for a document that needs Python's NFKC first). A shingle's hash is the high 32 bits of
+    fmix64 of the sum of its word hashes times a multiplier per position, so each word is read once however many
+    shingles hold it; the min over the permutations runs per permutation over the document's shingle hashes,
+    which LLVM vectorises."""
     wh = np.empty(64, dtype=np.uint64)
     hv = np.empty(64, dtype=np.uint32)
     for d in range(offsets.shape[0] - 1):
         lo, hi = offsets[d], offsets[d + 1]
-        if wh.shape[0] < (hi - lo) // 2 + 2:
-            wh = np.empty((hi - lo) + 2, dtype=np.uint64)
-            hv = np.empty((hi - lo) + 2, dtype=np.uint32)
-        nw, h, inword, bad = 0, np.uint64(_FNV_OFFSET), False, False
-        for i in range(lo, hi):
-            c = data[i]
-            if ascii_only and c >= 128:
-                bad = True
-                break
-            m = table[c]
-            if m != 0:
-                h = (h ^ np.uint64(m)) * np.uint64(_FNV_PRIME)
-                inword = True
-            elif inword:
-                wh[nw] = _fmix64(h)
-                nw, h, inword = nw + 1, np.uint64(_FNV_OFFSET), False
-        if bad:
-            counts[d] = -1
-            continue
-        if inword:
-            wh[nw] = _fmix64(h)
-            nw += 1
-        if nw == 0:
-            counts[d] = 0
+        if wh.shape[0] < 2 * (hi - lo) + 2:  # a MAPPED code point may become more words than its bytes
+            wh = np.empty(4 * (hi - lo) + 2, dtype=np.uint64)
+            hv = np.empty(4 * (hi - lo) + 2, dtype=np.uint32)
+        nw = _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh)
+        if nw <= 0:
+            counts[d] = nw
             continue
         ns = max(nw - ngram + 1, 1)
         counts[d] = ns
@@ -483,20 +515,24 @@ def fast_signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram:
                     perms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Signatures of the "fast" scheme: the same shingles (word n-grams of the match form, `text.shingles`) and the
     same permutations as `signatures`, but each shingle hashed from 64-bit word hashes instead of SHA-1, so the
-    values differ from datasketch's while estimating the same Jaccard similarity. An ASCII document is folded to
-    its match form in the same pass that hashes it; the others go through `match_form_batch` first."""
+    values differ from datasketch's while estimating the same Jaccard similarity. Each document is folded to its
+    match form in the same pass that hashes it, from `text`'s per-code-point tables; only one with a character
+    that needs Python's NFKC in context (`text._tables`' PYTHON kind) goes through `match_form_batch` first."""
     if not 1 <= ngram <= len(_POSITION):
         raise ValueError(f"the fast scheme takes ngram 1..{len(_POSITION)}; got {ngram}")
     a, b = perms if perms is not None else permutations(num_perm, seed)
     out = np.full((len(texts), len(a)), 0xFFFFFFFF, dtype=np.uint32)
     counts = np.zeros(len(texts), dtype=np.int64)
     data, offsets = _utf8_batch(texts)
-    _fast(data, offsets, _RAW, True, ngram, _POSITION, a, b, out, np.arange(len(texts)), counts)
+    kind, start, pool_cp, pool_cls, ascii_out = _tables()
+    _fast(data, offsets, False, kind, start, pool_cp, pool_cls, ascii_out, ngram, _POSITION, a, b, out,
+          np.arange(len(texts)), counts)
     rest = np.flatnonzero(counts < 0)
     if len(rest):
         data, offsets = match_form_batch([texts[i] for i in rest.tolist()])
         sub = np.zeros(len(rest), dtype=np.int64)
-        _fast(data, offsets, _NORMED, False, ngram, _POSITION, a, b, out, rest, sub)
+        _fast(data, offsets, True, _NO_KIND, _NO_CP, _NO_CP, _NO_KIND, ascii_out, ngram, _POSITION, a, b, out,
+              rest, sub)
         counts[rest] = sub
     return out, counts
 

@@ -177,6 +177,9 @@ def test_codes_of_other_models_find_the_same_configuration():
     assert lang_config.config("por_Latn") == lang_config.config("por") == lang_config.config("pt")
     assert lang_config.config("cmn_Hani").lang == "zh"
     assert lang_config.config("xyz_Cyrl").script == "Cyrl" and lang_config.config("xyz_Cyrl").fallback
+    assert lang_config.config("ekk_Latn").lang == "et" and lang_config.config("zsm_Latn").lang == "ms"
+    # lid.176's `als` is Alemannic: no configuration, never Tosk Albanian's; GlotLID's als_Latn is Tosk Albanian
+    assert lang_config.config("als").fallback and lang_config.config("als_Latn").lang == "sq"
 
 
 def test_dominant_script():

@@ -23,6 +23,19 @@ from typing import Any
 
 DATA_FORMAT = "peneira.lang-filters/1"
 
+# The labels of lid.176: a code outside them would never match, so every document would be `unlisted`.
+LID176_LANGUAGES = frozenset("""
+af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb co cs cv cy da de
+diq dsb dty dv el eml en eo es et eu fa fi fr frr fy ga gd gl gn gom gu gv he hi hif hr hsb ht hu hy ia id ie ilo
+io is it ja jbo jv ka kk km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn mr mrj ms
+mt mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pfl pl pms pnb ps pt qu rm ro ru rue sa sah sc scn
+sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv ug uk ur uz vec vep vi vls vo wa war wuu xal xmf
+yi yo yue zh""".split())  # noqa: SIM905
+
+# Individual ISO 639-3 codes that GlotLID (and FineWeb-2) use for a configured macrolanguage, where the
+# UDHR translation the configuration comes from is filed under another code.
+EXTRA_ALIASES = {"ekk": "et", "lvs": "lv", "npi": "ne", "zsm": "ms", "prs": "fa"}
+
 # Which step each section of the data configures (Step.name -> section).
 SECTIONS = ("gopher_quality", "gopher_repetition", "fineweb", "c4")
 
@@ -144,14 +157,17 @@ def configured_languages() -> list[str]:
 
 
 def canonical(lang: str) -> str:
-    """The configured code for `lang` (`por_Latn`, `por` -> `pt`), or `lang` itself."""
+    """The configured code for `lang` (`por_Latn`, `por` -> `pt`), or `lang` itself.
+
+    A lid.176 label is that language even where it spells another's ISO 639-3 code: lid.176's `als` is
+    Alemannic (no configuration), GlotLID's `als_Latn` is Tosk Albanian (`sq`)."""
     langs = _data()["languages"]
-    if lang in langs:
+    if lang in langs or lang in LID176_LANGUAGES:
         return lang
     base = lang.split("_", 1)[0]
     if base in langs:
         return base
-    return _aliases().get(base, lang)
+    return _aliases().get(base) or EXTRA_ALIASES.get(base, lang)
 
 
 def script_of_language(lang: str) -> str:

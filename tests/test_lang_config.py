@@ -219,6 +219,8 @@ def test_any_fasttext_model_by_name(shared, tmp_path, monkeypatch, capsys):
     assert cli(["models", "fetch", "other", "--from", str(bogus)]) != 0
     assert not models.cached_path("other").exists()
     assert cli(["models", "fetch", "nothere"]) != 0  # an unknown name without --from: refused, nothing downloaded
+    with pytest.raises(models.ModelMissing, match=r"curate models fetch nothere --from FILE_OR_URL"):
+        models.resolve("nothere")
 
 
 def test_script_signal_and_per_language_thresholds(shared):

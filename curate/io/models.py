@@ -111,10 +111,9 @@ def resolve(name: str, path: str | os.PathLike | None = None) -> Path:
             where = Path(local_copy(given))
     if where.is_file():
         return where
-    raise ModelMissing(
-        f"{spec.name} model not found at {given if fs.is_url(given) else where} ({origin}); run `curate models fetch {spec.name}` "
-        f"(or `curate models fetch {spec.name} --from FILE_OR_URL` offline)"
-    )
+    how = (f"run `curate models fetch {spec.name}` (or `curate models fetch {spec.name} --from FILE_OR_URL` offline)"
+           if spec.url else f"run `curate models fetch {spec.name} --from FILE_OR_URL` (any fastText LID model)")
+    raise ModelMissing(f"{spec.name} model not found at {given if fs.is_url(given) else where} ({origin}); {how}")
 
 
 def sha256_of(path: str | os.PathLike) -> str:

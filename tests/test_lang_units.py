@@ -222,6 +222,13 @@ def test_decontam_ngrams_make_han_and_kana_characters_words():
     assert len(item_grams) == 4 and item_grams <= page_grams
 
 
+def test_astral_characters_and_lone_surrogates_keep_their_offsets():
+    """ICU counts UTF-16 code units; a character beyond the BMP is two of them, a lone surrogate one."""
+    text = "中文\U00020000字abc\ud800東京"
+    ws = lang.words(text, "zh")
+    assert "".join(ws) == text and "\U00020000" in ws
+
+
 def test_a_missing_segmenter_is_loud(monkeypatch):
     monkeypatch.setitem(sys.modules, "icu", None)  # `import icu` raises ImportError
     lang_units._icu.cache_clear()
@@ -265,6 +272,7 @@ HOSTILE = {
     "mixed_scripts": "abc東京ภาษา১২৩мир。！？.",
     "one_char": "あ",
     "stops": "。.!？",
+    "astral_and_lone_surrogate": "𠀀字\ud800a",
 }
 
 

@@ -111,19 +111,20 @@ class _Breaker:
         it = self.it
         it.setText(piece)
         bounds = [0, *it]
-        units16 = piece.encode("utf-16-le")
+        units16 = piece.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one code unit, as in ICU
         if len(units16) == 2 * len(piece):  # no astral characters: ICU's UTF-16 offsets are str offsets
             return [piece[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-        return [units16[2 * a:2 * b].decode("utf-16-le") for a, b in zip(bounds, bounds[1:], strict=False)]
+        return [units16[2 * a:2 * b].decode("utf-16-le", "surrogatepass")
+                for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 _BREAKER = _Breaker()
 
 
 def segment(chunk: str) -> list[str]:
-    """The words of one whitespace-free chunk of a language that does not space words: the parts without a
-    character of those scripts are tokenized as spaced text, the rest by the segmenter, `MAX_SEGMENT`
-    characters at a time."""
+    """The words of one whitespace-free chunk of a language that does not space words, `MAX_SEGMENT` characters
+    at a time: a piece with a character of those scripts by the segmenter (which also cuts the Latin, digits and
+    punctuation in it), a piece without one (the rest of a very long chunk) as spaced text."""
     out: list[str] = []
     for i in range(0, len(chunk), MAX_SEGMENT):
         piece = chunk[i:i + MAX_SEGMENT]

@@ -38,17 +38,19 @@ def load_web() -> list[str]:
 
 
 def interleaved(reps: int, fns: dict) -> tuple[dict, dict]:
-    """Shortest seconds and last result of each function, the functions taking turns `reps` times.
+    """Shortest CPU seconds of this process and last result of each function, the functions taking turns `reps`
+    times.
 
     Taking turns spreads the other jobs of a shared machine over all contenders alike; the shortest
-    run of each is the least disturbed one.
+    run of each is the least disturbed one. CPU seconds, not wall: another job's share of the core is not
+    counted (every contender here runs on one thread).
     """
     best, out = dict.fromkeys(fns, float("inf")), {}
     for _ in range(reps):
         for name, fn in fns.items():
-            t = time.perf_counter()
+            t = time.process_time()
             out[name] = fn()
-            best[name] = min(best[name], time.perf_counter() - t)
+            best[name] = min(best[name], time.process_time() - t)
     return best, out
 
 

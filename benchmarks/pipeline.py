@@ -252,6 +252,77 @@ def report(res: dict) -> None:
             print(f"  {name:<10}{step:<22}{secs:>8.3f}  {secs / top[name]['run_cpu']:>6.1%}")
 
 
+# ------------------------------------------------------------------ markdown for the docs, from the JSON
+
+STAGES = {  # each side's steps by the stage of the cost table
+    "read": ("read", "Warc"),
+    "extract": ("http_status", "extract", "Trafilatura"),
+    "filters": ("language", "gopher_repetition", "c4", "gopher_quality", "fineweb", "pii", "Language ID",
+                "Gopher Repetition", "C4 Quality", "Gopher Quality", "FineWeb Quality", "PII"),
+    "write (and the runner)": ("write and runner", "Parquet", "executor"),
+}
+TB = 1e12  # bytes of .warc.gz input
+
+
+def stage_of(step: str) -> str:
+    bare = step.split(" ", 1)[-1] if not step[:1].isascii() else step  # datatrove's names start with an emoji
+    return next(k for k, names in STAGES.items() if step in names or bare in names)
+
+
+def per_copy_stages(res: dict, side_: str) -> dict:
+    """CPU seconds per further copy of the inputs, by stage: the top run's minus the base run's, per copy."""
+    lo, hi = res["runs"][str(min(map(int, res["runs"])))], res["runs"][str(res["copies"])]
+    n = res["copies"] - min(map(int, res["runs"]))
+    out = dict.fromkeys(STAGES, 0.0)
+    for step, secs in hi[side_]["step_cpu"].items():
+        out[stage_of(step)] += (secs - lo[side_]["step_cpu"].get(step, 0.0)) / n
+    return out
+
+
+def markdown(res: dict, usd: float, instance: str, dedup_ms: float, tok_per_s: float, chars_per_tok: float) -> str:
+    lines = [f"Command: `.venv/bin/python {res['command']}`; Peneira's reader: `{res['reader_class']}`.", "",
+             "| copies | MiB of .warc.gz | side | CPU s (process) | CPU s (run) | wall s | kept |",
+             "|---:|---:|---|---:|---:|---:|---:|"]
+    for n, run in res["runs"].items():
+        for name in ("peneira", "datatrove"):
+            r = run[name]
+            lines.append(f"| {n} | {run['mib']:.1f} | {name} | {r['cpu']:.2f} | {r['run_cpu']:.2f} | {r['wall']:.2f} "
+                         f"| {r['kept']} |")
+    top = res["runs"][str(res["copies"])]
+    p, d, a = top["peneira"], top["datatrove"], top["agreement"]
+    lines += ["", f"- datatrove / Peneira CPU seconds at {res['copies']} copies: **{d['cpu'] / p['cpu']:.1f}x** "
+              f"(whole processes, start-up included), {d['run_cpu'] / p['run_cpu']:.1f}x (run call only)"
+              + (f"; per further copy (start-up amortised): **{res['marginal']['datatrove'] / res['marginal']['peneira']:.1f}x**"
+                 f" ({res['marginal']['peneira']:.3f} vs {res['marginal']['datatrove']:.3f} s)" if "marginal" in res else ""),
+              f"- kept at {res['copies']} copies: Peneira {p['kept']}, datatrove {d['kept']}; in both {a['both']}, only "
+              f"Peneira {a['only_peneira']}, only datatrove {a['only_datatrove']} (Jaccard {a['jaccard']:.3f})"]
+    if "marginal" not in res:
+        return "\n".join(lines)
+    ps, ds = per_copy_stages(res, "peneira"), per_copy_stages(res, "datatrove")
+    gib = res["marginal_mib"] / 1024
+    hours = lambda sec: sec / gib * (TB / 2**30) / 3600  # noqa: E731  CPU-hours per TB of input
+    lines += ["", "", f"Cost per TB of .warc.gz input (projection; {instance}, ${usd:.4f} per core-hour):", "",
+              "| stage | Peneira CPU s per GiB | datatrove CPU s per GiB | Peneira core-hours / TB | datatrove "
+              "core-hours / TB | Peneira $ / TB | datatrove $ / TB |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for k in STAGES:
+        lines.append(f"| {k} | {ps[k] / gib:.2f} | {ds[k] / gib:.2f} | {hours(ps[k]):.1f} | {hours(ds[k]):.1f} "
+                     f"| {hours(ps[k]) * usd:.2f} | {hours(ds[k]) * usd:.2f} |")
+    pt, dt = sum(ps.values()), sum(ds.values())
+    docs_tb = p["kept"] / (top["mib"] / 1024) * (TB / 2**30)
+    chars_tb = p["kept_chars"] / (top["mib"] / 1024) * (TB / 2**30)
+    dd = docs_tb * dedup_ms / 1e3 / 3600
+    tk = chars_tb / chars_per_tok / tok_per_s / 3600
+    lines += [f"| **read to write** | {pt / gib:.2f} | {dt / gib:.2f} | **{hours(pt):.1f}** | **{hours(dt):.1f}** | "
+              f"**{hours(pt) * usd:.2f}** | **{hours(dt) * usd:.2f}** |",
+              f"| dedup, Exact + MinHash, all phases ({docs_tb / 1e6:.1f} M kept documents / TB at {dedup_ms} ms each) "
+              f"| | not run | {dd:.2f} | | {dd * usd:.3f} | |",
+              f"| tokenize ({chars_tb / chars_per_tok / 1e9:.2f} B tokens / TB at {tok_per_s:,.0f} tokens/s) "
+              f"| | not run | {tk:.2f} | | {tk * usd:.3f} | |",
+              f"| **pipeline** | | | **{hours(pt) + dd + tk:.1f}** | {hours(dt):.1f} + dedup + tokenize "
+              f"| **{(hours(pt) + dd + tk) * usd:.2f}** | |"]
+    return "\n".join(lines)
+
+
 def measure(copies: int, reader: str) -> dict:
     """Both sides over `copies` copies of the inputs, datatrove first."""
     with tempfile.TemporaryDirectory() as inputs:
@@ -259,7 +330,9 @@ def measure(copies: int, reader: str) -> dict:
         run = {"mib": sum(os.path.getsize(p) for p in paths) / 2**20}
         run["datatrove"] = side("datatrove", inputs, reader)
         run["peneira"] = side("peneira", inputs, reader)
-    run["peneira"]["steps"] = stage_seconds(run["peneira"].pop("stats"))
+    stats = run["peneira"].pop("stats")
+    run["peneira"]["steps"] = stage_seconds(stats)
+    run["peneira"]["kept_chars"] = stats["steps"][-1]["chars_out"]
     run["agreement"] = agreement(run["peneira"]["kept"], run["datatrove"]["kept"])
     for name in ("peneira", "datatrove"):  # counts only in the JSON: the (id, url) lists are long
         run[name]["kept"] = len(run[name]["kept"])
@@ -274,10 +347,25 @@ def main() -> None:
     ap.add_argument("--reader", choices=("web", "warc", "fastwarc"), default="web",
                     help="Peneira's WARC reader: web.py's own (readers.fastest_warc), or this one")
     ap.add_argument("--json", help="write the results here (docs are generated from it)")
+    ap.add_argument("--markdown", metavar="JSON", help="print the docs' tables from a results JSON, run nothing")
+    ap.add_argument("--usd-per-core-hour", type=float, default=0.03825,
+                    help="price of one core (vCPU) hour: AWS c6a.large on demand, us-east-1, $0.0765/h for 2 vCPU")
+    ap.add_argument("--instance", default="AWS c6a (AMD EPYC Zen 3), on demand, us-east-1")
+    ap.add_argument("--dedup-ms-per-doc", type=float, default=0.208,
+                    help="CPU ms per document of Exact + MinHash, all phases (benchmarks/minhash.py, 1 M documents)")
+    ap.add_argument("--tokens-per-s", type=float, default=416_269,
+                    help="tokens per CPU second of curate tokenize (benchmarks/tokenization.py)")
+    ap.add_argument("--chars-per-token", type=float, default=2.55,
+                    help="characters per token (benchmarks/tokenization.py: 2.8 M characters, 1.1 M tokens)")
     ap.add_argument("--worker", choices=("peneira", "datatrove"), help=argparse.SUPPRESS)
     ap.add_argument("--inputs", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f), args.usd_per_core_hour, args.instance, args.dedup_ms_per_doc,
+                           args.tokens_per_s, args.chars_per_token))
+        return
     if args.worker:
         fn = run_peneira if args.worker == "peneira" else (lambda i, o, _r: run_datatrove(i, o))
         print(json.dumps(fn(args.inputs, args.out, args.reader)))

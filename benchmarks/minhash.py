@@ -127,6 +127,7 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
     t_fast = t["fast/raw"]
     print(f"  curate fast scheme (word hashes, not datasketch's values), from raw text : {t_fast:7.3f} s  "
           f"{n_sh / t_fast:>12,.0f} shingles/s")
+    fast_breakdown(texts, p, reps)
     if "rensa" in t:
         t_r = t["rensa"]
         print(f"  rensa RMinHash per doc + update(shingles), hashing core               : {t_r:7.3f} s  "
@@ -137,6 +138,30 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
         print(f"    rensa's core / ours from raw text, fast    : {t_r / t_fast:5.2f}x  (>= 1 is the issue's target)")
     if failed:
         sys.exit(f"signatures differ from datasketch: {failed}")
+
+
+def fast_breakdown(texts: list[str], perms, reps: int) -> None:
+    """Where the fast scheme's time goes: its one pass over the raw bytes with all permutations and with one (the
+    word scan and hashing alone), and `match_form_batch` of the documents that need Python's NFKC first."""
+    from curate.dedup import sketch as sig
+    from curate.dedup.text import _tables, match_form_batch
+
+    data, offsets = sig._utf8_batch(texts)
+    tables = _tables()
+
+    def one_pass(a, b):
+        out = np.full((len(texts), len(a)), 0xFFFFFFFF, dtype=np.uint32)
+        counts = np.zeros(len(texts), dtype=np.int64)
+        sig._fast(data, offsets, False, *tables, 5, sig._POSITION, a, b, out, np.arange(len(texts)), counts)
+        return counts
+
+    a, b = perms
+    python_docs = [texts[i] for i in np.flatnonzero(one_pass(a, b) < 0).tolist()]
+    t, _ = interleaved(reps, {"pass": lambda: one_pass(a, b), "pass1": lambda: one_pass(a[:1].copy(), b[:1].copy()),
+                              "python": lambda: match_form_batch(python_docs)})
+    print(f"    fast scheme, its pass over the raw bytes: {t['pass']:.4f} s with {len(a)} permutations, "
+          f"{t['pass1']:.4f} s with 1; match_form_batch of the {len(python_docs)} documents "
+          f"({sum(map(len, python_docs)):,} chars) that need Python's NFKC: {t['python']:.4f} s")
 
 
 class PeakMemory:

@@ -320,6 +320,14 @@ def markdown(res: dict, usd: float, instance: str, dedup_ms: float, tok_per_s: f
               f"| | not run | {tk:.2f} | | {tk * usd:.3f} | |",
               f"| **pipeline** | | | **{hours(pt) + dd + tk:.1f}** | {hours(dt):.1f} + dedup + tokenize "
               f"| **{(hours(pt) + dd + tk) * usd:.2f}** | |"]
+    if "pages" in top:
+        pages = (top["pages"] - res["runs"][str(min(map(int, res["runs"])))]["pages"]) / (
+            res["copies"] - min(map(int, res["runs"])))
+        crawl = 2.7e9  # pages of one Common Crawl snapshot, the assumption of the projection above it
+        lines += ["", f"Per page read ({pages:.0f} a copy): Peneira {pt / pages * 1e3:.2f} ms, datatrove "
+                  f"{dt / pages * 1e3:.2f} ms of CPU, read to write; for a crawl of {crawl / 1e9:.1f} B pages: "
+                  f"Peneira {pt / pages * crawl / 3600:,.0f} core-hours (${pt / pages * crawl / 3600 * usd:,.0f}), "
+                  f"datatrove {dt / pages * crawl / 3600:,.0f} (${dt / pages * crawl / 3600 * usd:,.0f})."]
     return "\n".join(lines)
 
 
@@ -333,6 +341,7 @@ def measure(copies: int, reader: str) -> dict:
     stats = run["peneira"].pop("stats")
     run["peneira"]["steps"] = stage_seconds(stats)
     run["peneira"]["kept_chars"] = stats["steps"][-1]["chars_out"]
+    run["pages"] = stats["steps"][0]["docs_out"]  # documents the reader made (HTML responses and WET records)
     run["agreement"] = agreement(run["peneira"]["kept"], run["datatrove"]["kept"])
     for name in ("peneira", "datatrove"):  # counts only in the JSON: the (id, url) lists are long
         run[name]["kept"] = len(run[name]["kept"])

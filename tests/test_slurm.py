@@ -193,15 +193,19 @@ class SleepFirst(Step):
                 time.sleep(10)
         return doc
 
-DEDUP = [dedup.Exact(), dedup.MinHash(partitions=1), dedup.Lines()] if os.environ.get("DEDUP") != "0" else []
+DEDUP = [dedup.Exact(), dedup.MinHash(bands=4, rows=4, partitions=1), dedup.Lines()] if os.environ.get("DEDUP") != "0" else []
 pipeline = Pipeline(name="slurm_test", reader=readers.Warc(source="web"),
     steps=[SleepFirst(os.environ.get("SLEEP_DIR", "")), extract.Main(), *DEDUP], writer=writers.Parquet())
 '''
 
 
-def warcs(shared: Path) -> list[str]:
-    return [a for p in sorted((shared / "warc" / "wget").glob("*.warc.gz")) + sorted(
-        (shared / "warc" / "cc").glob("*.warc.gz")) for a in ("--input", str(p))]
+def warcs(shared: Path, few: bool = False) -> list[str]:
+    """--input arguments: the 5 real WARC files (the 2 wget ones share exact duplicates), or (`few`) the 2 wget
+    files and one Common Crawl file: every phase has a task per shard, each a Python process of ~1 s."""
+    cc = sorted((shared / "warc" / "cc").glob("*.warc.gz"))
+    files = sorted((shared / "warc" / "wget").glob("*.warc.gz")) + ([shared / "warc" / "cc" /
+                                                                      "whirlwind.CC-MAIN-2024-22.warc.gz"] if few else cc)
+    return [a for p in files for a in ("--input", str(p))]
 
 
 def curate(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -211,34 +215,67 @@ def curate(*args: str, env: dict | None = None, check: bool = True) -> subproces
     return p
 
 
+def _job_state(job: str) -> str:
+    """The Slurm state of a job ("" once the controller has forgotten it: MinJobAge after it ended)."""
+    p = subprocess.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T %j"], capture_output=True, text=True,
+                       timeout=30, check=False)
+    return p.stdout.strip()
+
+
 @pytest.fixture(scope="module")
-def runs(shared, tmp_path_factory) -> tuple[Path, Path]:
-    """The test pipeline (extract, Exact, MinHash, Lines) over 5 real WARC files, locally and on Slurm."""
+def runs(shared, tmp_path_factory) -> tuple[Path, Path, dict]:
+    """The test pipeline (extract, Exact, MinHash, Lines) over 3 real WARC files, locally and on Slurm with
+    `--detach`: the driver itself a Slurm job, which this fixture waits for (the local run meanwhile)."""
     root = tmp_path_factory.mktemp("slurm_runs")
     (root / "pipe.py").write_text(PIPELINE)
-    for name in ("local", "slurm"):
-        curate("run", str(root / "pipe.py"), *warcs(shared), "--output", str(root / name), "--executor", name,
-               "--no-progress", "--workers", "2")
-    return root / "local", root / "slurm"
+    args = ["run", str(root / "pipe.py"), *warcs(shared, few=True), "--no-progress", "--workers", "2"]
+    detached = curate(*args, "--output", str(root / "slurm"), "--executor", "slurm", "--detach",
+                      "--log-dir", str(root / "driver"))
+    job = detached.stdout.split("as Slurm job ")[1].split(";")[0]
+    states = {_job_state(job)}
+    local = subprocess.Popen([*CURATE, *args, "--output", str(root / "local"), "--executor", "local"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, err = local.communicate(timeout=300)
+    assert local.returncode == 0, err
+    deadline = time.time() + 400
+    while (state := _job_state(job)) and not state.startswith(("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")):
+        states.add(state)
+        assert time.time() < deadline, f"the detached driver (job {job}) did not end: {state}"
+        time.sleep(0.5)
+    states.add(state)
+    return root / "local", root / "slurm", {"job": job, "stdout": detached.stdout, "states": states,
+                                           "log": root / "driver" / f"curate-driver-{job}.log"}
 
 
 @pytest.mark.slow
 def test_pipeline_same_on_local_and_slurm(runs):
-    local, slurm_out = runs
+    local, slurm_out, _ = runs
     assert_same_run(local, slurm_out)
     steps = {s["name"]: s for s in json.loads((slurm_out / "stats.json").read_text())["steps"]}
     assert steps["exact"]["dropped"]  # real duplicates were removed, by tasks that ran as Slurm arrays
-    logs = list((slurm_out / "_work" / "slurm" / "logs").glob("*.log"))
+    logs = list((slurm_out.parent / "driver").glob("*.log"))  # --log-dir: the tasks' logs and the driver's
     assert any(p.name.startswith("slurm_test-stage-0-") for p in logs)  # named by stage and task
     status = curate("status", str(slurm_out)).stdout
-    assert "finished: " in status and "5 of 5 task(s) done" in status
+    assert "finished: " in status and "3 of 3 task(s) done" in status
+
+
+@pytest.mark.slow
+def test_detached_driver_is_a_slurm_job_that_finishes_the_run(runs):
+    """`--detach` returned at once with the job id; the driver ran as the job `curate-driver` (seen in squeue),
+    ended COMPLETED, logged its run outside the output folder, and wrote what a local run writes (above)."""
+    _, slurm_out, d = runs
+    assert d["stdout"].startswith(f"submitted the driver as Slurm job {d['job']}; follow it with `curate status")
+    assert any(s.endswith(" curate-driver") for s in d["states"]) and "COMPLETED curate-driver" in d["states"]
+    assert "kept in 3 shard(s)" in d["log"].read_text()  # the driver's summary, in its log
+    assert d["job"] in (slurm_out / "_work" / "slurm" / "jobs.txt").read_text().split()  # `curate cancel` stops it
+    assert (slurm_out / "manifest.json").exists()
 
 
 @pytest.mark.slow
 def test_tokenize_and_mix_same_on_local_and_slurm(runs, tmp_path):
     from curate.tokens.tokenize import train_tokenizer
 
-    local, _ = runs
+    local, _, _ = runs
     shards = sorted(str(p) for p in (local / "data").glob("*.parquet"))
     tok = tmp_path / "tok.json"
     train_tokenizer(shards, 512, tok, sample_chars=200_000)

@@ -98,6 +98,7 @@ def detach(args: argparse.Namespace, output: str, argv: list[str] | None = None)
     slurm_work_dir(output)
     # not inside the output: the run claims that folder (an unknown file there would make it look foreign)
     log = os.path.join(os.path.abspath(args.log_dir or "."), "curate-driver-%j.log")
+    os.makedirs(os.path.dirname(log), exist_ok=True)  # sbatch does not create it: the job would fail unseen
     cmd = f"cd {shlex.quote(os.getcwd())} && {args.setup or 'true'} && exec " + \
         shlex.join([sys.executable, "-m", "curate.cli.main", *argv, "--no-progress"])
     opts = [f"--partition={args.partition}"] if args.partition else []

@@ -375,6 +375,93 @@ def test_a_single_stream_warc_gz_stays_whole_and_is_said_so(tmp_path, capsys):
     assert m["split_plan"]["files_split"] == 1 and m["docs_written"] == 2 * 22
 
 
+# ---------------------------------------------------------------- uncompressed WARC
+
+
+@pytest.fixture(scope="module")
+def plain_warcs(tmp_path_factory) -> list[Path]:
+    """The three real .warc.gz files decompressed: uncompressed WARCs."""
+    root = tmp_path_factory.mktemp("plain")
+    out = []
+    for p in WARCS:
+        out.append(root / p.name.removesuffix(".gz"))
+        out[-1].write_bytes(gzip.decompress(p.read_bytes()))
+    return out
+
+
+def _record_starts(path: Path) -> list[int]:
+    """Every record's offset, by warcio over the whole file (the independent reference)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(path, "rb") as f:
+        it = ArchiveIterator(f)
+        out = []
+        for _ in it:
+            out.append(it.get_record_offset())
+    return out
+
+
+@pytest.mark.parametrize("cls", [readers.Warc, readers.FastWarc])
+def test_plain_warc_split_by_records_gives_the_whole_files_records_and_ids(plain_warcs, cls):
+    """Ranges start at the first record start at or after their start; ids are `0+<record offset>`, the offset
+    warcio gives over the whole file (so the ids of an uncompressed WARC are those it had before it split)."""
+    from curate.core.document import make_id
+
+    reader = cls()
+    for path in plain_warcs:
+        starts, size = _record_starts(path), path.stat().st_size
+        whole = _same(reader, path, _even(path, 7))
+        for cuts in (_even(path, 64), starts[1:], [a + 1 for a in starts[1:60]], [size - 1], [starts[2]] * 3):
+            _same(reader, path, cuts)
+        docs = list(reader.read_split(Split(str(path), "k"), StepStats("read")))
+        assert [d.metadata["warc_record_id"] for d in docs] == _warcio_html(path)
+        assert {d.id for d in docs} <= {make_id("web", f"k\x000+{a}") for a in starts} and len(whole) == len(docs)
+    plan = plan_splits(str(plain_warcs[0]), tasks=7)
+    assert len(plan) == 7 and {s.start for s in plan} <= {0, *_record_starts(plain_warcs[0])} and not plan.whole
+
+
+def _quoting(record: bytes, n: int) -> bytes:
+    """An HTML response record whose page quotes `record` (raw bytes: a WARC record inside a record)."""
+    body = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<html><body><pre>\n" + record + b"\n</pre></body></html>"
+    head = (b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.com/q%d\r\n"
+            b"WARC-Record-ID: <urn:uuid:q%d>\r\nContent-Length: %d\r\n\r\n" % (n, n, len(body)))
+    return head + body + b"\r\n\r\n"
+
+
+def test_a_record_whose_page_holds_warc_text_is_read_once_whatever_the_cuts(plain_warcs, tmp_path):
+    """Lines `WARC/1.0` in a page, even with a Content-Length that does not land on a record, are no record start:
+    every cut inside that page gives the whole file's documents."""
+    fake = b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 12\r\n\r\nnot a record"
+    words = b"the format begins\nWARC/1.0\nand a header line WARC/1.1\r\n"
+    data = plain_warcs[1].read_bytes()
+    path = tmp_path / "quotes.warc"
+    path.write_bytes(data + _quoting(fake, 1) + _quoting(words * 3, 2) + data)
+    inner = [len(data) + i for i in range(0, len(_quoting(fake, 1)) + len(_quoting(words * 3, 2)), 7)]
+    reader = readers.FastWarc()
+    whole, stats = _read(reader, [Split(str(path), "k")])
+    n = len(_read(reader, [Split(str(plain_warcs[1]), "k")])[0])
+    assert len(whole) == 2 * n + 2 and not stats.dropped.get("read:bad_header")
+    for cut in inner:
+        _same(reader, path, [cut])
+    _same(reader, path, inner[::5])
+
+
+def test_a_warc_record_stored_inside_a_record_fails_a_split_through_it_loudly(plain_warcs, tmp_path):
+    """A whole record (with blank lines and a next `WARC/` after its content) stored in a page cannot be told from
+    a record start by a range that begins before it: the range before sees its own reading reach another record
+    and fails in one line; read whole, the file gives every record once."""
+    data = plain_warcs[1].read_bytes()
+    stored = data[: _record_starts(plain_warcs[1])[3]]  # the file's first three records, WARC/ after them
+    path = tmp_path / "stored.warc"
+    quoting = _quoting(stored, 1)
+    path.write_bytes(data + quoting + data)
+    at = len(data) + quoting.index(stored)
+    docs, _ = _read(readers.Warc(), [Split(str(path), "k")])
+    assert len(docs) == 2 * len(_read(readers.Warc(), [Split(str(plain_warcs[1]), "k")])[0]) + 1
+    with pytest.raises(UsageError, match=f"search from byte {at - 5} finds one at byte {at}.*cannot be split there"):
+        _read(readers.Warc(), _ranges(path, [at - 5]))
+
+
 # ---------------------------------------------------------------- Parquet
 
 
@@ -679,3 +766,18 @@ def test_a_run_over_compressed_jsonl_split_7_ways_writes_the_unsplit_runs_docume
     assert _rows(tmp_path / "split") == _rows(tmp_path / "ref") and len(_rows(tmp_path / "ref")) > 1000
     assert [f["input"] for f in m["split_plan"]["files_not_split"]] == [str(chained["gz1"])]
     assert m["split_plan"]["files_split"] == 2
+
+
+@pytest.mark.parametrize("cls", [readers.Warc, readers.FastWarc])
+def test_an_io_error_inside_a_range_of_an_uncompressed_warc_fails_the_task(plain_warcs, cls, monkeypatch):
+    from curate.io import fs
+
+    real_open, path = fs.open, plain_warcs[0]
+    size = path.stat().st_size
+    monkeypatch.setattr(fs, "open", lambda p, mode="rb", **kw: _Failing(real_open(p, mode, **kw), size * 3 // 5))
+    stats = StepStats("read")
+    with pytest.raises(OSError, match="injected"):
+        for _ in cls().read_split(Split(str(path), "k", size // 2, size * 4 // 5), stats):
+            pass
+    damage = {"corrupt_stream", "truncated_record", "bad_header", "bad_record", "not_warc"}
+    assert not {r.removeprefix("read:") for r in stats.dropped} & damage, stats.dropped

@@ -126,7 +126,8 @@ def _cuts(url: str, size: int, target: int) -> tuple[list[int], str]:
         cuts = _warc_member_cuts(url, even)
         return cuts, "" if cuts else "no gzip member starts a record near a cut: a single gzip stream, or members over 4 MiB"
     if name.endswith((".warc", ".wet", ".wat")):
-        return [], "an uncompressed WARC is read whole: record starts cannot be told from the middle of the file"
+        cuts = _warc_record_cuts(url, size, even)
+        return cuts, "" if cuts else "no WARC record starts within 4 MiB after a cut"
     if name.endswith((".gz", ".zst")):
         cuts = _chain_cuts(url, even)
         what = "gzip member" if name.endswith(".gz") else "zstd frame"
@@ -167,6 +168,20 @@ def _warc_member_cuts(url: str, even: list[int]) -> list[int]:
             if cuts and c <= cuts[-1]:
                 continue
             at = next_member(f, c, limit=WARC_PROBE)
+            if at is not None and (not cuts or at > cuts[-1]):
+                cuts.append(at)
+    return cuts
+
+
+def _warc_record_cuts(url: str, size: int, even: list[int]) -> list[int]:
+    """Each even cut moved to the first record start at or after it (`framing.next_record`, searched over
+    `WARC_PROBE` bytes), where the reader's ranges of an uncompressed WARC begin; cuts with none dropped."""
+    from curate.io.readers.framing import next_record
+
+    cuts: list[int] = []
+    with fs.open(url, "rb") as f:
+        for c in even:
+            at = next_record(f, c, size, limit=WARC_PROBE) if not cuts or c > cuts[-1] else None
             if at is not None and (not cuts or at > cuts[-1]):
                 cuts.append(at)
     return cuts

@@ -15,7 +15,7 @@ from curate.io import fs
 from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, MemberStarts, Resyncing, Tracked, next_member
 from curate.io.readers.base import Reader, figure, note, parse_date, repair_text
 from curate.io.readers.charsets import decode_html
-from curate.io.readers.framing import Framed
+from curate.io.readers.framing import Framed, next_record
 from curate.io.splits import Split
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -85,14 +85,45 @@ class Warc(Reader):
     def read_split(self, split: Split, stats: StepStats) -> Iterator[Document]:
         """A byte range of a `.warc.gz`: the records of the gzip members that start in [start, end), found as
         `Resyncing` finds them (`members.next_member`: a member that decompresses to `WARC/`). Ids come from
-        the member's offset in the file, so they do not depend on the split. An uncompressed WARC is read
-        whole (a line `WARC/1.0` inside a record's content would pass for a record start)."""
+        the member's offset in the file, so they do not depend on the split. An uncompressed WARC: the records
+        that start in [start, end) (`_plain_range`)."""
         if split.whole or split.records:
             return super().read_split(split, stats)
         if not split.url.endswith(".gz"):
-            raise UsageError(f"reader {type(self).__name__} cannot read a byte range of an uncompressed WARC "
-                             f"({split.label}): it is read whole")
+            return self._plain_range(split, stats)
         return self._range(split, stats)
+
+    def _plain_range(self, split: Split, stats: StepStats) -> Iterator[Document]:
+        """The records of an uncompressed WARC that start in [start, end): the range starts at the first record
+        start at or after `start` (`framing.next_record`), reads records front to back by their Content-Length
+        (as a whole file is read) and stops at the first that starts at or after `end`. A record start cannot be
+        told from a WARC record stored inside a record's content, so the range then checks that a search from
+        `end` finds that same record: if not, the task fails in one line instead of reading a record twice."""
+        if split.start == 0 and self._empty(split.url, stats):
+            return
+        size = fs.size(split.url)
+        with self._open(split.url) as f:
+            state = _FileState(stats, Tracked(f), split.key)
+            try:
+                at = reached = 0 if split.start == 0 else next_record(state.raw, split.start, size)
+                if at is not None and (split.end is None or at < split.end):
+                    state.raw.seek(at)
+                    reached = yield from self._member(io.BufferedReader(state.raw, CHUNK), 0, split.url, stats,
+                                                      state, plain=True, base=at, end=split.end)
+                if split.end is not None and (found := next_record(state.raw, split.end, size)) != reached:
+                    raise UsageError(f"{split.url}: the records read before byte {split.end} reach the next one at "
+                                     f"byte {reached}, but a search from byte {split.end} finds one at byte {found} "
+                                     "(a WARC record stored inside a record): this file cannot be split there; run "
+                                     "it without --tasks / --task-bytes")
+            except UsageError:
+                raise
+            except Exception:
+                state.check_io()
+                raise
+        if state.records == 0 and split.start == 0:
+            state.forget(stats)
+            self.skip(stats, "not_warc")
+            note(stats, split.url, "not a WARC file (ARC is not supported)")
 
     def _range(self, split: Split, stats: StepStats) -> Iterator[Document]:
         if split.start == 0 and self._empty(split.url, stats):
@@ -142,18 +173,25 @@ class Warc(Reader):
             figure(stats, "single_gzip_stream")
 
     def _member(self, m: Any, start: int, path: str, stats: StepStats, state: _FileState,
-                plain: bool = False) -> Iterator[Document]:
-        """The records of one gzip member (or of a whole uncompressed file), each counted once.
+                plain: bool = False, base: int = 0, end: int | None = None) -> Generator[Document, None, int | None]:
+        """The records of one gzip member (or of an uncompressed file, from byte `base`, up to the first record
+        that starts at or after `end`: its offset is returned), each counted once.
 
         The document of a record is held back until the next record parses or the member ends with a
-        good CRC, so that no document from a damaged member gets out.
+        good CRC, so that no document from a damaged member gets out. A record of an uncompressed file is
+        placed by where `Framed` found its header in the file (`0+offset`), so a range gives it the same id.
         """
-        pending, n, counted, framed = None, 0, stats.docs_in, Framed(m)
+        pending, n, counted, framed, reached = None, 0, stats.docs_in, Framed(m, base), None
         try:
             for rec, offset in self._records(framed):
                 if pending is not None:
                     yield pending
                     pending = None
+                if plain and n < len(framed.starts):
+                    offset = (lambda at=framed.starts[n]: at)  # noqa: E731 - where its header is in the file
+                    if end is not None and framed.starts[n] >= end:  # the next range's first record
+                        reached = framed.starts[n]
+                        break
                 n += 1
                 state.records += 1
                 pending = self._guarded(lambda rec=rec: self._record(rec, stats), path, start, offset, stats, state)
@@ -167,6 +205,9 @@ class Warc(Reader):
             raise
         except Exception as e:
             state.check_io()
+            if plain and (base or end is not None):  # a range cannot know what a reading from the start would do
+                raise UsageError(f"{path}: the WARC parser stopped inside a byte range ({type(e).__name__}: {e}): "
+                                 "this file cannot be split; run it without --tasks / --task-bytes") from None
             if pending is not None:
                 yield pending
             note(stats, path, e)
@@ -180,19 +221,21 @@ class Warc(Reader):
             elif stats.docs_in == counted:
                 self.skip(stats, "truncated_record" if truncated else "bad_header")
             self._passed_over(framed, stats, state)
-            return
+            return None
         if pending is not None:
             yield pending
-        self._passed_over(framed, stats, state)
+        self._passed_over(framed, stats, state, reached)
         if stats.docs_in == counted and not plain and m.pos:  # bytes that held no record FastWARC could frame
             self.skip(stats, "truncated_record" if m.truncated else "bad_header")
+        return reached
 
-    def _passed_over(self, framed: Framed, stats: StepStats, state: _FileState) -> None:
+    def _passed_over(self, framed: Framed, stats: StepStats, state: _FileState, before: int | None = None) -> None:
         """Count what `Framed` kept from the parser: an oversized header is a WARC record (a file of only
-        those is no `read:not_warc`); other bytes that start no record are one `read:bad_header` a run."""
-        state.records += framed.skipped["header_too_long"]
-        for reason, runs in framed.skipped.items():
-            for _ in range(runs):
+        those is no `read:not_warc`); other bytes that start no record are one `read:bad_header` a run. A range
+        counts the runs before the next range's first record (`before`): Framed reads ahead of the parser."""
+        for at, reason in framed.runs:
+            if before is None or at < before:
+                state.records += reason == "header_too_long"
                 self.skip(stats, reason)
 
     def _lost(self, stats: StepStats, pending: Document | None, counted: int, rule: str) -> None:

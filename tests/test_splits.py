@@ -781,3 +781,52 @@ def test_an_io_error_inside_a_range_of_an_uncompressed_warc_fails_the_task(plain
             pass
     damage = {"corrupt_stream", "truncated_record", "bad_header", "bad_record", "not_warc"}
     assert not {r.removeprefix("read:") for r in stats.dropped} & damage, stats.dropped
+
+
+def _damage(data: bytes, rng) -> bytes:
+    """`data` with 1-4 random faults: a flipped bit, junk (gzip magic, `WARC/1.0` lines, random bytes) inserted,
+    bytes deleted, the end cut."""
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op, i = rng.choice(["flip", "junk", "cut", "del"]), rng.randrange(len(buf))
+        if op == "flip":
+            buf[i] ^= 1 << rng.randrange(8)
+        elif op == "junk":
+            buf[i:i] = rng.choice([b"WARC/1.0\r\n", b"\x1f\x8b\x08junk", b"\n\n\n", rng.randbytes(30)])
+        elif op == "cut":
+            del buf[rng.randrange(len(buf) // 2, len(buf)):]
+        else:
+            del buf[i:i + rng.randrange(1, 200)]
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("kind", ["jsonl.gz", "warc"])
+def test_randomly_damaged_files_split_at_random_give_the_whole_files_documents_or_fail_loudly(plain_warcs, kind,
+                                                                                                tmp_path):
+    """A multi-member .jsonl.gz always reads the same split or whole; an uncompressed WARC the same, or the split
+    fails in one line (a UsageError) where damage breaks the record chain at a range's end: never different."""
+    import random
+
+    rng = random.Random(f"damaged-{kind}")
+    if kind == "warc":
+        base, reader = plain_warcs[1].read_bytes(), readers.FastWarc()
+    else:
+        text = gzip.decompress((DATA / "text/web_cc/dolma_ccnet_cc_en_head-0091.jsonl.gz").read_bytes())
+        base, reader = b"".join(gzip.compress(p, 6, mtime=0) for p in _blocks(text, [3000, 20000, 100])), readers.Jsonl()
+    outcomes, damaged = [], 0
+    for i in range(12):
+        path = tmp_path / f"d{i}.{kind}"
+        path.write_bytes(_damage(base, rng))
+        whole = _read(reader, [Split(str(path), "k")])
+        damaged += bool({"read:corrupt_stream", "read:bad_header", "read:truncated_record", "read:bad_json",
+                         "read:bad_record"} & set(whole[1].dropped))
+        cuts = sorted(rng.sample(range(1, path.stat().st_size), 9))
+        try:
+            got = _read(reader, _ranges(path, cuts))
+        except UsageError as e:
+            assert kind == "warc" and "cannot be split" in str(e) and "\n" not in str(e)
+            outcomes.append("loud")
+            continue
+        assert (got[0], got[1].docs_in, dict(got[1].dropped)) == (whole[0], whole[1].docs_in, dict(whole[1].dropped))
+        outcomes.append("same")
+    assert outcomes.count("same") >= 6 and damaged >= 4, (outcomes, damaged)

@@ -61,8 +61,8 @@ class _Zstd:
     def __init__(self):
         import zstandard
 
-        self.d, self.eof, self.left, self.error = zstandard.ZstdDecompressor().decompressobj(), False, b"", \
-            zstandard.ZstdError
+        self.d, self.error = zstandard.ZstdDecompressor().decompressobj(), zstandard.ZstdError
+        self.eof, self.left = False, b""
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         try:
@@ -80,8 +80,8 @@ class Codec:
     `slice` compressed bytes at a time)."""
 
     def __init__(self, name: str, pattern: bytes, width: int, decoder: type, slice_: int):
-        self.name, self.pattern, self.width, self.decoder, self.slice = name, re.compile(pattern), width, decoder, \
-            slice_
+        self.name, self.pattern, self.width = name, re.compile(pattern), width
+        self.decoder, self.slice = decoder, slice_
 
 
 GZIP = Codec("gzip member", rb"\x1f\x8b\x08", 3, _Gzip, 8 << 10)

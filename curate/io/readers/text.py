@@ -98,8 +98,9 @@ class Jsonl(Reader):
     the own id field also stays in `metadata` under its own name, with every other field. A line that is not JSON (`read:bad_json`) or has no
     text (`read:no_text`) costs itself; a line that is not UTF-8 is decoded with U+FFFD and lone
     surrogates (`"\\ud800"`, which Arrow cannot write) are replaced by U+FFFD: figures
-    `read:invalid_utf8` and `read:text_repaired`. A compressed stream that breaks ends the file with
-    one `read:corrupt_stream` (figure `read:records_before_corrupt_stream`). A line over
+    `read:invalid_utf8` and `read:text_repaired`. A gzip member (zstd frame) that breaks, or is cut by
+    the file's end, or junk between members, is one `read:corrupt_stream` (figure
+    `read:records_before_corrupt_stream`) and reading resumes at the next member (`_read_chain`). A line over
     `max_line_bytes` is passed over without being held in memory (`read:too_large`). A UTF-8 byte-order
     mark at the start of the file is no part of the first record.
     """

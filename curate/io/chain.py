@@ -147,7 +147,8 @@ class Chain(ForwardOnly):
     """
 
     def __init__(self, f: Any, start: int, codec: Codec):
-        f.seek(start)
+        if start:  # a whole file is read front to back: a stream that cannot seek reads too
+            f.seek(start)
         self.src, self.codec, self.start = _Compressed(f, start), codec, start
         self.starts: list[tuple[int, int]] = []
         self.ended: tuple[str, int | None] | None = None

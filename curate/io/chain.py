@@ -100,7 +100,7 @@ def is_start(f: Any, at: int, codec: Codec) -> bool:
     f.seek(at)
     dec, out = codec.decoder(), 0
     while out < VALID_OUT and not dec.eof:
-        data = f.read(codec.slice)
+        data = _read_full(f, codec.slice)
         if not data:
             return True  # the file ends inside it: a truncated member is still one (counted as such when read)
         try:
@@ -111,6 +111,14 @@ def is_start(f: Any, at: int, codec: Codec) -> bool:
         except DecodeError:
             return False
     return True
+
+
+def _read_full(f: Any, n: int) -> bytes:
+    """`n` bytes of `f` (fewer only at its end): the slices fed to a decoder must not depend on how reads fall."""
+    data = f.read(n)
+    while len(data) < n and (more := f.read(n - len(data))):
+        data += more
+    return data
 
 
 def next_start(f: Any, pos: int, codec: Codec, limit: int | None = None) -> int | None:

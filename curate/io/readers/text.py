@@ -198,7 +198,7 @@ class Jsonl(Reader):
             if what == "eof":
                 return None, False
             owner = where if what != "junk" else chain.starts[-1][1] if chain.starts else 0
-            resume = None if what == "truncated" else next_start(f, where + (what == "damage"), codec)
+            resume = None if what == "truncated" else next_start(f, where + 1, codec)  # junk at `where` is no start
             if owned(owner) and not (what == "junk" and all_zero(f, where, resume)):
                 figure(stats, "records_before_corrupt_stream", stats.docs_in - before)
                 self.skip(stats, "corrupt_stream")

@@ -49,7 +49,7 @@ def plan_splits(inputs: str | Split | list, tasks: int | None = None, task_bytes
     """The splits a run reads: globs and paths expanded (`fs.expand_inputs`, keys from `input_keys`), `Split`s
     as given, `cc://` inputs planned by `curate.io.commoncrawl.cc_splits`; then, with `tasks` or `task_bytes`,
     every file larger than the target (total bytes / `tasks`, or `task_bytes`) cut into byte ranges of about
-    the target. A file whose framing allows no cut (a single gzip member or zstd frame, a plain .warc) stays whole and
+    the target. A file whose framing allows no cut (one gzip member or zstd frame, a .bz2, records over 4 MiB apart) stays whole and
     is listed in `Plan.whole`, with a note on stderr: never silently."""
     if tasks is not None and (not isinstance(tasks, int) or tasks < 1):
         raise UsageError(f"--tasks must be an integer >= 1, got {tasks!r}")

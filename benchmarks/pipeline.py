@@ -19,6 +19,8 @@ as multisets over the copies.
 
     .venv/bin/python benchmarks/pipeline.py --copies 8 --base-copies 1 --json benchmarks/pipeline.json
 
+    .venv/bin/python benchmarks/pipeline.py --copies 0 --gold   # extraction F1 and CPU per gold set, both chains
+
 `--base-copies` runs both sides a second time on fewer copies: the difference is the CPU seconds per further
 copy, the rate with start-up fully amortised, which the cost table (`--markdown`) projects from.
 
@@ -331,6 +333,51 @@ def markdown(res: dict, usd: float, instance: str, dedup_ms: float, tok_per_s: f
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ extraction quality of the two chains
+
+def gold_quality() -> dict:
+    """Per gold set of ../shared/data/extraction: mean token F1, pages under F1 0.5 and CPU seconds of the two
+    chains' extractors as their pipelines configure them: web.py's `extract.Main()` (through `Step.apply`, as the
+    run calls it) and datatrove's `Trafilatura()` (its `extract`, called directly: no sandbox process)."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from _gold import SETS, bag, pages, prf
+    from datatrove.pipeline.extractors import Trafilatura
+
+    from curate import Document, extract
+
+    ours, theirs = extract.Main(), Trafilatura()
+    ours.setup()
+    out = {}
+    for name in SETS:
+        items = list(pages(name))
+        res = {}
+        for label, fn in (("peneira", lambda html, url: _main_text(ours, html, url, Document)),
+                          ("datatrove", lambda html, _url: theirs.extract(html) or "")):
+            t0, f1 = time.process_time(), []
+            texts = [fn(html, url) for _, html, url, _ in items]
+            cpu = time.process_time() - t0
+            f1 = [prf(bag(t), bag(gold))[2] for t, (_, _, _, gold) in zip(texts, items, strict=True)]
+            res[label] = {"f1": sum(f1) / len(f1), "under_half": sum(x < 0.5 for x in f1), "cpu": cpu}
+        out[name] = {"pages": len(items), **res}
+    return out
+
+
+def _main_text(step, html: str, url: str | None, document) -> str:
+    from curate import Reject
+
+    res = step.apply(document(id="g", text="", source="web", url=url, html=html))
+    return "" if isinstance(res, Reject) else res.text
+
+
+def print_gold(gold: dict) -> None:
+    print(f"\n{'gold set':<17}{'pages':>6}{'F1 P':>8}{'F1 dt':>8}{'<0.5 P':>8}{'<0.5 dt':>8}"
+          f"{'CPU s P':>9}{'CPU s dt':>10}{'speed':>8}")
+    for name, g in gold.items():
+        p, d = g["peneira"], g["datatrove"]
+        print(f"{name:<17}{g['pages']:>6}{p['f1']:>8.4f}{d['f1']:>8.4f}{p['under_half']:>8}{d['under_half']:>8}"
+              f"{p['cpu']:>9.2f}{d['cpu']:>10.2f}{d['cpu'] / p['cpu']:>7.1f}x")
+
+
 def measure(copies: int, reader: str) -> dict:
     """Both sides over `copies` copies of the inputs, datatrove first."""
     with tempfile.TemporaryDirectory() as inputs:
@@ -350,12 +397,15 @@ def measure(copies: int, reader: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--copies", type=int, default=4, help="times each input file is read (as a new file)")
+    ap.add_argument("--copies", type=int, default=4,
+                    help="times each input file is read (as a new file); 0: no pipeline run (with --gold: that alone)")
     ap.add_argument("--base-copies", type=int, default=0,
                     help="also run at this many copies; the difference gives the CPU seconds per further copy")
     ap.add_argument("--reader", choices=("web", "warc", "fastwarc"), default="web",
                     help="Peneira's WARC reader: web.py's own (readers.fastest_warc), or this one")
     ap.add_argument("--json", help="write the results here (docs are generated from it)")
+    ap.add_argument("--gold", action="store_true",
+                    help="also score both chains' extractors on the extraction gold sets (F1, CPU per set)")
     ap.add_argument("--markdown", metavar="JSON", help="print the docs' tables from a results JSON, run nothing")
     ap.add_argument("--usd-per-core-hour", type=float, default=0.03825,
                     help="price of one core (vCPU) hour: AWS c6a.large on demand, us-east-1, $0.0765/h for 2 vCPU")
@@ -382,6 +432,9 @@ def main() -> None:
     missing = [pip for mod, pip in NEEDS.items() if not _importable(mod)]
     if missing:
         sys.exit(f"benchmarks/pipeline.py needs: pip install {' '.join(missing)} (benchmark only)")
+    if args.copies == 0:  # --copies 0 --gold: the gold sets alone
+        print_gold(gold_quality() if args.gold else {})
+        return
     res = {"copies": args.copies, "files": len(input_files()), "reader": args.reader,
            "command": " ".join(["benchmarks/pipeline.py", *sys.argv[1:]]), "runs": {}}
     for n in sorted({args.copies, args.base_copies} - {0}):
@@ -393,6 +446,9 @@ def main() -> None:
                            for k in ("peneira", "datatrove")}
         res["marginal_mib"] = (hi["mib"] - lo["mib"]) / (args.copies - args.base_copies)
     report(res)
+    if args.gold:
+        res["gold"] = gold_quality()
+        print_gold(res["gold"])
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:

@@ -312,7 +312,8 @@ def test_driver_killed_cancelled_and_rerun_gives_identical_output(shared, tmp_pa
     cmd = [*CURATE, "run", str(tmp_path / "pipe.py"), *warcs(shared), "--executor", "slurm", "--no-progress",
            "--workers", "2"]
     env = {**os.environ, "SLEEP_DIR": str(sleep_dir), "DEDUP": "0"}  # the stream stage only: the test's time
-    curate(*cmd[len(CURATE):], "--output", str(local), "--executor", "local", env={"DEDUP": "0"})
+    reference = subprocess.Popen([*cmd, "--output", str(local), "--executor", "local"], env={**os.environ, "DEDUP": "0"},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # meanwhile
     cmd += ["--output", str(out)]
 
     driver = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -332,6 +333,8 @@ def test_driver_killed_cancelled_and_rerun_gives_identical_output(shared, tmp_pa
 
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500, check=False)
     assert p.returncode == 0, p.stderr
+    _, err = reference.communicate(timeout=300)
+    assert reference.returncode == 0, err
     assert_same_run(local, out)
 
 

@@ -425,12 +425,12 @@ def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out
     nw, h, inword, i = 0, np.uint64(_FNV_OFFSET), False, lo
     while i < hi:
         b0 = data[i]
-        if normed or b0 < 0x80:
-            m = (0 if b0 == 32 else b0) if normed else ascii_out[b0]
-            if m != 0:
-                h, inword = _feed(h, m), True
-            elif inword:
-                wh[nw], nw, h, inword = _fmix64(h), nw + 1, np.uint64(_FNV_OFFSET), False
+        if normed or b0 < 0x80:  # without branches on the text: the word's hash so far is stored at every
+            m = (0 if b0 == 32 else b0) if normed else ascii_out[b0]  # byte and kept only where a word ends
+            wh[nw] = h
+            nw += inword & (m == 0)
+            h = _feed(h, m) if m != 0 else np.uint64(_FNV_OFFSET)
+            inword = m != 0
             i += 1
             continue
         if b0 < 0xE0:
@@ -449,12 +449,12 @@ def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out
             for j in range(start[cp], start[cp + 1]):
                 if pool_cls[j] == 0:
                     if inword:
-                        wh[nw], nw, h, inword = _fmix64(h), nw + 1, np.uint64(_FNV_OFFSET), False
+                        wh[nw], nw, h, inword = h, nw + 1, np.uint64(_FNV_OFFSET), False
                 else:
                     h, inword = (_feed(h, 48) if pool_cls[j] == 2 else _feed_cp(h, pool_cp[j])), True
         elif k == 0:  # text.SEP
             if inword:
-                wh[nw], nw, h, inword = _fmix64(h), nw + 1, np.uint64(_FNV_OFFSET), False
+                wh[nw], nw, h, inword = h, nw + 1, np.uint64(_FNV_OFFSET), False
         elif k == 2:  # text.DIGIT
             h, inword = _feed(h, 48), True
         else:  # text.WORD: its own bytes
@@ -463,7 +463,9 @@ def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out
             inword = True
         i += size
     if inword:
-        wh[nw], nw = _fmix64(h), nw + 1
+        wh[nw], nw = h, nw + 1
+    for j in range(nw):  # the words' FNV-1a, mixed
+        wh[j] = _fmix64(wh[j])
     return nw
 
 

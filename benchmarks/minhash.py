@@ -99,7 +99,7 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
                 m.digest()
         fns["rensa"] = rensa_core
     except ImportError:
-        print("rensa not installed (pip install rensa, benchmark only): its row is skipped")
+        print("rensa not installed (pip install rensa, or the bench extra): its row is skipped")
     for impl in impls:
         fns[f"{impl}/bytes"] = lambda impl=impl: sig.signatures_of_match_form(data, offsets, perms=p, impl=impl)[0]
         fns[f"{impl}/raw"] = lambda impl=impl: sig.signatures(texts, perms=p, impl=impl)[0]

@@ -24,7 +24,7 @@ as multisets over the copies.
 `--base-copies` runs both sides a second time on fewer copies: the difference is the CPU seconds per further
 copy, the rate with start-up fully amortised, which the cost table (`--markdown`) projects from.
 
-Needs, beside the project: datatrove and its WARC reader's dependencies (`pip install datatrove
+Needs, beside the project, the `bench` extra: datatrove and its WARC reader's dependencies (`pip install datatrove
 faust-cchardet python-magic trafilatura fasttext-community fasteners`); FastWARC for `--reader fastwarc` (extra `fast`).
 """
 
@@ -431,7 +431,8 @@ def main() -> None:
         return
     missing = [pip for mod, pip in NEEDS.items() if not _importable(mod)]
     if missing:
-        sys.exit(f"benchmarks/pipeline.py needs: pip install {' '.join(missing)} (benchmark only)")
+        sys.exit(f"benchmarks/pipeline.py needs: pip install {' '.join(missing)} (benchmark only; or the "
+                 "project's bench extra)")
     if args.copies == 0:  # --copies 0 --gold: the gold sets alone
         print_gold(gold_quality() if args.gold else {})
         return

@@ -354,6 +354,22 @@ def test_bad_words_per_language():
         filters.BadWords(languages=["xx"])
 
 
+def test_bad_words_in_languages_without_spaces_match_anywhere_as_c4s_own_filter_does():
+    """ja, th, zh: an entry inside a run of characters (no spaces to flank it) is found; datatrove's
+    C4BadWordsFilter regex for those languages (entries alternated, no word boundaries) is the reference."""
+    import re
+
+    lists = {"zh": ["赌博", "色情网站"], "th": ["การพนัน"], "en": ["bet"]}
+    b = filters.BadWords(lists=lists)
+    b.setup()
+    pages = [("这个网站提供在线赌博服务。", "zh"), ("欢迎访问我们的新闻网站。", "zh"), ("色情网站的广告", "zh"),
+             ("เว็บไซต์นี้มีการพนันออนไลน์", "th"), ("วันนี้อากาศดีมาก", "th"), ("Alphabet soup", "en")]
+    for text, lang in pages:
+        reference = re.compile("|".join(re.escape(w) for w in lists[lang])) if lang != "en" else \
+            re.compile(r"(?:\W|^)(bet)(?:\W|$)")
+        assert (rule(b, text, lang=lang) == "bad_words") == bool(reference.search(text.lower())), text
+
+
 def test_pii_redaction():
     p = filters.Pii()
     text = ("Mail jane.doe+news@mail.example.co.uk or root@host.io. Server 8.8.8.8, LAN 192.168.1.20, "

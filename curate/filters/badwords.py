@@ -16,6 +16,7 @@ from curate.core.stats import StepStats
 from curate.core.step import Filter
 from curate.core.validate import check, check_file, check_strings, config_error
 from curate.filters._text import TOKEN_RE, read_word_file, shipped_languages, shipped_words, text_stats
+from curate.lang import is_segmented
 
 
 class _Lexicon:
@@ -25,7 +26,10 @@ class _Lexicon:
         self.single: set[str] = set()
         self.phrases: dict[str, list[tuple[str, ...]]] = {}
         self.raw: list[str] = []  # e.g. emoji: matched as substrings
+        self.entries: list[str] = []  # every entry, for languages that do not space their words
         for e in entries:
+            if e.strip():
+                self.entries.append(e.strip().lower())
             toks = tuple(TOKEN_RE.findall(e.lower()))
             if not toks:
                 self.raw.append(e.lower())
@@ -62,6 +66,9 @@ class BadWordMatcher:
         lex = self.lexicons.get(lang)
         if lex is None:
             return None
+        if is_segmented(lang):  # no spaces to flank a word: a listed entry anywhere in the text, as C4's filter does
+            lower = text.lower()  # for ja, th and zh (a segmenter's word boundaries would differ by context)
+            return next((e for e in lex.entries if e in lower), None)
         st = text_stats(text)
         return lex.first(st.lower_tokens, text.lower() if lex.raw else "")
 

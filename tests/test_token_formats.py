@@ -243,6 +243,9 @@ def test_hf_parquet_loads_with_datasets(corpus):
         ref = [d for shard in corpus["ref"][split] for d in shard]
         assert ds[name]["input_ids"] == [ids for ids, _ in ref]
         assert ds[name]["source"] == [s for _, s in ref]
+    ds.save_to_disk(str(corpus["tmp"] / "hf-disk"))  # the load_from_disk layout, as docs/tokens.md gives it
+    back = datasets.load_from_disk(str(corpus["tmp"] / "hf-disk"))
+    assert back["train"]["input_ids"] == ds["train"]["input_ids"] and back["validation"].num_rows == ds["validation"].num_rows
 
 
 def test_a_rerun_with_another_format_is_refused(corpus, tmp_path):

@@ -338,6 +338,28 @@ def test_driver_killed_cancelled_and_rerun_gives_identical_output(shared, tmp_pa
     assert_same_run(local, out)
 
 
+@pytest.mark.slow
+def test_an_object_store_output_with_a_shared_work_folder(shared, s3_bucket, tmp_path):
+    """`--output s3://…` on Slurm: the batches, outcomes and job ids go to `--slurm-work-dir` (a folder the nodes
+    share), the shards to the bucket, byte for byte those of a local run; `curate status` finds the jobs there.
+    Without the option the command is refused in one line before anything is submitted."""
+    import fsspec
+
+    (tmp_path / "pipe.py").write_text(PIPELINE)
+    args = ["run", str(tmp_path / "pipe.py"), *warcs(shared, few=True), "--no-progress", "--workers", "2"]
+    env = {"DEDUP": "0"}
+    url = f"{s3_bucket}/curated"
+    refused = curate(*args, "--output", url, "--executor", "slurm", env=env, check=False)
+    assert refused.returncode == 2 and "--slurm-work-dir" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    work = tmp_path / "work"
+    curate(*args, "--output", url, "--executor", "slurm", "--slurm-work-dir", str(work), env=env)
+    curate(*args, "--output", str(tmp_path / "local"), env=env)
+    fsspec.filesystem("s3").get(url, str(tmp_path / "fetched"), recursive=True)
+    assert_same_run(tmp_path / "local", tmp_path / "fetched")
+    status = curate("status", url, "--slurm-work-dir", str(work)).stdout
+    assert "finished: " in status and "slurm: 1 job(s) submitted; tasks: 3 completed" in status
+
+
 def test_cancel_of_a_local_run_says_what_to_do(tmp_path):
     (tmp_path / "_done").mkdir()
     assert "is not a Slurm run" in curate("cancel", str(tmp_path)).stdout

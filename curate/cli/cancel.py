@@ -19,6 +19,7 @@ from curate.io import fs
 def add_parser(sub):
     p = sub.add_parser("cancel", help="stop a Slurm run (scancel its jobs); it stays resumable")
     p.add_argument("output", help="the run's output folder")
+    p.add_argument("--slurm-work-dir", default=None, metavar="DIR", help="the run's --slurm-work-dir, if it had one")
     return p
 
 
@@ -29,6 +30,8 @@ def main(args) -> int:
     out = args.output
     local = fs.local_path(out)
     work = os.path.join(local, "_work", "slurm") if local else None
+    if args.slurm_work_dir:
+        work = fs.local_path(args.slurm_work_dir)
     if work is None or not os.path.isdir(work):
         if not fs.isdir(out):
             raise UsageError(f"{out}: no such folder")

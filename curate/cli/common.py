@@ -40,6 +40,9 @@ def add_executor(parser: argparse.ArgumentParser) -> None:
     slurm.add_argument("--setup", default=None,
                        help="a shell line each task runs first, e.g. 'source /shared/venv/bin/activate'")
     slurm.add_argument("--log-dir", default=None, help="task logs (default: OUTPUT/_work/slurm/logs)")
+    slurm.add_argument("--slurm-work-dir", default=None, metavar="DIR",
+                       help="where the batches, outcomes and job ids go, on the filesystem the nodes share "
+                            "(default OUTPUT/_work/slurm; needed when OUTPUT is an object-store URL)")
     slurm.add_argument("--max-retries", type=int, default=3,
                        help="resubmissions of a task that died or raised (never of a usage error or a failed step)")
     slurm.add_argument("--detach", action="store_true",
@@ -63,7 +66,8 @@ def executor_from_args(args: argparse.Namespace, output: str):
     if args.executor == "slurm":
         if not output:
             raise UsageError("a run needs inputs and an output (--input/--output or Pipeline(inputs=, output=))")
-        kw = {"work_dir": slurm_work_dir(output), "partition": args.partition, "time_limit": args.time_limit,
+        kw = {"work_dir": slurm_work_dir(output, args.slurm_work_dir), "partition": args.partition,
+              "time_limit": args.time_limit,
               "cpus_per_task": max(1, int(args.task_cpus)), "account": args.account, "qos": args.qos,
               "constraint": args.constraint, "sbatch_args": args.sbatch_arg, "setup": args.setup,
               "log_dir": args.log_dir, "max_retries": args.max_retries,
@@ -74,14 +78,22 @@ def executor_from_args(args: argparse.Namespace, output: str):
     return make_executor("local", args.workers or os.cpu_count() or 1, progress=args.progress)
 
 
-def slurm_work_dir(output: str) -> str:
-    """Where a Slurm run keeps its batches, logs and job ids: inside its output folder."""
+def slurm_work_dir(output: str, given: str | None = None) -> str:
+    """Where a Slurm run keeps its batches, logs and job ids: `--slurm-work-dir` when given, else inside its output
+    folder, which must then be on the filesystem the nodes share (an object-store output needs the option: the
+    nodes exchange pickled tasks and outcomes through a shared folder, and sbatch writes logs to one)."""
+    import os
+
     from curate.core.errors import UsageError
     from curate.io import fs
 
+    if given:
+        if fs.local_path(given) is None:
+            raise UsageError(f"--slurm-work-dir must be on a filesystem the nodes share, not a URL: {given}")
+        return os.path.abspath(fs.local_path(given))
     if fs.local_path(output) is None:
-        raise UsageError("--executor slurm keeps its work folder beside the output, which must then be on a "
-                         f"filesystem the nodes share, not a URL: {output}")
+        raise UsageError("--executor slurm keeps its work folder beside the output, which is a URL here "
+                         f"({output}): name a folder the nodes share with --slurm-work-dir")
     return fs.join(output, "_work", "slurm")
 
 
@@ -95,7 +107,7 @@ def detach(args: argparse.Namespace, output: str, argv: list[str] | None = None)
     from curate.core.errors import UsageError
 
     argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--detach"]
-    slurm_work_dir(output)
+    slurm_work_dir(output, args.slurm_work_dir)
     # not inside the output: the run claims that folder (an unknown file there would make it look foreign)
     log = os.path.join(os.path.abspath(args.log_dir or "."), "curate-driver-%j.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)  # sbatch does not create it: the job would fail unseen

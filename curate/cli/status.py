@@ -20,6 +20,8 @@ from curate.io import fs
 def add_parser(sub):
     p = sub.add_parser("status", help="a run's progress from its output folder (any executor)")
     p.add_argument("output", help="the run's output folder")
+    p.add_argument("--slurm-work-dir", default=None, metavar="DIR",
+                   help="the run's --slurm-work-dir, if it had one (its Slurm jobs are shown from there)")
     return p
 
 
@@ -27,12 +29,12 @@ def main(args) -> int:
     out = args.output
     if not fs.isdir(out):
         raise UsageError(f"{out}: no such folder")
-    for line in status_lines(out):
+    for line in status_lines(out, args.slurm_work_dir):
         print(line)
     return 0
 
 
-def status_lines(out: str) -> list[str]:
+def status_lines(out: str, slurm_work_dir: str | None = None) -> list[str]:
     names = set(fs.listdir(out))
     lines = [f"{out}: {state_text(out, names)}"]
     inputs = _inputs(out)
@@ -53,7 +55,7 @@ def status_lines(out: str) -> list[str]:
     lines += _global_phases(out, names, by_stage)
     if not by_stage and "manifest.json" not in names:
         lines.append("  no task has finished yet" + (f" ({inputs} input file(s))" if inputs is not None else ""))
-    slurm = fs.join(out, "_work", "slurm")
+    slurm = slurm_work_dir or fs.join(out, "_work", "slurm")
     if fs.local_path(slurm) and os.path.isdir(fs.local_path(slurm)):
         lines.append("  " + slurm_text(fs.local_path(slurm)))
     return lines

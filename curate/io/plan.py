@@ -67,7 +67,8 @@ def plan_splits(inputs: str | Split | list, tasks: int | None = None, task_bytes
         if not s.whole or sizes[s.url] <= target:
             plan.append(s)
             continue
-        cuts, why = _cuts(s.url, sizes[s.url], target)
+        # the search reads a few MiB around each cut: a store's transient fault retries the whole search
+        cuts, why = fs.retrying(_cuts, s.url, sizes[s.url], target)
         if why:
             plan.whole.append((s.url, why))
         if not cuts:

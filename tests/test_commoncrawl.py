@@ -405,6 +405,19 @@ def _run_cc(tmp_path, inp: str, out: Path, *extra: str) -> tuple[int, dict]:
     return rc, (stats[0] if stats else {})
 
 
+def _tree_on_s3(cc_env, bucket: str, monkeypatch) -> tuple[Path, list]:
+    """The Common Crawl-shaped tree copied into `bucket` (the s3:// form of the tests), read with credentials."""
+    import fsspec
+
+    root, rows, _ = cc_env
+    s3 = fsspec.filesystem("s3")
+    for p in root.rglob("*"):
+        if p.is_file():
+            s3.put_file(str(p), f"{bucket}/{p.relative_to(root)}")
+    monkeypatch.setenv("PENEIRA_CC_S3_ANON", "0")
+    return root, rows
+
+
 def _shard_ids(out: Path) -> list[str]:
     import pyarrow.parquet as pq
 
@@ -414,14 +427,7 @@ def _shard_ids(out: Path) -> list[str]:
 def test_curate_run_on_the_s3_form_end_to_end(cc_env, s3_bucket, monkeypatch, tmp_path):
     """`curate run --input cc://…` (planning by io.splits.plan_splits, a task per split): the records the index
     selects, each once, with ids the reader gives by itself; a rerun resumes and reads nothing again."""
-    import fsspec
-
-    root, rows, _ = cc_env
-    s3 = fsspec.filesystem("s3")
-    for p in root.rglob("*"):
-        if p.is_file():
-            s3.put_file(str(p), f"{s3_bucket}/{p.relative_to(root)}")
-    monkeypatch.setenv("PENEIRA_CC_S3_ANON", "0")
+    root, rows = _tree_on_s3(cc_env, s3_bucket, monkeypatch)
     inp = f"cc://{SNAPSHOT}/index?mime=text/html&per_task=5&base={s3_bucket}/"
     rc, read = _run_cc(tmp_path, inp, tmp_path / "out")
     assert rc == 0
@@ -491,14 +497,7 @@ def test_a_rerun_over_https_after_a_file_changed_is_refused(cc_env, tmp_path, ca
 def test_curate_run_allow_missing_on_the_s3_form(cc_env, s3_bucket, s3_server, monkeypatch, tmp_path):
     """A record S3 never serves: `curate run` fails naming it; rerun with --allow-missing, the run resumes and
     counts it as read:missing, by name; every other record is read."""
-    import fsspec
-
-    root, rows, _ = cc_env
-    s3 = fsspec.filesystem("s3")
-    for p in root.rglob("*"):
-        if p.is_file():
-            s3.put_file(str(p), f"{s3_bucket}/{p.relative_to(root)}")
-    monkeypatch.setenv("PENEIRA_CC_S3_ANON", "0")
+    root, rows = _tree_on_s3(cc_env, s3_bucket, monkeypatch)
     monkeypatch.setenv("PENEIRA_CC_TRIES", "2")
     inp = f"cc://{SNAPSHOT}/index?mime=text/html&per_task=4&base={s3_bucket}/"
     splits = cc.cc_splits(inp)

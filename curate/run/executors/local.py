@@ -270,15 +270,6 @@ class LocalExecutor(Executor):
             stop_pool(pool)
         self._release()
 
-    def __enter__(self) -> LocalExecutor:
-        return self
-
-    def __exit__(self, kind, value, tb) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.stop()
-
     def _release(self) -> None:
         if self._alive is not None:
             for end in self._alive:

@@ -136,3 +136,53 @@ def test_fast_scheme_end_to_end_finds_the_planted_copies(planted, tmp_path):  # 
     dropped = [(i, c) for i, (c, kept) in got.items() if not kept]
     threshold = dedup.MinHash().threshold
     assert dropped and [(i, c) for i, c in dropped if jaccard(sets[i], sets[c]) < threshold - 0.1] == []
+
+
+def _python_kind_chars() -> list[str]:
+    from curate.dedup.text import PYTHON, _tables
+
+    return [chr(c) for c in np.flatnonzero(_tables()[0] == PYTHON).tolist()]
+
+
+def test_fast_signatures_with_characters_only_python_normalises(web):
+    """Documents holding characters that need Python's NFKC in context (combining marks, jamo, `Σ`, ...), whose
+    stretches around them go through Python and the rest through the tables, against the reference, whose shingles
+    come from NFKC of the whole text (`unicodedata`): such characters inserted at random into real documents, in
+    random strings of every general category, next to a NUL, and a `Σ` whose final-sigma form depends on its
+    neighbours outside any stretch."""
+    import unicodedata
+
+    rng = random.Random(3)
+    python = _python_kind_chars()
+    assigned = [chr(c) for c in range(1, 0x110000) if unicodedata.category(chr(c)) not in ("Cn", "Cs", "Co")]
+    by_category: dict[str, list[str]] = {}
+    for c in assigned:
+        by_category.setdefault(unicodedata.category(c), []).append(c)
+    texts = ["a\u0301 e\u0301\u0323 \u0301lead", "\u1100\u1161\u11a8 \ud55c\uad6d\uc5b4", "x\x00\u0301y z", "ΣΑΣ σ Σ. ΌΣΟΣ",
+             "İstanbul\u0301 ΣΊΣΥΦΟΣ ﬁ\u0301 ①\u0301 ﷺ\u0301", "\u0345" * 7, "ά\u0345Σ a b c d e f"]
+    for t in web[:30]:
+        chars = list(t)
+        for _ in range(25):
+            chars.insert(rng.randrange(len(chars) + 1), rng.choice(python))
+        texts.append("".join(chars))
+    for _ in range(200):
+        pools = [python, assigned, list(" ,.Σσß0a")] + list(by_category.values())
+        texts.append("".join(rng.choice(rng.choice(pools)) for _ in range(rng.randint(1, 50))))
+    got, counts = sketch.fast_signatures(texts)
+    for t, row, n in zip(texts, got, counts, strict=True):
+        assert n == len(shingles(t)), ascii(t[:40])
+        assert np.array_equal(row, reference(t)), ascii(t[:40])
+
+
+def test_fast_signatures_hostile_inputs():
+    """A 10 MB document without a space (one word: one shingle, its hash the FNV-1a of all its bytes), combining
+    marks throughout so it takes the Python route; lone surrogates are refused as by the datasketch scheme (their
+    UTF-8 does not exist)."""
+    big = "ab\u0301" * (10_000_000 // 4)
+    got, counts = sketch.fast_signatures([big, "short one"])
+    assert counts.tolist() == [1, 1]
+    assert np.array_equal(got[0], reference(big)) and np.array_equal(got[1], reference("short one"))
+    with pytest.raises(UnicodeEncodeError):
+        sketch.fast_signatures(["lone \ud800 surrogate"])
+    with pytest.raises(UnicodeEncodeError):
+        sketch.signatures(["lone \ud800 surrogate"])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import platform
+import unicodedata
 from functools import lru_cache
 
 import numba
@@ -32,7 +33,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from curate.dedup.text import _tables, match_form_batch  # the match form's tables, shared
+from curate.dedup.text import _tables, char_classes, match_form_batch  # the match form's tables, shared
 
 IMPLEMENTATIONS = ("sha-ni", "portable")
 
@@ -383,8 +384,6 @@ _FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
 _POSITION = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                       0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
                      dtype=np.uint64)  # odd multipliers, one per word position in a shingle (ngram <= 8)
-_NO_KIND = np.zeros(1, dtype=np.uint8)  # `_fast`'s tables when its input is match form already (unused there)
-_NO_CP = np.zeros(1, dtype=np.int32)
 
 
 @numba.njit(cache=True, inline="always")
@@ -415,14 +414,15 @@ def _feed_cp(h, cp):
     return _feed(_feed(h, 0x80 | ((cp >> 6) & 0x3F)), 0x80 | (cp & 0x3F))
 
 
-@numba.njit(cache=True)
-def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh):
-    """Hashes of the words of data[lo:hi] into wh; returns their number, or -1 when the text holds a character
-    that only Python's NFKC handles (`text._tables`' PYTHON kind). Raw text is folded to its match form here as
-    `text._fold` does (ASCII by `ascii_out`; other code points by kind: SEP, WORD kept, DIGIT `0`, MAPPED to the
-    pool's code points), but the bytes go into the word's hash instead of a buffer; `normed` text is match form
-    already (words of any bytes, one space between them)."""
-    nw, h, inword, i = 0, np.uint64(_FNV_OFFSET), False, lo
+@numba.njit(cache=True, inline="always")
+def _scan(data, i, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh, nw, h, inword):
+    """Word hashes (FNV-1a so far, not yet mixed) of data[i:hi] into wh from word nw on, carrying the word being
+    hashed (h, inword) in and out: returns (nw, h, inword), nw -1 when the text holds a character that only
+    Python's NFKC handles (`text._tables`' PYTHON kind). Raw text is folded to its match form here as `text._fold`
+    does (ASCII by `ascii_out`; other code points by kind: SEP, WORD kept, DIGIT `0`, MAPPED to the pool's code
+    points), but the bytes go into the word's hash instead of a buffer; with `text.char_classes()` as `kind` the
+    text is taken as NFKC'd and lowercased already (only SEP, WORD, DIGIT); `normed` text is match form already
+    (words of any bytes, one space between them)."""
     while i < hi:
         b0 = data[i]
         if normed or b0 < 0x80:  # without branches on the text: the word's hash so far is stored at every
@@ -444,7 +444,7 @@ def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out
             size = 4
         k = kind[cp]
         if k == 4:  # text.PYTHON
-            return -1
+            return -1, h, inword
         if k == 3:  # text.MAPPED: its pool entries, each a separator, a digit or a code point of a word
             for j in range(start[cp], start[cp + 1]):
                 if pool_cls[j] == 0:
@@ -462,20 +462,55 @@ def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out
                 h = _feed(h, data[i + j])
             inword = True
         i += size
+    return nw, h, inword
+
+
+@numba.njit(cache=True, inline="always")
+def _close(wh, nw, h, inword):
+    """End the last word and mix every word's FNV-1a (fmix64); returns the number of words."""
     if inword:
         wh[nw], nw = h, nw + 1
-    for j in range(nw):  # the words' FNV-1a, mixed
+    for j in range(nw):
         wh[j] = _fmix64(wh[j])
     return nw
 
 
 @numba.njit(cache=True)
+def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh):
+    """Hashes of the words of data[lo:hi] into wh (`_scan`, then `_close`); returns their number, or -1 when the
+    text holds a character that only Python's NFKC handles."""
+    nw, h, inword = _scan(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh, 0,
+                          np.uint64(_FNV_OFFSET), False)
+    if nw < 0:
+        return -1
+    return _close(wh, nw, h, inword)
+
+
+@numba.njit(cache=True, inline="always")
+def _sign(wh, nw, ngram, pos, a, b, hv, row):
+    """A document's signature from its nw word hashes into row; returns its shingle count. A shingle's hash is the
+    high 32 bits of fmix64 of the sum of its word hashes times a multiplier per position, so each word is read
+    once however many shingles hold it; the min over the permutations runs per permutation over the document's
+    shingle hashes, which LLVM vectorises."""
+    ns = max(nw - ngram + 1, 1)
+    for s in range(ns):
+        x = np.uint64(0)
+        for j in range(min(ngram, nw - s)):
+            x += wh[s + j] * pos[j]
+        hv[s] = np.uint32(_fmix64(x) >> np.uint64(32))
+    for k in range(a.shape[0]):
+        ak, bk, low = a[k], b[k], np.uint32(0xFFFFFFFF)
+        for s in range(ns):
+            v = np.uint32(ak * hv[s] + bk)
+            low = v if v < low else low
+        row[k] = low
+    return ns
+
+
+@numba.njit(cache=True)
 def _fast(data, offsets, normed, kind, start, pool_cp, pool_cls, ascii_out, ngram, pos, a, b, out, rows, counts):
     """The "fast" scheme's signature of each document d into out[rows[d]] and its shingle count into counts[d]
-    (-1, row left alone, for a document that needs Python's NFKC first). A shingle's hash is the high 32 bits of
-    fmix64 of the sum of its word hashes times a multiplier per position, so each word is read once however many
-    shingles hold it; the min over the permutations runs per permutation over the document's shingle hashes,
-    which LLVM vectorises."""
+    (-1, row left alone, for a document that needs Python's NFKC first)."""
     wh = np.empty(64, dtype=np.uint64)
     hv = np.empty(64, dtype=np.uint32)
     for d in range(offsets.shape[0] - 1):
@@ -487,20 +522,124 @@ def _fast(data, offsets, normed, kind, start, pool_cp, pool_cls, ascii_out, ngra
         if nw <= 0:
             counts[d] = nw
             continue
-        ns = max(nw - ngram + 1, 1)
-        counts[d] = ns
-        for s in range(ns):
-            x = np.uint64(0)
-            for j in range(min(ngram, nw - s)):
-                x += wh[s + j] * pos[j]
-            hv[s] = np.uint32(_fmix64(x) >> np.uint64(32))
-        row = out[rows[d]]
-        for k in range(a.shape[0]):
-            ak, bk, low = a[k], b[k], np.uint32(0xFFFFFFFF)
-            for s in range(ns):
-                v = np.uint32(ak * hv[s] + bk)
-                low = v if v < low else low
-            row[k] = low
+        counts[d] = _sign(wh, nw, ngram, pos, a, b, hv, out[rows[d]])
+
+
+@numba.njit(cache=True)
+def _stretches(data, offsets, docs, kind):
+    """The stretches of documents `docs` that Python must NFKC: each run of PYTHON-kind characters with the
+    character before it (which it may compose with), runs that touch merged. Everywhere else a character starts a
+    normalisation segment (`text._tables`), so NFKC of the text is the stretches' NFKC with the rest, folded by
+    the tables, in between. Returns their byte ranges in data (rows of `runs`, those of docs[r] at
+    run_off[r]:run_off[r + 1]) and their bytes end to end, each followed by a NUL, docs[r]'s at
+    text[text_off[r]:text_off[r + 1]]."""
+    total = 0
+    for d in docs:
+        total += offsets[d + 1] - offsets[d]
+    runs = np.empty((total // 2 + docs.shape[0], 2), dtype=np.int64)  # a run holds a PYTHON character: >= 2 bytes
+    run_off = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+    n = 0
+    for r in range(docs.shape[0]):
+        lo, hi = offsets[docs[r]], offsets[docs[r] + 1]
+        i, prev = lo, -1
+        while i < hi:
+            b0 = data[i]
+            size = 1 if b0 < 0x80 else 2 if b0 < 0xE0 else 3 if b0 < 0xF0 else 4
+            if size > 1:
+                if size == 2:
+                    cp = ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F)
+                elif size == 3:
+                    cp = ((np.int64(b0) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F)
+                else:
+                    cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
+                    cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
+                if kind[cp] == 4:  # text.PYTHON
+                    s = prev if prev >= 0 else i
+                    if n > run_off[r] and runs[n - 1, 1] >= s:
+                        runs[n - 1, 1] = i + size
+                    else:
+                        runs[n, 0], runs[n, 1] = s, i + size
+                        n += 1
+            prev = i
+            i += size
+        run_off[r + 1] = n
+    size = 0
+    for q in range(n):
+        size += runs[q, 1] - runs[q, 0] + 1
+    text = np.empty(size, dtype=np.uint8)
+    text_off = np.zeros(docs.shape[0] + 1, dtype=np.int64)
+    m = 0
+    for r in range(docs.shape[0]):
+        for q in range(run_off[r], run_off[r + 1]):
+            for j in range(runs[q, 0], runs[q, 1]):
+                text[m] = data[j]
+                m += 1
+            text[m] = 0
+            m += 1
+        text_off[r + 1] = m
+    return runs[:n], run_off, text, text_off
+
+
+@numba.njit(cache=True)
+def _fast_mixed(data, offsets, docs, runs, run_off, enc, enc_off, whole, kind, start, pool_cp, pool_cls, ascii_out,
+                classes, ngram, pos, a, b, out, counts):
+    """`_fast` for the documents `docs` that hold PYTHON-kind characters: document d = docs[r] is data's raw bytes,
+    folded by the tables, except its stretches runs[run_off[r]:run_off[r + 1]] (byte ranges), which are taken from
+    enc[enc_off[r]:enc_off[r + 1]] instead: their NFKC'd and lowercased text, separated by NUL bytes (or, when
+    whole[r], one stretch: the whole document), folded by `classes`. The word being hashed carries across."""
+    wh = np.empty(64, dtype=np.uint64)
+    hv = np.empty(64, dtype=np.uint32)
+    for r in range(docs.shape[0]):
+        d = docs[r]
+        lo, hi = offsets[d], offsets[d + 1]
+        e, e1 = enc_off[r], enc_off[r + 1]
+        need = 2 * (hi - lo) + 2 * (e1 - e) + 2
+        if wh.shape[0] < need:
+            wh = np.empty(2 * need, dtype=np.uint64)
+            hv = np.empty(2 * need, dtype=np.uint32)
+        nw, h, inword, i = 0, np.uint64(_FNV_OFFSET), False, lo
+        for q in range(run_off[r], run_off[r + 1]):
+            nw, h, inword = _scan(data, i, runs[q, 0], False, kind, start, pool_cp, pool_cls, ascii_out, wh, nw, h,
+                                  inword)
+            pe = e
+            if whole[r]:
+                pe = e1
+            else:
+                while pe < e1 and enc[pe] != 0:
+                    pe += 1
+            nw, h, inword = _scan(enc, e, pe, False, classes, start, pool_cp, pool_cls, ascii_out, wh, nw, h, inword)
+            e, i = pe + 1, runs[q, 1]
+        nw, h, inword = _scan(data, i, hi, False, kind, start, pool_cp, pool_cls, ascii_out, wh, nw, h, inword)
+        nw = _close(wh, nw, h, inword)
+        counts[d] = _sign(wh, nw, ngram, pos, a, b, hv, out[d]) if nw > 0 else 0
+
+
+def _nfkc_stretches(texts: list[str], data: np.ndarray, offsets: np.ndarray, docs: np.ndarray, kind: np.ndarray):
+    """For `_fast_mixed`: each document's stretches that need Python's NFKC (`_stretches`) and their NFKC'd,
+    lowercased UTF-8.
+
+    NFKC is per stretch (NUL, a starter that nothing composes with, keeps them apart in one call per document);
+    `str.lower` too, which is per character except for `Σ` (final sigma looks at its neighbours): a document whose
+    stretches hold a `Σ` after NFKC, or that holds a NUL itself, is one stretch, the whole text, NFKC'd and
+    lowercased as `text.match_form_batch`'s Python route does."""
+    runs, run_off, text, text_off = _stretches(data, offsets, docs, kind)
+    whole, encs = np.zeros(len(docs), dtype=np.bool_), []
+    for r, d in enumerate(docs.tolist()):
+        t = texts[d]
+        joined = None
+        if "\x00" not in t:
+            joined = unicodedata.normalize("NFKC", text[text_off[r]:text_off[r + 1] - 1].tobytes().decode("utf-8"))
+        if joined is None or "\u03a3" in joined:
+            joined, whole[r] = unicodedata.normalize("NFKC", t), True
+        encs.append(joined.lower().encode("utf-8"))
+    if whole.any():  # those documents' runs become one, the whole text
+        parts = [np.array([[offsets[d], offsets[d + 1]]], dtype=np.int64) if w else runs[run_off[r]:run_off[r + 1]]
+                 for r, (d, w) in enumerate(zip(docs.tolist(), whole.tolist(), strict=True))]
+        runs, run_off = np.concatenate(parts), np.r_[0, np.cumsum([len(x) for x in parts])]
+    enc_off = np.zeros(len(docs) + 1, dtype=np.int64)
+    enc_off[1:] = np.cumsum([len(x) for x in encs])
+    enc = np.frombuffer(b"".join(encs), dtype=np.uint8) if enc_off[-1] else np.zeros(1, np.uint8)
+    return runs, run_off.astype(np.int64), enc, enc_off, whole
 
 
 def _utf8_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -518,8 +657,9 @@ def fast_signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram:
     """Signatures of the "fast" scheme: the same shingles (word n-grams of the match form, `text.shingles`) and the
     same permutations as `signatures`, but each shingle hashed from 64-bit word hashes instead of SHA-1, so the
     values differ from datasketch's while estimating the same Jaccard similarity. Each document is folded to its
-    match form in the same pass that hashes it, from `text`'s per-code-point tables; only one with a character
-    that needs Python's NFKC in context (`text._tables`' PYTHON kind) goes through `match_form_batch` first."""
+    match form in the same pass that hashes it, from `text`'s per-code-point tables; in a document with characters
+    that need Python's NFKC in context (`text._tables`' PYTHON kind), only the stretches around them go through
+    Python (`_nfkc_stretches`), and a second pass hashes the rest from the tables and those from Python's text."""
     if not 1 <= ngram <= len(_POSITION):
         raise ValueError(f"the fast scheme takes ngram 1..{len(_POSITION)}; got {ngram}")
     a, b = perms if perms is not None else permutations(num_perm, seed)
@@ -531,11 +671,9 @@ def fast_signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram:
           np.arange(len(texts)), counts)
     rest = np.flatnonzero(counts < 0)
     if len(rest):
-        data, offsets = match_form_batch([texts[i] for i in rest.tolist()])
-        sub = np.zeros(len(rest), dtype=np.int64)
-        _fast(data, offsets, True, _NO_KIND, _NO_CP, _NO_CP, _NO_KIND, ascii_out, ngram, _POSITION, a, b, out,
-              rest, sub)
-        counts[rest] = sub
+        runs, run_off, enc, enc_off, whole = _nfkc_stretches(texts, data, offsets, rest, kind)
+        _fast_mixed(data, offsets, rest, runs, run_off, enc, enc_off, whole, kind, start, pool_cp, pool_cls,
+                    ascii_out, char_classes(), ngram, _POSITION, a, b, out, counts)
     return out, counts
 
 

@@ -9,7 +9,7 @@ LID_FROM := $(if $(wildcard ../shared/data/models/lid.176.ftz),--from ../shared/
 
 .PHONY: demo test lint clean wheelhouse
 
-.venv/.installed: pyproject.toml setup.py $(wildcard curate/extract/*.c curate/extract/*.h)  # the C extension is rebuilt when it changes
+.venv/.installed: pyproject.toml setup.py $(wildcard curate/extract/*.c curate/extract/*.h curate/filters/*.c)  # the C extension is rebuilt when it changes
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, so that pip takes the local CPU wheel instead of a multi-GB CUDA build

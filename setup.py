@@ -29,4 +29,9 @@ setup(ext_modules=[Extension(
     include_dirs=[str(LEXBOR)],
     define_macros=[("LEXBOR_STATIC", None)],  # Lexbor's LXB_API marks nothing for export
     extra_compile_args=["-fvisibility=hidden", "-Wno-unused-function", "-Wno-unused-variable"] if unix else [],
+), Extension(
+    # GopherRepetition's n-gram statistics (curate/filters/gopher.py falls back to Python without it)
+    "curate.filters._repetition",
+    sources=["curate/filters/_repetition.c"],
+    extra_compile_args=["-fvisibility=hidden"] if unix else [],
 )])

@@ -18,6 +18,11 @@ from curate.core.validate import check, check_order, check_strings, config_error
 from curate.filters._text import HAS_LETTER, find_duplicates, shipped_words, text_stats
 from curate.lang import units_version
 
+try:
+    from curate.filters import _repetition
+except ImportError:  # a source tree without the built extension
+    _repetition = None
+
 # The paper's list: a document must contain at least two of these English words.
 GOPHER_STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
 BULLETS = ("•", "‣", "·", "-", "*")
@@ -241,37 +246,58 @@ class GopherRepetition(Filter):
         return self._ngram_rule(text_stats(text, doc.lang or self.default_lang).word_tokens, len(text))
 
     def _ngram_rule(self, words: list[str], n_chars: int) -> str | None:
+        """The first n-gram rule over its limit, n ascending, the top rule before the duplicate one at each n.
+        The counting is compiled (curate/filters/_repetition.c); the comparisons are the reference's, so
+        both give the same decisions (tests/test_gopher_repetition_compiled.py)."""
+        top_limits, dup_limits = self.max_top_ngram_char_frac, self.max_dup_ngram_char_frac
+        if _repetition is None:  # the extension not built (a source tree): the Python reference
+            return ngram_rule_python(words, n_chars, top_limits, dup_limits)
         if len(words) < 2:
             return None
-        vocab: dict[str, int] = {}
-        ids = np.fromiter((vocab.setdefault(w, len(vocab)) + 1 for w in words), dtype=np.uint64, count=len(words))
-        lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-        csum = np.concatenate(([0], np.cumsum(lens)))
-        h = ids.copy()  # h[i] = hash of the n-gram starting at word i, for the current n
-        for n in range(2, max(self.max_top_ngram_char_frac | self.max_dup_ngram_char_frac, default=1) + 1):
-            if len(words) < n:
-                break
-            with np.errstate(over="ignore"):
-                h = h[:-1] * _HASH_MULT + ids[n - 1 :]
-            if n in self.max_top_ngram_char_frac:
-                _, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
-                per_pos = counts[inverse]
-                i = int(per_pos.argmax())  # first occurrence of the most frequent n-gram
-                if per_pos[i] * (csum[i + n] - csum[i] + n - 1) / n_chars > self.max_top_ngram_char_frac[n]:
-                    return f"top_{n}_gram"
-            if n in self.max_dup_ngram_char_frac:
-                limit = self.max_dup_ngram_char_frac[n] * n_chars
-                _, first = np.unique(h, return_index=True)
-                repeat = np.ones(len(h), dtype=bool)
-                repeat[first] = False
-                starts = np.flatnonzero(repeat)
-                if len(starts):
-                    edges = np.bincount(starts, minlength=len(words) + 1) - np.bincount(
-                        starts + n, minlength=len(words) + 1
-                    )
-                    covered = np.cumsum(edges[:-1]) > 0
-                    # every character the scan counts lies in a repeated n-gram, so the covered characters
-                    # bound it from above: only documents over the limit need the sequential scan
-                    if lens[covered].sum() > limit and _scan_repeats(h.tolist(), csum, n) > limit:
-                        return f"dup_{n}_gram"
+        top, dup = _repetition.ngram_stats(words, tuple(top_limits), tuple(dup_limits))
+        for n in range(2, max(top_limits | dup_limits, default=1) + 1):
+            if n in top and top[n] / n_chars > top_limits[n]:
+                return f"top_{n}_gram"
+            if n in dup and dup[n] > dup_limits[n] * n_chars:
+                return f"dup_{n}_gram"
         return None
+
+
+def ngram_rule_python(words: list[str], n_chars: int, top: Mapping[int, float], dup: Mapping[int, float]) -> str | None:
+    """GopherRepetition's n-gram rules in Python and numpy: the reference the compiled statistics are tested
+    against, and the fallback where the extension is not built. A vectorised upper bound skips the
+    sequential duplicate scan for the many documents far below the limit."""
+    if len(words) < 2:
+        return None
+    vocab: dict[str, int] = {}
+    ids = np.fromiter((vocab.setdefault(w, len(vocab)) + 1 for w in words), dtype=np.uint64, count=len(words))
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    csum = np.concatenate(([0], np.cumsum(lens)))
+    h = ids.copy()  # h[i] = hash of the n-gram starting at word i, for the current n
+    for n in range(2, max(top | dup, default=1) + 1):
+        if len(words) < n:
+            break
+        with np.errstate(over="ignore"):
+            h = h[:-1] * _HASH_MULT + ids[n - 1 :]
+        if n in top:
+            _, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
+            per_pos = counts[inverse]
+            i = int(per_pos.argmax())  # first occurrence of the most frequent n-gram
+            if per_pos[i] * (csum[i + n] - csum[i] + n - 1) / n_chars > top[n]:
+                return f"top_{n}_gram"
+        if n in dup:
+            limit = dup[n] * n_chars
+            _, first = np.unique(h, return_index=True)
+            repeat = np.ones(len(h), dtype=bool)
+            repeat[first] = False
+            starts = np.flatnonzero(repeat)
+            if len(starts):
+                edges = np.bincount(starts, minlength=len(words) + 1) - np.bincount(
+                    starts + n, minlength=len(words) + 1
+                )
+                covered = np.cumsum(edges[:-1]) > 0
+                # every character the scan counts lies in a repeated n-gram, so the covered characters
+                # bound it from above: only documents over the limit need the sequential scan
+                if lens[covered].sum() > limit and _scan_repeats(h.tolist(), csum, n) > limit:
+                    return f"dup_{n}_gram"
+    return None

@@ -7,7 +7,9 @@ dom, html, ns, tag and the platform's memory port), vendored in third_party/lexb
 file names, under its LICENSE and NOTICE (Apache-2.0; VENDORED.md says what was taken), compiled into the module
 as a static library is. Everything is compiled with hidden visibility, so the module exports PyInit__walk alone
 (`nm -D`): neither Lexbor's functions nor the ones the files share are visible to, or clash with, another module
-that links a Lexbor."""
+that links a Lexbor. A second module, curate.filters._repetition (curate/filters/_repetition.c, plain C on the
+CPython API alone), counts GopherRepetition's n-gram statistics; the filter falls back to its Python reference
+without it."""
 
 import os
 from pathlib import Path

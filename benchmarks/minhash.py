@@ -142,9 +142,11 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
 
 def fast_breakdown(texts: list[str], perms, reps: int) -> None:
     """Where the fast scheme's time goes: its one pass over the raw bytes with all permutations and with one (the
-    word scan and hashing alone), and `match_form_batch` of the documents that need Python's NFKC first."""
+    word scan and hashing alone), and, for the documents with characters that need Python's NFKC in context, the
+    Python part (`_nfkc_stretches`: the stretches around those characters through `unicodedata`) and the second
+    pass that hashes them (`_fast_mixed`)."""
     from curate.dedup import sketch as sig
-    from curate.dedup.text import _tables, match_form_batch
+    from curate.dedup.text import _tables, char_classes
 
     data, offsets = sig._utf8_batch(texts)
     tables = _tables()
@@ -156,12 +158,22 @@ def fast_breakdown(texts: list[str], perms, reps: int) -> None:
         return counts
 
     a, b = perms
-    python_docs = [texts[i] for i in np.flatnonzero(one_pass(a, b) < 0).tolist()]
+    rest = np.flatnonzero(one_pass(a, b) < 0)
+    stretches = sig._nfkc_stretches(texts, data, offsets, rest, tables[0])
+
+    def mixed():
+        out = np.full((len(texts), len(a)), 0xFFFFFFFF, dtype=np.uint32)
+        counts = np.zeros(len(texts), dtype=np.int64)
+        sig._fast_mixed(data, offsets, rest, *stretches, *tables, char_classes(), 5, sig._POSITION, a, b, out, counts)
+
     t, _ = interleaved(reps, {"pass": lambda: one_pass(a, b), "pass1": lambda: one_pass(a[:1].copy(), b[:1].copy()),
-                              "python": lambda: match_form_batch(python_docs)})
+                              "python": lambda: sig._nfkc_stretches(texts, data, offsets, rest, tables[0]),
+                              "mixed": mixed})
     print(f"    fast scheme, its pass over the raw bytes: {t['pass']:.4f} s with {len(a)} permutations, "
-          f"{t['pass1']:.4f} s with 1; match_form_batch of the {len(python_docs)} documents "
-          f"({sum(map(len, python_docs)):,} chars) that need Python's NFKC: {t['python']:.4f} s")
+          f"{t['pass1']:.4f} s with 1; the {len(rest)} documents "
+          f"({sum(len(texts[i]) for i in rest.tolist()):,} chars) with characters that need Python's NFKC: "
+          f"{len(stretches[0]):,} stretches through unicodedata {t['python']:.4f} s, their second pass "
+          f"{t['mixed']:.4f} s")
 
 
 class PeakMemory:

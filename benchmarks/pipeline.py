@@ -281,6 +281,21 @@ def per_copy_stages(res: dict, side_: str) -> dict:
     return out
 
 
+def step_table(res: dict) -> list[str]:
+    """Each side's steps in its own order: CPU seconds at the top run and per further copy (the top run's minus
+    the base run's, per copy), so one-off set-up shows in the first column and not in the second."""
+    lo, hi = res["runs"][str(min(map(int, res["runs"])))], res["runs"][str(res["copies"])]
+    n = res["copies"] - min(map(int, res["runs"]))
+    out = [f"CPU seconds per step, at {res['copies']} copies and per further copy:", "",
+           "| side | step | CPU s | share | CPU s per further copy |", "|---|---|---:|---:|---:|"]
+    for side_ in ("peneira", "datatrove"):
+        for step, secs in hi[side_]["step_cpu"].items():
+            per = (secs - lo[side_]["step_cpu"].get(step, 0.0)) / n
+            bare = step.split(" ", 1)[-1] if not step[:1].isascii() else step
+            out.append(f"| {side_} | {bare} | {secs:.3f} | {secs / hi[side_]['run_cpu']:.1%} | {per:.4f} |")
+    return out
+
+
 def markdown(res: dict, usd: float, instance: str, dedup_ms: float, tok_per_s: float, chars_per_tok: float) -> str:
     lines = [f"Command: `.venv/bin/python {res['command']}`; Peneira's reader: `{res['reader_class']}`.", "",
              "| copies | MiB of .warc.gz | side | CPU s (process) | CPU s (run) | wall s | kept |",
@@ -300,6 +315,7 @@ def markdown(res: dict, usd: float, instance: str, dedup_ms: float, tok_per_s: f
               f"Peneira {a['only_peneira']}, only datatrove {a['only_datatrove']} (Jaccard {a['jaccard']:.3f})"]
     if "marginal" not in res:
         return "\n".join(lines)
+    lines += ["", ""] + step_table(res)
     ps, ds = per_copy_stages(res, "peneira"), per_copy_stages(res, "datatrove")
     gib = res["marginal_mib"] / 1024
     hours = lambda sec: sec / gib * (TB / 2**30) / 3600  # noqa: E731  CPU-hours per TB of input

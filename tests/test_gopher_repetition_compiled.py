@@ -140,3 +140,25 @@ def test_sizes_outside_the_text_and_bad_input():
         _repetition.ngram_stats(["a", "b"], (1,), ())
     with pytest.raises(TypeError):
         _repetition.ngram_stats(["a", 3], (2,), ())
+
+
+def test_duplicate_lines_and_paragraphs_equal_the_reference(corpus):
+    """`dup_pieces` against `re.split` + `find_duplicates` (the Python it replaced): the real documents as the
+    filter passes them (stripped) and not, and random texts of newlines, carriage returns and a few letters in
+    every string kind (Latin-1, BMP, astral), where empty and repeated pieces abound."""
+    rng = random.Random(11)
+    texts = [t for t, _ in corpus] + [t.strip() for t, _ in corpus]
+    alphabet = ["\n", "\n", "\n", "a", "b", " ", "\r", "é", "ж", "😀"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(5000)]
+    for text in texts:
+        for min_run in (1, 2):
+            assert _repetition.dup_pieces(text, min_run) == gopher.dup_pieces_python(text, min_run), (text[:80], min_run)
+
+
+def test_duplicate_lines_on_hostile_text():
+    """10 MB without a newline is one piece; a million repeated lines and a million newlines stay exact."""
+    assert _repetition.dup_pieces("x" * 10_000_000, 1) == (1, 0, 0)
+    assert _repetition.dup_pieces("same line\n" * 1_000_000, 1) == (1_000_001, 999_999, 999_999 * 9)  # and a last ""
+    assert _repetition.dup_pieces("\n" * 1_000_000, 2) == (2, 1, 0)  # "" before and after the one run
+    with pytest.raises(ValueError):
+        _repetition.dup_pieces("a", 0)

@@ -229,10 +229,102 @@ done:
     return result;
 }
 
+/* One piece of the text: code points [start, start + len), and its hash over the raw bytes (one string has one
+ * kind, so equal pieces have equal bytes). */
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t start, len; /* len 0: a free slot (an empty piece is never stored: see dup_pieces) */
+} Piece;
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n) { /* 8 bytes a multiply, then fmix64 (in mix) */
+    uint64_t h = n * MULT, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x100000001b3ull + (h >> 29);
+    }
+    for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The index of the first newline at or after i, or n: memchr for one-byte strings, the usual case. */
+static inline Py_ssize_t next_newline(const unsigned char *data, int kind, Py_ssize_t i, Py_ssize_t n) {
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const unsigned char *q = memchr(data + i, '\n', (size_t)(n - i));
+        return q ? q - data : n;
+    }
+    while (i < n && PyUnicode_READ(kind, data, i) != '\n') i++;
+    return i;
+}
+
+/* 1 if an equal piece was seen before, else 0 and the piece is remembered (the table is sized for every piece). */
+static int seen_before(Piece *tab, size_t mask, const unsigned char *data, int kind, Py_ssize_t start, Py_ssize_t len) {
+    const unsigned char *p = data + (size_t)start * (size_t)kind;
+    size_t bytes = (size_t)len * (size_t)kind;
+    uint64_t h = hash_bytes(p, bytes);
+    for (size_t i = mix(h) & mask;; i = (i + 1) & mask) {
+        Piece *e = &tab[i];
+        if (!e->len) {
+            *e = (Piece){h, start, len};
+            return 0;
+        }
+        if (e->hash == h && e->len == len && memcmp(data + (size_t)e->start * (size_t)kind, p, bytes) == 0) return 1;
+    }
+}
+
+/* dup_pieces(text, min_run) -> (pieces, repeated pieces, their characters): the text cut at every run of at least
+ * `min_run` newlines (re.split(r"\n{min_run,}", text) with text stripped, as gopher.py passes it), and a piece
+ * counted as repeated when an equal one came before it (_text.find_duplicates). Two passes, linear in the text. */
+static PyObject *dup_pieces(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t min_run;
+    if (!PyArg_ParseTuple(args, "Un", &text, &min_run)) return NULL;
+    if (min_run < 1) {
+        PyErr_SetString(PyExc_ValueError, "min_run must be at least 1");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const unsigned char *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), pieces = 1;
+    for (Py_ssize_t i = next_newline(data, kind, 0, n); i < n; i = next_newline(data, kind, i, n)) {
+        Py_ssize_t run = 0; /* pass 1: count the cuts, to size the table */
+        while (i < n && PyUnicode_READ(kind, data, i) == '\n') run++, i++;
+        pieces += run >= min_run;
+    }
+    size_t cap = 16;
+    while (cap < (size_t)pieces * 2) cap <<= 1;
+    Piece *tab = PyMem_Calloc(cap, sizeof(Piece));
+    if (!tab) return PyErr_NoMemory();
+    Py_ssize_t dups = 0, dup_chars = 0, start = 0, total = 0, seen_empty = 0;
+    for (Py_ssize_t i = next_newline(data, kind, 0, n);; i = next_newline(data, kind, i, n)) {
+        Py_ssize_t run = 0; /* pass 2: a piece ends where a run of at least min_run newlines starts, or at the end */
+        while (i + run < n && PyUnicode_READ(kind, data, i + run) == '\n') run++;
+        if (i < n && run < min_run) {
+            i += run;
+            continue;
+        }
+        Py_ssize_t len = i - start;
+        total++;
+        if (len == 0) { /* only at the ends of an unstripped text: "" is a piece to re.split too */
+            dups += seen_empty;
+            seen_empty = 1;
+        } else if (seen_before(tab, cap - 1, data, kind, start, len)) {
+            dups++;
+            dup_chars += len;
+        }
+        if (i == n) break;
+        start = i += run;
+    }
+    PyMem_Free(tab);
+    return Py_BuildValue("nnn", total, dups, dup_chars);
+}
+
 static PyMethodDef methods[] = {
     {"ngram_stats", ngram_stats, METH_VARARGS,
      "ngram_stats(words: list[str], top_ns: tuple[int], dup_ns: tuple[int]) -> ({n: top n-gram chars}, "
      "{n: duplicate n-gram chars}), for each n with at least one n-gram (see curate/filters/gopher.py)."},
+    {"dup_pieces", dup_pieces, METH_VARARGS,
+     "dup_pieces(text, min_run) -> (pieces, repeated pieces, their characters), cut at runs of min_run+ newlines."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -170,8 +170,20 @@ class GopherQuality(Filter):
         self._unavailable = 0
 
 
-_PARAGRAPH_SPLIT = re.compile(r"\n{2,}")
-_LINE_SPLIT = re.compile(r"\n+")
+_SPLITS = {2: re.compile(r"\n{2,}"), 1: re.compile(r"\n+")}  # paragraphs, lines
+
+
+def dup_pieces_python(text: str, min_run: int) -> tuple[int, int, int]:
+    """(pieces, repeated pieces, their characters) of `text` cut at runs of `min_run` or more newlines: the
+    reference of the compiled `_repetition.dup_pieces`, and the fallback without it."""
+    pieces = _SPLITS[min_run].split(text)
+    return (len(pieces), *find_duplicates(pieces))
+
+
+def dup_pieces(text: str, min_run: int) -> tuple[int, int, int]:
+    if _repetition is None:
+        return dup_pieces_python(text, min_run)
+    return _repetition.dup_pieces(text, min_run)
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier for the rolling n-gram hash
 
 
@@ -229,17 +241,16 @@ class GopherRepetition(Filter):
 
     def reject_rule(self, doc: Document) -> str | None:
         text = doc.text
-        if not text.strip():
+        stripped = text.strip()
+        if not stripped:
             return "empty"
-        paragraphs = _PARAGRAPH_SPLIT.split(text.strip())
-        dups, dup_chars = find_duplicates(paragraphs)
-        if dups / len(paragraphs) > self.max_dup_para_frac:
+        paragraphs, dups, dup_chars = dup_pieces(stripped, 2)
+        if dups / paragraphs > self.max_dup_para_frac:
             return "dup_para_frac"
         if dup_chars / len(text) > self.max_dup_para_char_frac:
             return "dup_para_char_frac"
-        lines = _LINE_SPLIT.split(text.strip())
-        dups, dup_chars = find_duplicates(lines)
-        if dups / len(lines) > self.max_dup_line_frac:
+        lines, dups, dup_chars = dup_pieces(stripped, 1)
+        if dups / lines > self.max_dup_line_frac:
             return "dup_line_frac"
         if dup_chars / len(text) > self.max_dup_line_char_frac:
             return "dup_line_char_frac"

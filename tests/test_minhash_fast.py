@@ -186,3 +186,30 @@ def test_fast_signatures_hostile_inputs():
         sketch.fast_signatures(["lone \ud800 surrogate"])
     with pytest.raises(UnicodeEncodeError):
         sketch.signatures(["lone \ud800 surrogate"])
+
+
+def test_fast_signatures_all_ascii_documents(web):
+    """All-ASCII documents of 64 bytes or more are hashed as two halves at once (`sketch._word_hashes_ascii`): cut
+    at a separator near the middle, or not at all when there is none after it; every shape against the reference
+    and against the one-chain numba pass (`_word_hashes`)."""
+    rng = random.Random(11)
+    texts = [t.encode("ascii", "ignore").decode() for t in web[:25]]
+    texts += ["word " * 13, " lead and trail  " * 5, "x" * 40 + " " + "y" * 40, "a" * 63 + " b", "a " + "b" * 80,
+              "ab" * 40 + "!", "Hello, World! 2024-01-02 " * 4, "-" * 100, "a" * 64]
+    for _ in range(30):
+        n = rng.randint(60, 400)
+        texts.append("".join(rng.choice("abcXYZ019 .,-_\t\n") for _ in range(n)))
+    got, counts = sketch.fast_signatures(texts)
+    for t, row, n in zip(texts, got, counts, strict=True):
+        assert n == len(shingles(t)), t[:40]
+        assert np.array_equal(row, reference(t)), t[:40]
+    a, b = sketch.permutations(112, 1)
+    data, offsets = sketch._utf8_batch(texts)
+    tables = sketch._tables()
+    wh, wh2 = np.empty(4 * len(data) + 2, np.uint64), np.empty(4 * len(data) + 2, np.uint64)
+    for d in range(len(texts)):
+        lo, hi = int(offsets[d]), int(offsets[d + 1])
+        n1 = sketch._word_hashes(data, lo, hi, False, *tables, wh)
+        one = wh[:n1].copy()
+        n2 = sketch._word_hashes_ascii(data, lo, hi, *tables, wh, wh2)
+        assert n1 == n2 and np.array_equal(one, wh[:n2]), texts[d][:40]

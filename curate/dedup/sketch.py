@@ -487,6 +487,58 @@ def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out
 
 
 @numba.njit(cache=True, inline="always")
+def _all_ascii(doc):
+    """Whether every byte of `doc` is ASCII (a loop LLVM vectorises)."""
+    high = 0
+    for t in range(doc.shape[0]):
+        high |= doc[t]
+    return high < 0x80
+
+
+@numba.njit(cache=True, inline="never")
+def _ascii2(da, db, ascii_out, wh, na, ha, wa, wh2, nb, hb, wb):
+    """Two ASCII texts of the same length, each its own word state (words so far, hash so far, in a word: 0 or 1),
+    hashed a byte of each per turn, so that the two FNV-1a chains (a multiply per byte, each waiting for the one
+    before) overlap. Returns both states. A function of its own (never inlined) over slices indexed from a
+    `range`: so numba adds no wraparound test per byte and the loop's state stays in registers (either undoes the
+    overlap)."""
+    for t in range(da.shape[0]):
+        m = np.int64(ascii_out[da[t]])
+        wh[na] = ha
+        na += wa > m  # a word ends here: it was in one and m is a separator (0)
+        ha = _feed(ha, m) if m != 0 else np.uint64(_FNV_OFFSET)
+        wa = np.int64(m != 0)
+        m2 = np.int64(ascii_out[db[t]])
+        wh2[nb] = hb
+        nb += wb > m2
+        hb = _feed(hb, m2) if m2 != 0 else np.uint64(_FNV_OFFSET)
+        wb = np.int64(m2 != 0)
+    return na, ha, wa, nb, hb, wb
+
+
+@numba.njit(cache=True)
+def _word_hashes_ascii(data, lo, hi, kind, start, pool_cp, pool_cls, ascii_out, wh, wh2):
+    """`_word_hashes` of an all-ASCII raw text, cut in two at a separator near its middle and both halves hashed
+    at once (`_ascii2`); the second half's words go to wh2, then after the first's: the same words, the same
+    hashes."""
+    mid = lo + (hi - lo) // 2
+    while mid < hi and ascii_out[data[mid]] != 0:
+        mid += 1
+    if mid >= hi:
+        return _word_hashes(data, lo, hi, False, kind, start, pool_cp, pool_cls, ascii_out, wh)
+    n = min(mid - lo, hi - mid)
+    na, ha, wa, nb, hb, wb = _ascii2(data[lo:lo + n], data[mid:mid + n], ascii_out, wh, 0, np.uint64(_FNV_OFFSET), 0,
+                                     wh2, 0, np.uint64(_FNV_OFFSET), 0)
+    na, ha, ia = _scan(data, lo + n, mid, False, kind, start, pool_cp, pool_cls, ascii_out, wh, na, ha, wa != 0)
+    nb, hb, ib = _scan(data, mid + n, hi, False, kind, start, pool_cp, pool_cls, ascii_out, wh2, nb, hb, wb != 0)
+    if ia:  # the first half ends before a separator: so does its last word
+        wh[na], na = ha, na + 1
+    for k in range(nb):
+        wh[na + k] = wh2[k]
+    return _close(wh, na + nb, hb, ib)
+
+
+@numba.njit(cache=True, inline="always")
 def _sign(wh, nw, ngram, pos, a, b, hv, row):
     """A document's signature from its nw word hashes into row; returns its shingle count. A shingle's hash is the
     high 32 bits of fmix64 of the sum of its word hashes times a multiplier per position, so each word is read
@@ -510,15 +562,22 @@ def _sign(wh, nw, ngram, pos, a, b, hv, row):
 @numba.njit(cache=True)
 def _fast(data, offsets, normed, kind, start, pool_cp, pool_cls, ascii_out, ngram, pos, a, b, out, rows, counts):
     """The "fast" scheme's signature of each document d into out[rows[d]] and its shingle count into counts[d]
-    (-1, row left alone, for a document that needs Python's NFKC first)."""
+    (-1, row left alone, for a document that needs Python's NFKC first). An all-ASCII raw document of 64 bytes or
+    more is hashed as two halves at once (`_word_hashes_ascii`); doing that for documents with other characters
+    too was tried and lost more at each of them than it gained."""
     wh = np.empty(64, dtype=np.uint64)
+    wh2 = np.empty(64, dtype=np.uint64)
     hv = np.empty(64, dtype=np.uint32)
     for d in range(offsets.shape[0] - 1):
         lo, hi = offsets[d], offsets[d + 1]
         if wh.shape[0] < 2 * (hi - lo) + 2:  # a MAPPED code point may become more words than its bytes
             wh = np.empty(4 * (hi - lo) + 2, dtype=np.uint64)
+            wh2 = np.empty(4 * (hi - lo) + 2, dtype=np.uint64)
             hv = np.empty(4 * (hi - lo) + 2, dtype=np.uint32)
-        nw = _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh)
+        if not normed and hi - lo >= 64 and _all_ascii(data[lo:hi]):
+            nw = _word_hashes_ascii(data, lo, hi, kind, start, pool_cp, pool_cls, ascii_out, wh, wh2)
+        else:
+            nw = _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh)
         if nw <= 0:
             counts[d] = nw
             continue

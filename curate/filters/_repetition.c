@@ -13,8 +13,9 @@
  *  - duplicate n-gram characters: scan left to right; at an n-gram seen before, add its words' characters
  *    and jump n words, else remember it and move one word (what datatrove's GopherRepetitionFilter does).
  *
- * Time and memory are linear in the words for each n: one open-addressing table of 2 x words slots, reused
- * across n by a generation stamp; no string is copied. */
+ * Time is linear in the words for each n. Memory, freed on return, is at most about 220 bytes a word (the
+ * n-gram table, 2-4 slots of 24 bytes a word, reused across n by a generation stamp; the word table, 2-4 entries
+ * of 24 bytes; ids, hashes and prefix sums, 24 bytes); no string is copied. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -22,11 +23,11 @@
 
 #define MULT 0x9E3779B97F4A7C15ull /* gopher._HASH_MULT */
 
-typedef struct {
+typedef struct { /* 24 bytes: counts and positions fit 32 bits (ngram_stats refuses 2^31 words or more) */
     uint64_t key;
     uint32_t stamp; /* the slot is in use for the current pass when stamp == the table's */
-    int64_t count;
-    Py_ssize_t first;
+    uint32_t count;
+    uint32_t first;
 } Slot;
 
 typedef struct {
@@ -119,12 +120,11 @@ static int word_ids(PyObject *words, Py_ssize_t n, uint64_t *ids, int64_t *lens)
 /* Characters of the most frequent n-gram times its count (ties: the one that occurs first). */
 static int64_t top_chars(Table *t, const uint64_t *h, Py_ssize_t m, const int64_t *csum, Py_ssize_t n) {
     t->stamp++;
-    int64_t best = 0;
-    Py_ssize_t best_first = 0;
+    uint32_t best = 0, best_first = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         Slot *s = table_find(t, h[i]);
         if (s->stamp != t->stamp) {
-            *s = (Slot){h[i], t->stamp, 0, i};
+            *s = (Slot){h[i], t->stamp, 0, (uint32_t)i};
         }
         s->count++;
         if (s->count > best || (s->count == best && s->first < best_first)) {
@@ -132,7 +132,7 @@ static int64_t top_chars(Table *t, const uint64_t *h, Py_ssize_t m, const int64_
             best_first = s->first;
         }
     }
-    return best * (csum[best_first + n] - csum[best_first] + n - 1);
+    return (int64_t)best * (csum[best_first + n] - csum[best_first] + n - 1);
 }
 
 /* Characters in repeated n-grams by the reference's left-to-right scan with jumps. */
@@ -145,7 +145,7 @@ static int64_t dup_chars(Table *t, const uint64_t *h, Py_ssize_t m, const int64_
             chars += csum[i + n] - csum[i];
             i += n;
         } else {
-            *s = (Slot){h[i], t->stamp, 1, i};
+            *s = (Slot){h[i], t->stamp, 1, (uint32_t)i};
             i += 1;
         }
     }
@@ -199,6 +199,10 @@ static PyObject *ngram_stats(PyObject *self, PyObject *args) {
     mark_sizes(top_ns, want, hi, 1);
     mark_sizes(dup_ns, want, hi, 2);
     if (w < 2) goto ok; /* no n-gram: both dicts empty, as the Python side returns early */
+    if (w >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "ngram_stats counts up to 2^31 - 1 words");
+        goto done;
+    }
     if (word_ids(words, w, ids, csum + 1) < 0 || table_init(&t, w) < 0) goto done;
     csum[0] = 0;
     for (Py_ssize_t i = 0; i < w; i++) csum[i + 1] += csum[i];

@@ -181,9 +181,12 @@ def dup_pieces_python(text: str, min_run: int) -> tuple[int, int, int]:
 
 
 def dup_pieces(text: str, min_run: int) -> tuple[int, int, int]:
+    """`dup_pieces_python`'s counts, compiled where the extension is built (one pass, no list of pieces)."""
     if _repetition is None:
         return dup_pieces_python(text, min_run)
     return _repetition.dup_pieces(text, min_run)
+
+
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier for the rolling n-gram hash
 
 
@@ -210,7 +213,8 @@ class GopherRepetition(Filter):
     `default_lang`; `curate.lang.words`). Every fraction is of `len(text)`. The top n-gram's
     characters are its length (tokens joined by spaces) times its count. Repeated n-gram characters are
     counted as the reference implementations (datatrove, used for FineWeb) count them, see
-    `_scan_repeats`; a vectorised upper bound skips that scan for the many documents far below the limit.
+    `_scan_repeats`. The counts are compiled (curate/filters/_repetition.c); `ngram_rule_python` and
+    `dup_pieces_python` are the Python they replaced, kept as the reference and the fallback.
     """
 
     name = "gopher_repetition"

@@ -19,7 +19,7 @@ from curate.filters._text import HAS_LETTER, find_duplicates, shipped_words, tex
 from curate.lang import units_version
 
 try:
-    from curate.filters import _repetition
+    import curate.filters._repetition as _repetition
 except ImportError:  # a source tree without the built extension
     _repetition = None
 

@@ -142,32 +142,33 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
 
 def fast_breakdown(texts: list[str], perms, reps: int) -> None:
     """Where the fast scheme's time goes: its one pass over the raw bytes with all permutations and with one (the
-    word scan and hashing alone), and, for the documents with characters that need Python's NFKC in context, the
+    word scan and hashing, nearly alone), and, for the documents with characters that need Python's NFKC in context, the
     Python part (`_nfkc_stretches`: the stretches around those characters through `unicodedata`) and the second
     pass that hashes them (`_fast_mixed`)."""
     from curate.dedup import sketch as sig
-    from curate.dedup.text import _tables, char_classes
+    from curate.dedup.text import char_classes
 
     data, offsets = sig._utf8_batch(texts)
-    tables = _tables()
+    tables = sig._fast_tables()
 
     def one_pass(a, b):
         out = np.full((len(texts), len(a)), 0xFFFFFFFF, dtype=np.uint32)
         counts = np.zeros(len(texts), dtype=np.int64)
-        sig._fast(data, offsets, False, *tables, 5, sig._POSITION, a, b, out, np.arange(len(texts)), counts)
+        sig._fast(data, offsets, *tables, 5, sig._POSITION, *sig._padded((a, b)), out, counts)
         return counts
 
     a, b = perms
     rest = np.flatnonzero(one_pass(a, b) < 0)
-    stretches = sig._nfkc_stretches(texts, data, offsets, rest, tables[0])
+    stretches = sig._nfkc_stretches(texts, data, offsets, rest, tables[0], tables[5], tables[6])
 
     def mixed():
         out = np.full((len(texts), len(a)), 0xFFFFFFFF, dtype=np.uint32)
         counts = np.zeros(len(texts), dtype=np.int64)
-        sig._fast_mixed(data, offsets, rest, *stretches, *tables, char_classes(), 5, sig._POSITION, a, b, out, counts)
+        sig._fast_mixed(data, offsets, rest, *stretches, *tables, char_classes(), 5, sig._POSITION, *sig._padded((a, b)),
+                        out, counts)
 
-    t, _ = interleaved(reps, {"pass": lambda: one_pass(a, b), "pass1": lambda: one_pass(a[:1].copy(), b[:1].copy()),
-                              "python": lambda: sig._nfkc_stretches(texts, data, offsets, rest, tables[0]),
+    t, _ = interleaved(reps, {"pass": lambda: one_pass(a, b), "pass16": lambda: one_pass(a[:16].copy(), b[:16].copy()),
+                              "python": lambda: sig._nfkc_stretches(texts, data, offsets, rest, tables[0], tables[5], tables[6]),
                               "mixed": mixed})
     ascii_texts = [x.encode("ascii", "ignore").decode() for x in texts]  # every document all-ASCII: two chains
     fns = {"fast": lambda: sig.fast_signatures(ascii_texts, perms=perms)}
@@ -191,7 +192,7 @@ def fast_breakdown(texts: list[str], perms, reps: int) -> None:
           f"document all-ASCII, so hashed as two halves at once): fast scheme {ta['fast']:.4f} s"
           + (f", rensa's core {ta['rensa']:.4f} s ({ta['rensa'] / ta['fast']:.2f}x)" if "rensa" in ta else ""))
     print(f"    fast scheme, its pass over the raw bytes: {t['pass']:.4f} s with {len(a)} permutations, "
-          f"{t['pass1']:.4f} s with 1; the {len(rest)} documents "
+          f"{t['pass16']:.4f} s with 16 (one vector of minima, the least a pass computes); the {len(rest)} documents "
           f"({sum(len(texts[i]) for i in rest.tolist()):,} chars) with characters that need Python's NFKC: "
           f"{len(stretches[0]):,} stretches through unicodedata {t['python']:.4f} s, their second pass "
           f"{t['mixed']:.4f} s")

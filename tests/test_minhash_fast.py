@@ -31,10 +31,15 @@ def fmix64(h: int) -> int:
     return h ^ (h >> 33)
 
 
+K0, K1, K2 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+
+
 def word_hash(word: bytes) -> int:
-    h = 0xCBF29CE484222325
-    for byte in word:
-        h = ((h ^ byte) * 0x100000001B3) & M64
+    """`sketch._word_hashes`' definition, read plainly: 8-byte little-endian pieces, the last padded with zeros."""
+    pieces = [int.from_bytes(word[k:k + 8], "little") for k in range(0, max(len(word), 16), 8)]
+    h = ((((len(word) * K0) & M64) ^ pieces[0]) * K1 + (pieces[1] ^ K0) * K2) & M64
+    for c in pieces[2:]:
+        h = ((((h << 31) | (h >> 33)) & M64 ^ c) * K1) & M64
     return fmix64(h)
 
 
@@ -69,11 +74,15 @@ def test_fast_signatures_follow_their_definition(web):
         assert np.array_equal(row, reference(t)), t[:40]
 
 
-def test_fast_signatures_other_ngram_and_permutations(web):
+@pytest.mark.parametrize(("num_perm", "ngram"), [(16, 3), (1, 1), (7, 8), (200, 5), (256, 2)])
+def test_fast_signatures_other_ngram_and_permutations(web, num_perm, ngram):
+    """The minima are taken 16 permutations to a vector and up to 128 per pass (`sketch._min_affine`): counts that
+    are not a multiple of 16, more than one pass, and every n-gram length."""
     texts = EDGES + web[:10]
-    got, _ = sketch.fast_signatures(texts, num_perm=16, ngram=3)
+    got, _ = sketch.fast_signatures(texts, num_perm=num_perm, ngram=ngram)
+    assert got.shape == (len(texts), num_perm)
     for t, row in zip(texts, got, strict=True):
-        assert np.array_equal(row, reference(t, num_perm=16, ngram=3))
+        assert np.array_equal(row, reference(t, num_perm=num_perm, ngram=ngram))
     with pytest.raises(ValueError):
         sketch.fast_signatures(texts, ngram=9)
 
@@ -175,7 +184,7 @@ def test_fast_signatures_with_characters_only_python_normalises(web):
 
 
 def test_fast_signatures_hostile_inputs():
-    """A 10 MB document without a space (one word: one shingle, its hash the FNV-1a of all its bytes), combining
+    """A 10 MB document without a space (one word: one shingle, its hash from all its 8-byte pieces), combining
     marks throughout so it takes the Python route; lone surrogates are refused as by the datasketch scheme (their
     UTF-8 does not exist)."""
     big = "ab\u0301" * (10_000_000 // 4)
@@ -188,28 +197,58 @@ def test_fast_signatures_hostile_inputs():
         sketch.signatures(["lone \ud800 surrogate"])
 
 
-def test_fast_signatures_all_ascii_documents(web):
-    """All-ASCII documents of 64 bytes or more are hashed as two halves at once (`sketch._word_hashes_ascii`): cut
-    at a separator near the middle, or not at all when there is none after it; every shape against the reference
-    and against the one-chain numba pass (`_word_hashes`)."""
+def test_fast_signatures_at_every_chunk_edge(web):
+    """`sketch._fold_text` folds 32 ASCII bytes at a time and the rest character by character, and hashes words by
+    8-byte pieces: words of every length from 1 to 40 bytes, a non-ASCII letter, a mapped character (`ﬁ`, `①`, full
+    width digits), a separator and a digit at every offset around the 32-byte edges, words across them, and a text
+    of characters that expand 18-fold (`ﷺ`, past the scratch space a document starts with), against the reference."""
     rng = random.Random(11)
-    texts = [t.encode("ascii", "ignore").decode() for t in web[:25]]
-    texts += ["word " * 13, " lead and trail  " * 5, "x" * 40 + " " + "y" * 40, "a" * 63 + " b", "a " + "b" * 80,
-              "ab" * 40 + "!", "Hello, World! 2024-01-02 " * 4, "-" * 100, "a" * 64]
-    for _ in range(30):
-        n = rng.randint(60, 400)
-        texts.append("".join(rng.choice("abcXYZ019 .,-_\t\n") for _ in range(n)))
+    texts = [t.encode("ascii", "ignore").decode() for t in web[:10]]
+    texts += [" ".join("x" * n for n in range(1, 41)), "y" * 8 + " " + "z" * 16 + " " + "w" * 17 + " " + "v" * 24]
+    for odd in ("é", "ß", "ﬁ", "①", "１２", " ", "7", "—", "Ж", "中", "😀"):
+        for at in range(24, 72):
+            texts.append("ab cdefgh " * 3 + "q" * (at - 30) + odd + " tail words here " * 3)
+    texts += ["ﷺ" * 3000, "a ﷺ b " * 700, ("abc " * 9 + "ﷺ") * 50]
+    for _ in range(40):
+        n = rng.randint(30, 300)
+        texts.append("".join(rng.choice("abcXYZ019 .,-_\t\néßЖ中ﬁ①") for _ in range(n)))
     got, counts = sketch.fast_signatures(texts)
     for t, row, n in zip(texts, got, counts, strict=True):
         assert n == len(shingles(t)), t[:40]
         assert np.array_equal(row, reference(t)), t[:40]
-    a, b = sketch.permutations(112, 1)
-    data, offsets = sketch._utf8_batch(texts)
-    tables = sketch._tables()
-    wh, wh2 = np.empty(4 * len(data) + 2, np.uint64), np.empty(4 * len(data) + 2, np.uint64)
-    for d in range(len(texts)):
-        lo, hi = int(offsets[d]), int(offsets[d + 1])
-        n1 = sketch._word_hashes(data, lo, hi, False, *tables, wh)
-        one = wh[:n1].copy()
-        n2 = sketch._word_hashes_ascii(data, lo, hi, *tables, wh, wh2)
-        assert n1 == n2 and np.array_equal(one, wh[:n2]), texts[d][:40]
+
+
+def test_fast_signatures_marks_and_composers_in_every_context():
+    """The fast scheme folds combining marks and composing vowel signs itself where NFKC leaves them as they are
+    (`sketch._fast_tables`: MARK, COMPOSER) and sends them to Python where it does not: every COMPOSER after each of
+    its first parts (`ெ` + `ா` is `ொ`), after characters whose NFD ends in one, after a MARK, a MAPPED character, a
+    PYTHON one and nothing; MARKs of different combining classes in both orders, after a letter, after a MAPPED
+    character whose replacement ends in a mark (`יִ`), after a composing mark; each also across a 32-byte edge, and
+    against the reference (NFKC of the whole text)."""
+    import unicodedata
+
+    kind, *_, pairs = sketch._fast_tables()
+    composers = [chr(c) for c in np.flatnonzero(kind == sketch.COMPOSER).tolist()]
+    marks = [chr(c) for c in np.flatnonzero(kind == sketch.MARK).tolist()]
+    assert "\u0bbe" in composers and "\u094d" in marks and len(pairs) > 20
+    firsts = {chr(int(k) // 0x110000) for k in pairs.tolist()}
+    by_class: dict[int, str] = {}
+    for m in marks:
+        by_class.setdefault(unicodedata.combining(m), m)
+    spread = list(by_class.values())
+    before = sorted(firsts) + ["a", "\u0b95", "\u094d", "\ufb1d", "\u2460", "\u0301", "\u0bca", " ", ""]
+    texts = []
+    for c in composers:
+        for p in before:
+            texts += [f"x {p}{c} y", f"{p}{c}", f"{p}\u094d{c}", f"{p}{c}{c}\u0301"]
+    for m1 in spread:
+        for m2 in spread:
+            for base in ("a", "\ufb1d", "\u0915", "e\u0301", "\u2460", ""):
+                texts.append(f"w {base}{m1}{m2} z")
+    for t in texts[:400]:
+        texts.append("q" * (31 - len(t) % 7) + t + " tail")
+    got, counts = sketch.fast_signatures(texts)
+    for t, row, n in zip(texts, got, counts, strict=True):
+        assert n == len(shingles(t)), ascii(t)
+        assert np.array_equal(row, reference(t)), ascii(t)
+

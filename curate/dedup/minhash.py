@@ -36,7 +36,7 @@ from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep
 from curate.core.validate import check, config_error
 from curate.dedup import common, components
-from curate.dedup.sketch import SCHEMES, permutations, signatures_by_scheme
+from curate.dedup.sketch import FAST_VERSION, SCHEMES, permutations, signatures_by_scheme
 from curate.io import fs
 from curate.io.batching import iter_batches
 
@@ -401,6 +401,8 @@ class MinHash(GlobalStep):
         if scheme == "fast" and ngram > 8:
             raise config_error(self, f"scheme 'fast' takes ngram up to 8, got {ngram}")
         self.scheme = scheme
+        if scheme == "fast":  # its values changed once: fingerprinted, so a resume never mixes two versions
+            self.fast_version = FAST_VERSION
 
     @classmethod
     def for_threshold(cls, threshold: float, num_perm: int = 112, **kw) -> MinHash:

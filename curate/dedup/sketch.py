@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import os
 import platform
+import re
+import sys
 import unicodedata
 from functools import lru_cache
 
@@ -33,7 +35,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from curate.dedup.text import _tables, char_classes, match_form_batch  # the match form's tables, shared
+from curate.dedup.text import MAPPED, PYTHON, WORD, _assigned, _tables, char_classes, match_form_batch, second_parts
 
 IMPLEMENTATIONS = ("sha-ni", "portable")
 
@@ -380,10 +382,124 @@ def signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram: int 
 # ------------------------------------------------------------------ the "fast" scheme (not datasketch's values)
 
 SCHEMES = ("datasketch", "fast")
-_FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+FAST_VERSION = 2  # of the fast scheme's values: 1 hashed words with FNV-1a; 2 by 8-byte pieces (`_word_hashes`)
+_K0, _K1, _K2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
 _POSITION = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                       0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63],
                      dtype=np.uint64)  # odd multipliers, one per word position in a shingle (ngram <= 8)
+_LOW = np.array([(1 << 8 * min(n, 8)) - 1 for n in range(17)], dtype=np.uint64)  # a word's first 8 bytes, by length
+_HIGH = np.array([(1 << 8 * min(max(n - 8, 0), 8)) - 1 for n in range(17)], dtype=np.uint64)  # its next 8
+_CHUNK = 32  # bytes folded at once by `_fold32`
+_SLACK = 64  # bytes past a document's folded text that the loads may touch
+
+
+MARK, COMPOSER = 5, 6  # kinds of `_fast_tables` only: a character that NFKC leaves alone where its neighbours allow
+_JAMO = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")  # composed by Hangul's own rule, not by pairs
+
+
+@lru_cache(maxsize=1)
+def _fast_tables() -> tuple[np.ndarray, ...]:
+    """`text._tables` (kind, start, pool_cp, pool_cls, ascii_out) for the fast scheme, with the kind MARK for the
+    PYTHON-kind characters that NFKC and `str.lower` leave as they are wherever no reordering can happen: combining
+    marks (canonical combining class > 0, of class WORD) that decompose to nothing else, are their own lowercase
+    and are never a second part of a composition (`text.second_parts`), like the viramas of Indic scripts and
+    Myanmar's or Thai's tone marks. So NFKC of x + m is NFKC(x) + m when the combining class of m is at least that
+    of the last character of NFKC(x) (`tail`: 0 for a starter), since canonical ordering then moves nothing and
+    m composes with nothing; `_fold_text` and `_stretches` check that, and send a mark that fails it to Python.
+    And the kind COMPOSER for the starters among them that are a second part of a composition (Tamil's `ா`,
+    Myanmar's `ီ`): NFKC of p + c is NFKC(p) + c unless p may compose with c (`_pairs`) or is MAPPED, PYTHON or
+    a COMPOSER refused itself (`_composes`, which looks at the character before c). A document of Myanmar,
+    Tamil or Hindi then folds without Python. Returned: `text._tables`' five with those kinds, then `tail`
+    (that combining class of each MARK, and for each MAPPED code point the combining class of the last character
+    of its replacement, 0 elsewhere) and `pairs` (`_pairs`)."""
+    kind, start, pool_cp, pool_cls, ascii_out = _tables()
+    kind = kind.copy()
+    later, classes = second_parts(), char_classes()
+    tail = np.zeros(0x110000, dtype=np.uint8)
+    for cp in np.flatnonzero(kind == PYTHON).tolist():
+        c = chr(cp)
+        ccc = unicodedata.combining(c)
+        plain = classes[cp] == WORD and unicodedata.normalize("NFKD", c) == c and c.lower() == c
+        if plain and ccc and c not in later:
+            kind[cp], tail[cp] = MARK, ccc
+        elif plain and not ccc and not _JAMO.fullmatch(c):
+            kind[cp] = COMPOSER
+    for cp in np.flatnonzero(kind == MAPPED).tolist():
+        if start[cp + 1] > start[cp]:
+            tail[cp] = unicodedata.combining(chr(pool_cp[start[cp + 1] - 1]))
+    return kind, start, pool_cp, pool_cls, ascii_out, tail, _pairs(kind)
+
+
+def _pairs(kind: np.ndarray) -> np.ndarray:
+    """Sorted keys p * 0x110000 + c of the characters p after which a COMPOSER c may compose: p is the first part
+    of a canonical decomposition whose second is c, or the last character of p's NFD is."""
+    canonical = {}
+    for ch in _assigned():
+        parts = unicodedata.decomposition(ch).split()
+        if parts and not parts[0].startswith("<"):
+            canonical[ord(ch)] = [int(x, 16) for x in parts]
+    first: dict[int, set[int]] = {}
+    for parts in canonical.values():
+        if len(parts) == 2 and kind[parts[1]] == COMPOSER:
+            first.setdefault(parts[1], set()).add(parts[0])
+    keys = {p * 0x110000 + c for c, ps in first.items() for p in ps}
+    for p in canonical:
+        end = ord(unicodedata.normalize("NFD", chr(p))[-1])
+        keys |= {p * 0x110000 + c for c, ps in first.items() if end in ps}
+    return np.array(sorted(keys), dtype=np.int64)
+
+
+@intrinsic
+def _fold32(typingctx, src, pos, dst, at):
+    """dst[at:at + 32] = the match form of src[pos:pos + 32] where those bytes are ASCII (`text._tables`' ascii_out
+    in vector form: a letter lowercased, a digit `0`, anything else a separator, 0); returns the word-byte mask
+    (bit t: byte t is a letter or digit) in the high 32 bits and the non-ASCII mask in the low 32 (movemasks)."""
+    sig = types.uint64(src, pos, dst, at)
+
+    def codegen(context, builder, signature, args):
+        vec = ir.VectorType(_I8, _CHUNK)
+        src_p = context.make_array(signature.args[0])(context, builder, args[0]).data
+        dst_p = context.make_array(signature.args[2])(context, builder, args[2]).data
+        x = builder.load(builder.bitcast(builder.gep(src_p, [args[1]]), vec.as_pointer()), align=1)
+
+        def splat(n):
+            return ir.Constant(vec, [n] * _CHUNK)
+
+        low = builder.or_(x, splat(0x20))
+        letter = builder.icmp_unsigned("<", builder.sub(low, splat(ord("a"))), splat(26))
+        digit = builder.icmp_unsigned("<", builder.sub(x, splat(ord("0"))), splat(10))
+        out = builder.select(letter, low, builder.select(digit, splat(ord("0")), splat(0)))
+        builder.store(out, builder.bitcast(builder.gep(dst_p, [args[3]]), vec.as_pointer()), align=1)
+        mask = ir.IntType(_CHUNK)
+        word = builder.zext(builder.bitcast(builder.or_(letter, digit), mask), _I64)
+        high = builder.zext(builder.bitcast(builder.icmp_signed("<", x, splat(0)), mask), _I64)
+        return builder.or_(builder.shl(word, ir.Constant(_I64, 32)), high)
+
+    return sig, codegen
+
+
+@intrinsic
+def _cttz(typingctx, x):
+    """Trailing zero bits of a uint64 that is not 0 (`llvm.cttz`: tzcnt / bsf)."""
+    sig = types.uint64(x)
+
+    def codegen(context, builder, signature, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
+
+    return sig, codegen
+
+
+@intrinsic
+def _load64(typingctx, src, pos):
+    """The 8 bytes src[pos:pos + 8] as a little-endian uint64 (an unaligned load; x86 and ARM are little-endian,
+    and `fast_signatures` refuses other byte orders)."""
+    sig = types.uint64(src, pos)
+
+    def codegen(context, builder, signature, args):
+        base = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.load(builder.bitcast(builder.gep(base, [args[1]]), _I64.as_pointer()), align=1)
+
+    return sig, codegen
 
 
 @numba.njit(cache=True, inline="always")
@@ -397,41 +513,98 @@ def _fmix64(h):
 
 
 @numba.njit(cache=True, inline="always")
-def _feed(h, byte):
-    return (h ^ np.uint64(byte)) * np.uint64(_FNV_PRIME)
+def _put_utf8(buf, j, c):
+    """Code point c's UTF-8 bytes at buf[j:]; returns the position after them."""
+    if c < 0x80:
+        buf[j] = c
+        return j + 1
+    if c < 0x800:
+        buf[j], buf[j + 1] = 0xC0 | (c >> 6), 0x80 | (c & 0x3F)
+        return j + 2
+    if c < 0x10000:
+        buf[j], buf[j + 1], buf[j + 2] = 0xE0 | (c >> 12), 0x80 | ((c >> 6) & 0x3F), 0x80 | (c & 0x3F)
+        return j + 3
+    buf[j], buf[j + 1] = 0xF0 | (c >> 18), 0x80 | ((c >> 12) & 0x3F)
+    buf[j + 2], buf[j + 3] = 0x80 | ((c >> 6) & 0x3F), 0x80 | (c & 0x3F)
+    return j + 4
 
 
 @numba.njit(cache=True, inline="always")
-def _feed_cp(h, cp):
-    """FNV-1a of code point cp's UTF-8 bytes, fed one by one."""
-    if cp < 0x80:
-        return _feed(h, cp)
-    if cp < 0x800:
-        return _feed(_feed(h, 0xC0 | (cp >> 6)), 0x80 | (cp & 0x3F))
-    if cp < 0x10000:
-        return _feed(_feed(_feed(h, 0xE0 | (cp >> 12)), 0x80 | ((cp >> 6) & 0x3F)), 0x80 | (cp & 0x3F))
-    h = _feed(_feed(h, 0xF0 | (cp >> 18)), 0x80 | ((cp >> 12) & 0x3F))
-    return _feed(_feed(h, 0x80 | ((cp >> 6) & 0x3F)), 0x80 | (cp & 0x3F))
+def _decode(data, i):
+    """The code point of the UTF-8 character at data[i] and its size in bytes."""
+    b0 = data[i]
+    if b0 < 0x80:
+        return np.int64(b0), 1
+    if b0 < 0xE0:
+        return ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F), 2
+    if b0 < 0xF0:
+        return ((np.int64(b0) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F), 3
+    cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
+    return cp | ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F), 4
 
 
 @numba.njit(cache=True, inline="always")
-def _scan(data, i, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh, nw, h, inword):
-    """Word hashes (FNV-1a so far, not yet mixed) of data[i:hi] into wh from word nw on, carrying the word being
-    hashed (h, inword) in and out: returns (nw, h, inword), nw -1 when the text holds a character that only
-    Python's NFKC handles (`text._tables`' PYTHON kind). Raw text is folded to its match form here as `text._fold`
-    does (ASCII by `ascii_out`; other code points by kind: SEP, WORD kept, DIGIT `0`, MAPPED to the pool's code
-    points), but the bytes go into the word's hash instead of a buffer; with `text.char_classes()` as `kind` the
-    text is taken as NFKC'd and lowercased already (only SEP, WORD, DIGIT); `normed` text is match form already
-    (words of any bytes, one space between them)."""
+def _composes(data, first, i, c, kind, pairs):
+    """Whether the COMPOSER c at data[i] may compose with the character before it (none before `first`, where
+    its document starts): a MARK between them blocks that, a MAPPED or PYTHON one may, others by `pairs`."""
+    if i == first:
+        return False
+    q = i - 1
+    while data[q] & 0xC0 == 0x80:
+        q -= 1
+    p = _decode(data, q)[0]
+    k = kind[p]
+    if k == 5:
+        return False
+    if k == 3 or k == 4:
+        return True
+    key = p * 0x110000 + c
+    at = np.searchsorted(pairs, key)
+    return at < pairs.shape[0] and pairs[at] == key
+
+
+@numba.njit(cache=True, inline="always")
+def _fold_text(data, i, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, first, buf, j, bounds, nb,
+               rest):
+    """Fold data[i:hi] to its match form into buf from j on, as `text._fold` does (ASCII by `ascii_out`; other code
+    points by kind: SEP, WORD kept, DIGIT `0`, MAPPED to the pool's code points), and note where each word starts
+    and ends in buf: bounds[2k], bounds[2k + 1] for word k, nb the number noted so far (odd: inside a word). Both
+    carry in and out, so a text may be folded in pieces. With `text.char_classes()` as `kind` the text is taken as
+    NFKC'd and lowercased already. Returns (i, j, nb); i is -1 when the text holds a character that only Python's
+    NFKC handles (`text._tables`' PYTHON kind, or a MARK or a COMPOSER that its neighbours change: see
+    `_fast_tables`; `first` is where the document starts), -2 when a MAPPED code point would not fit in buf. `rest` is the number
+    of bytes of the pieces still to fold after this one: on entry len(buf) >= j + (hi - i) + rest + _SLACK must hold,
+    and it still holds on return, since every character but a MAPPED one (checked) folds to no more bytes than it
+    has; so the 32-byte stores and the 8-byte loads past a word never leave buf.
+
+    32 ASCII bytes at a time go through `_fold32`, whose word mask gives the bytes where a word starts or ends;
+    at the first other byte of a chunk, that character goes through the per-character code below."""
+    last = 0  # the combining class of the last character folded (`tail`)
     while i < hi:
         b0 = data[i]
-        if normed or b0 < 0x80:  # without branches on the text: the word's hash so far is stored at every
-            m = (0 if b0 == 32 else b0) if normed else ascii_out[b0]  # byte and kept only where a word ends
-            wh[nw] = h
-            nw += inword & (m == 0)
-            h = _feed(h, m) if m != 0 else np.uint64(_FNV_OFFSET)
-            inword = m != 0
+        if b0 < 0x80 and i + _CHUNK <= hi:  # then at least this byte is folded by the vector code
+            r = _fold32(data, i, buf, j)
+            p = np.int64(_cttz((r & np.uint64(0xFFFFFFFF)) | np.uint64(1 << _CHUNK)))  # ASCII bytes before another
+            if True:
+                word = r >> np.uint64(32)
+                edges = word ^ ((word << np.uint64(1)) | np.uint64(nb & 1))  # bits where word-ness changes
+                edges &= (np.uint64(1) << np.uint64(p)) - np.uint64(1)
+                while edges:
+                    bounds[nb] = j + np.int64(_cttz(edges))
+                    nb += 1
+                    edges &= edges - np.uint64(1)
+                i += p
+                j += p
+                last = 0
+                continue
+        if b0 < 0x80:
+            last = 0
+            m = ascii_out[b0]
+            buf[j] = m
+            bounds[nb] = j
+            nb += (nb & 1) ^ np.int64(m != 0)  # an edge where the byte's word-ness differs from the state's
             i += 1
+            j += 1
             continue
         if b0 < 0xE0:
             cp, size = ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F), 2
@@ -443,167 +616,238 @@ def _scan(data, i, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh, nw
             cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
             size = 4
         k = kind[cp]
+        if k == 5:  # MARK: kept as a WORD character where it follows a lower combining class
+            if last > tail[cp]:
+                return -1, j, nb
+            k = 1
+        elif k == 6:  # COMPOSER: kept as a WORD character where it composes with nothing
+            if _composes(data, first, i, cp, kind, pairs):
+                return -1, j, nb
+            k = 1
         if k == 4:  # text.PYTHON
-            return -1, h, inword
+            return -1, j, nb
+        last = tail[cp]
         if k == 3:  # text.MAPPED: its pool entries, each a separator, a digit or a code point of a word
-            for j in range(start[cp], start[cp + 1]):
-                if pool_cls[j] == 0:
-                    if inword:
-                        wh[nw], nw, h, inword = h, nw + 1, np.uint64(_FNV_OFFSET), False
-                else:
-                    h, inword = (_feed(h, 48) if pool_cls[j] == 2 else _feed_cp(h, pool_cp[j])), True
-        elif k == 0:  # text.SEP
-            if inword:
-                wh[nw], nw, h, inword = h, nw + 1, np.uint64(_FNV_OFFSET), False
-        elif k == 2:  # text.DIGIT
-            h, inword = _feed(h, 48), True
-        else:  # text.WORD: its own bytes
-            for j in range(size):
-                h = _feed(h, data[i + j])
-            inword = True
+            if j + 4 * (start[cp + 1] - start[cp]) + (hi - i) + rest + _SLACK > buf.shape[0]:
+                return -2, j, nb
+            for q in range(start[cp], start[cp + 1]):
+                if (pool_cls[q] == 0) == ((nb & 1) == 1):  # an edge
+                    bounds[nb] = j
+                    nb += 1
+                if pool_cls[q] == 2:
+                    buf[j] = 48
+                    j += 1
+                elif pool_cls[q] != 0:
+                    j = _put_utf8(buf, j, pool_cp[q])
+        else:  # SEP (0), WORD (1), DIGIT (2)
+            if (k == 0) == ((nb & 1) == 1):
+                bounds[nb] = j
+                nb += 1
+            if k == 2:
+                buf[j] = 48
+                j += 1
+            elif k == 1:
+                for q in range(size):
+                    buf[j + q] = data[i + q]
+                j += size
         i += size
-    return nw, h, inword
+    return i, j, nb
 
 
 @numba.njit(cache=True, inline="always")
-def _close(wh, nw, h, inword):
-    """End the last word and mix every word's FNV-1a (fmix64); returns the number of words."""
-    if inword:
-        wh[nw], nw = h, nw + 1
-    for j in range(nw):
-        wh[j] = _fmix64(wh[j])
-    return nw
+def _word_hashes(buf, bounds, nw, wh):
+    """Each word's 64-bit hash into wh: for a word of n bytes whose little-endian 8-byte pieces are c0, c1, ...
+    (the last one padded with zero bytes; c1 = 0 when n <= 8), h = ((n K0) ^ c0) K1 + (c1 ^ K0) K2, then
+    h = (rotl(h, 31) ^ ci) K1 for each further piece, and the hash is fmix64(h) (all mod 2^64). The two first pieces
+    are multiplied independently, so that words of up to 16 bytes, nearly all of them, hash without a loop or a
+    chain of multiplications, and words of different hashes' work overlap."""
+    for k in range(nw):
+        s, e = bounds[2 * k], bounds[2 * k + 1]
+        n = e - s
+        m = min(n, 16)
+        h = ((np.uint64(n) * _K0) ^ (_load64(buf, s) & _LOW[m])) * _K1
+        h += ((_load64(buf, s + 8) & _HIGH[m]) ^ _K0) * _K2
+        p = s + 16
+        while p < e:
+            r = min(e - p, 8)
+            piece = _load64(buf, p) & _LOW[r]
+            h = (((h << np.uint64(31)) | (h >> np.uint64(33))) ^ piece) * _K1
+            p += 8
+        wh[k] = _fmix64(h)
 
 
-@numba.njit(cache=True)
-def _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh):
-    """Hashes of the words of data[lo:hi] into wh (`_scan`, then `_close`); returns their number, or -1 when the
-    text holds a character that only Python's NFKC handles."""
-    nw, h, inword = _scan(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh, 0,
-                          np.uint64(_FNV_OFFSET), False)
-    if nw < 0:
-        return -1
-    return _close(wh, nw, h, inword)
+def _min_affine_kernel(groups: int):
+    """An intrinsic `kernel(hv, ns, a, b, k0, low)`: low[t] = min over s < ns of a[k0 + t] hv[s] + b[k0 + t] mod 2^32
+    for t < 16 groups, the 16 groups lanes of minima held in vector registers across the loop over the shingles
+    (one broadcast, then a multiply, an add and a min per 16 permutations), which LLVM's own vectorisation of the
+    loop over shingles per permutation does not do: it reduces each permutation's vector of minima to one number,
+    and reads the shingle hashes again for every permutation."""
+
+    @intrinsic
+    def kernel(typingctx, hv, ns, a, b, k0, low):
+        sig = types.void(hv, ns, a, b, k0, low)
+
+        def codegen(context, builder, signature, args):
+            v16 = ir.VectorType(_I32, 16)
+            hv_p, a_p, b_p, low_p = (context.make_array(signature.args[n])(context, builder, args[n]).data
+                                     for n in (0, 2, 3, 5))
+
+            def at(ptr, n):
+                return builder.bitcast(builder.gep(ptr, [n]), v16.as_pointer())
+
+            offs = [builder.add(args[4], ir.Constant(_I64, 16 * g)) for g in range(groups)]
+            av = [builder.load(at(a_p, o), align=4) for o in offs]
+            bv = [builder.load(at(b_p, o), align=4) for o in offs]
+            entry = builder.block
+            head, body, done = (builder.append_basic_block(f"min_affine.{n}") for n in ("head", "body", "done"))
+            builder.branch(head)
+            builder.position_at_end(head)
+            s = builder.phi(_I64)
+            lows = [builder.phi(v16) for _ in range(groups)]
+            s.add_incoming(ir.Constant(_I64, 0), entry)
+            for low in lows:
+                low.add_incoming(ir.Constant(v16, [0xFFFFFFFF] * 16), entry)
+            builder.cbranch(builder.icmp_signed("<", s, args[1]), body, done)
+            builder.position_at_end(body)
+            one = builder.insert_element(ir.Constant(v16, ir.Undefined), builder.load(builder.gep(hv_p, [s])),
+                                         ir.Constant(_I32, 0))
+            h = builder.shuffle_vector(one, ir.Constant(v16, ir.Undefined), ir.Constant(v16, [0] * 16))
+            for g in range(groups):
+                v = builder.add(builder.mul(av[g], h), bv[g])
+                lows[g].add_incoming(builder.select(builder.icmp_unsigned("<", v, lows[g]), v, lows[g]), body)
+            s.add_incoming(builder.add(s, ir.Constant(_I64, 1)), body)
+            builder.branch(head)
+            builder.position_at_end(done)
+            for g in range(groups):
+                builder.store(lows[g], at(low_p, ir.Constant(_I64, 16 * g)), align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return kernel
+
+
+_min1, _min2, _min3, _min4, _min5, _min6, _min7, _min8 = (_min_affine_kernel(g) for g in range(1, 9))
 
 
 @numba.njit(cache=True, inline="always")
-def _all_ascii(doc):
-    """Whether every byte of `doc` is ASCII (a loop LLVM vectorises)."""
-    high = 0
-    for t in range(doc.shape[0]):
-        high |= doc[t]
-    return high < 0x80
+def _min_affine(hv, ns, a, b, row, low):
+    """row[k] = min over s < ns of a[k] hv[s] + b[k] mod 2^32, for k < len(row); a and b padded to a multiple of 16
+    (`_padded`). Up to 128 permutations per pass over hv, each pass one `_min_affine_kernel`."""
+    nk = row.shape[0]
+    for k0 in range(0, a.shape[0], 128):
+        g = min((a.shape[0] - k0) // 16, 8)
+        if g == 8:
+            _min8(hv, ns, a, b, k0, low)
+        elif g == 7:
+            _min7(hv, ns, a, b, k0, low)
+        elif g == 6:
+            _min6(hv, ns, a, b, k0, low)
+        elif g == 5:
+            _min5(hv, ns, a, b, k0, low)
+        elif g == 4:
+            _min4(hv, ns, a, b, k0, low)
+        elif g == 3:
+            _min3(hv, ns, a, b, k0, low)
+        elif g == 2:
+            _min2(hv, ns, a, b, k0, low)
+        else:
+            _min1(hv, ns, a, b, k0, low)
+        for t in range(min(16 * g, nk - k0)):
+            row[k0 + t] = low[t]
 
 
-@numba.njit(cache=True, inline="never")
-def _ascii2(da, db, ascii_out, wh, na, ha, wa, wh2, nb, hb, wb):
-    """Two ASCII texts of the same length, each its own word state (words so far, hash so far, in a word: 0 or 1),
-    hashed a byte of each per turn, so that the two FNV-1a chains (a multiply per byte, each waiting for the one
-    before) overlap. Returns both states. A function of its own (never inlined) over slices indexed from a
-    `range`: so numba adds no wraparound test per byte and the loop's state stays in registers (either undoes the
-    overlap)."""
-    for t in range(da.shape[0]):
-        m = np.int64(ascii_out[da[t]])
-        wh[na] = ha
-        na += wa > m  # a word ends here: it was in one and m is a separator (0)
-        ha = _feed(ha, m) if m != 0 else np.uint64(_FNV_OFFSET)
-        wa = np.int64(m != 0)
-        m2 = np.int64(ascii_out[db[t]])
-        wh2[nb] = hb
-        nb += wb > m2
-        hb = _feed(hb, m2) if m2 != 0 else np.uint64(_FNV_OFFSET)
-        wb = np.int64(m2 != 0)
-    return na, ha, wa, nb, hb, wb
-
-
-@numba.njit(cache=True)
-def _word_hashes_ascii(data, lo, hi, kind, start, pool_cp, pool_cls, ascii_out, wh, wh2):
-    """`_word_hashes` of an all-ASCII raw text, cut in two at a separator near its middle and both halves hashed
-    at once (`_ascii2`); the second half's words go to wh2, then after the first's: the same words, the same
-    hashes."""
-    mid = lo + (hi - lo) // 2
-    while mid < hi and ascii_out[data[mid]] != 0:
-        mid += 1
-    if mid >= hi:
-        return _word_hashes(data, lo, hi, False, kind, start, pool_cp, pool_cls, ascii_out, wh)
-    n = min(mid - lo, hi - mid)
-    na, ha, wa, nb, hb, wb = _ascii2(data[lo:lo + n], data[mid:mid + n], ascii_out, wh, 0, np.uint64(_FNV_OFFSET), 0,
-                                     wh2, 0, np.uint64(_FNV_OFFSET), 0)
-    na, ha, ia = _scan(data, lo + n, mid, False, kind, start, pool_cp, pool_cls, ascii_out, wh, na, ha, wa != 0)
-    nb, hb, ib = _scan(data, mid + n, hi, False, kind, start, pool_cp, pool_cls, ascii_out, wh2, nb, hb, wb != 0)
-    if ia:  # the first half ends before a separator: so does its last word
-        wh[na], na = ha, na + 1
-    for k in range(nb):
-        wh[na + k] = wh2[k]
-    return _close(wh, na + nb, hb, ib)
+def _padded(perms: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) padded to a multiple of 16 permutations with a = 0, b = 2^32 - 1, whose minimum is never read."""
+    a, b = perms
+    pad = (-len(a)) % 16
+    return (np.concatenate([a, np.zeros(pad, np.uint32)]).astype(np.uint32),
+            np.concatenate([b, np.full(pad, 0xFFFFFFFF, np.uint32)]).astype(np.uint32))
 
 
 @numba.njit(cache=True, inline="always")
-def _sign(wh, nw, ngram, pos, a, b, hv, row):
+def _sign(wh, nw, ngram, pos, a, b, hx, hv, row, low):
     """A document's signature from its nw word hashes into row; returns its shingle count. A shingle's hash is the
     high 32 bits of fmix64 of the sum of its word hashes times a multiplier per position, so each word is read
-    once however many shingles hold it; the min over the permutations runs per permutation over the document's
-    shingle hashes, which LLVM vectorises."""
+    once however many shingles hold it, position by position over all shingles (vectorised); the min over the
+    permutations is `_min_affine`'s, a and b padded (`_padded`), low its scratch of len(a)."""
     ns = max(nw - ngram + 1, 1)
     for s in range(ns):
-        x = np.uint64(0)
-        for j in range(min(ngram, nw - s)):
-            x += wh[s + j] * pos[j]
-        hv[s] = np.uint32(_fmix64(x) >> np.uint64(32))
-    for k in range(a.shape[0]):
-        ak, bk, low = a[k], b[k], np.uint32(0xFFFFFFFF)
+        hx[s] = wh[s] * pos[0]
+    for j in range(1, min(ngram, nw)):  # position by position, so that each loop runs over shingles, vectorised
+        pj = pos[j]
         for s in range(ns):
-            v = np.uint32(ak * hv[s] + bk)
-            low = v if v < low else low
-        row[k] = low
+            hx[s] += wh[s + j] * pj
+    for s in range(ns):
+        hv[s] = np.uint32(_fmix64(hx[s]) >> np.uint64(32))
+    _min_affine(hv, ns, a, b, row, low)
     return ns
 
 
 @numba.njit(cache=True)
-def _fast(data, offsets, normed, kind, start, pool_cp, pool_cls, ascii_out, ngram, pos, a, b, out, rows, counts):
-    """The "fast" scheme's signature of each document d into out[rows[d]] and its shingle count into counts[d]
-    (-1, row left alone, for a document that needs Python's NFKC first). An all-ASCII raw document of 64 bytes or
-    more is hashed as two halves at once (`_word_hashes_ascii`); doing that for documents with other characters
-    too was tried and lost more at each of them than it gained."""
-    wh = np.empty(64, dtype=np.uint64)
-    wh2 = np.empty(64, dtype=np.uint64)
-    hv = np.empty(64, dtype=np.uint32)
-    for d in range(offsets.shape[0] - 1):
-        lo, hi = offsets[d], offsets[d + 1]
-        if wh.shape[0] < 2 * (hi - lo) + 2:  # a MAPPED code point may become more words than its bytes
-            wh = np.empty(4 * (hi - lo) + 2, dtype=np.uint64)
-            wh2 = np.empty(4 * (hi - lo) + 2, dtype=np.uint64)
-            hv = np.empty(4 * (hi - lo) + 2, dtype=np.uint32)
-        if not normed and hi - lo >= 64 and _all_ascii(data[lo:hi]):
-            nw = _word_hashes_ascii(data, lo, hi, kind, start, pool_cp, pool_cls, ascii_out, wh, wh2)
-        else:
-            nw = _word_hashes(data, lo, hi, normed, kind, start, pool_cp, pool_cls, ascii_out, wh)
-        if nw <= 0:
-            counts[d] = nw
-            continue
-        counts[d] = _sign(wh, nw, ngram, pos, a, b, hv, out[rows[d]])
+def _scratch(size):
+    """The folded text's bytes, word bounds, word hashes, shingle sums and shingle hashes of a document folding to
+    `size` bytes."""
+    half = size // 2 + 2
+    return (np.empty(size, dtype=np.uint8), np.empty(size + 2, dtype=np.int64), np.empty(half, dtype=np.uint64),
+            np.empty(half, dtype=np.uint64), np.empty(half, dtype=np.uint32))
+
+
+@numba.njit(cache=True, inline="always")
+def _sign_doc(buf, j, bounds, nb, wh, hx, hv, low, ngram, pos, a, b, row):
+    """Close the last word, hash the words and sign the document into row; returns its shingle count (0: no word)."""
+    if nb & 1:
+        bounds[nb] = j
+        nb += 1
+    if nb == 0:
+        return 0
+    _word_hashes(buf, bounds, nb // 2, wh)
+    return _sign(wh, nb // 2, ngram, pos, a, b, hx, hv, row, low)
 
 
 @numba.njit(cache=True)
-def _stretches(data, offsets, docs, kind):
-    """The stretches of documents `docs` that Python must NFKC: each run of PYTHON-kind characters with the
-    character before it (which it may compose with), runs that touch merged. Everywhere else a character starts a
-    normalisation segment (`text._tables`), so NFKC of the text is the stretches' NFKC with the rest, folded by
-    the tables, in between. Returns their byte ranges in data (rows of `runs`, those of docs[r] at
-    run_off[r]:run_off[r + 1]) and their bytes end to end, each followed by a NUL, docs[r]'s at
-    text[text_off[r]:text_off[r + 1]]."""
+def _fast(data, offsets, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, ngram, pos, a, b, out, counts):
+    """The "fast" scheme's signature of each document d into out[d] and its shingle count into counts[d] (-1, row
+    left alone, for a document that needs Python's NFKC first). The scratch arrays grow to the largest document
+    (twice its bytes, more only where MAPPED code points expand), and are reused."""
+    buf, bounds, wh, hx, hv = _scratch(4096)
+    low = np.empty(a.shape[0], dtype=np.uint32)
+    for d in range(offsets.shape[0] - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        need = 2 * (hi - lo) + _SLACK
+        while True:
+            if buf.shape[0] < need:
+                buf, bounds, wh, hx, hv = _scratch(need)
+            i, j, nb = _fold_text(data, lo, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, lo, buf, 0, bounds,
+                                  0, 0)
+            if i != -2:
+                break
+            need = 2 * buf.shape[0]
+        counts[d] = -1 if i == -1 else _sign_doc(buf, j, bounds, nb, wh, hx, hv, low, ngram, pos, a, b, out[d])
+
+
+@numba.njit(cache=True)
+def _stretches(data, offsets, docs, kind, tail, pairs):
+    """The stretches of documents `docs` that Python must NFKC: each run of characters that `_fold_text` refuses
+    (PYTHON, or a MARK after a higher combining class: `_fast_tables`) from the last character before it that is
+    not a MARK (a composition may join them across marks), with the MARKs after it (canonical ordering may move
+    them), runs that touch merged. Everywhere else a character starts a normalisation segment (`text._tables`), so
+    NFKC of the text is the stretches' NFKC with the rest, folded by the tables, in between. Returns their byte
+    ranges in data (rows of `runs`, those of docs[r] at run_off[r]:run_off[r + 1]) and their bytes end to end,
+    each followed by a NUL, docs[r]'s at text[text_off[r]:text_off[r + 1]]."""
     total = 0
     for d in docs:
         total += offsets[d + 1] - offsets[d]
-    runs = np.empty((total // 2 + docs.shape[0], 2), dtype=np.int64)  # a run holds a PYTHON character: >= 2 bytes
+    runs = np.empty((total // 2 + docs.shape[0], 2), dtype=np.int64)  # a run holds a non-ASCII character: >= 2 bytes
     run_off = np.zeros(docs.shape[0] + 1, dtype=np.int64)
     n = 0
     for r in range(docs.shape[0]):
         lo, hi = offsets[docs[r]], offsets[docs[r] + 1]
-        i, prev = lo, -1
+        i, anchor, last = lo, lo, 0  # anchor: where the last character before i that is not a MARK starts
         while i < hi:
             b0 = data[i]
             size = 1 if b0 < 0x80 else 2 if b0 < 0xE0 else 3 if b0 < 0xF0 else 4
+            k, cls = 0, 0
             if size > 1:
                 if size == 2:
                     cp = ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F)
@@ -612,14 +856,18 @@ def _stretches(data, offsets, docs, kind):
                 else:
                     cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
                     cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
-                if kind[cp] == 4:  # text.PYTHON
-                    s = prev if prev >= 0 else i
-                    if n > run_off[r] and runs[n - 1, 1] >= s:
-                        runs[n - 1, 1] = i + size
-                    else:
-                        runs[n, 0], runs[n, 1] = s, i + size
-                        n += 1
-            prev = i
+                k, cls = kind[cp], np.int64(tail[cp])
+            if k == 4 or (k == 5 and last > cls) or (k == 6 and (last == 255 or _composes(data, lo, i, cp, kind, pairs))):
+                if n > run_off[r] and runs[n - 1, 1] >= anchor:
+                    runs[n - 1, 1] = i + size
+                else:
+                    runs[n, 0], runs[n, 1] = anchor, i + size
+                    n += 1
+                last = 255  # what follows may reorder or compose with the stretch: MARKs join it
+            else:
+                last = cls
+            if k != 5:
+                anchor = i
             i += size
         run_off[r + 1] = n
     size = 0
@@ -639,41 +887,63 @@ def _stretches(data, offsets, docs, kind):
     return runs[:n], run_off, text, text_off
 
 
+@numba.njit(cache=True, inline="always")
+def _fold_mixed(data, lo, hi, runs, q0, q1, enc, e, e1, whole, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs,
+                classes,
+                buf, bounds):
+    """`_fold_text` of a document whose stretches runs[q0:q1] (byte ranges of data[lo:hi]) are taken from enc[e:e1]
+    instead: their NFKC'd and lowercased text, separated by NUL bytes (or, when `whole`, one stretch: the whole
+    document), folded by `classes`. Returns (status, j, nb) as `_fold_text` does (status -2: buf is too small)."""
+    left = (hi - lo) + (e1 - e)  # an upper bound of the bytes still to fold
+    i, j, nb = lo, 0, 0
+    for q in range(q0, q1):
+        left -= runs[q, 0] - i
+        st, j, nb = _fold_text(data, i, runs[q, 0], kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, lo, buf, j,
+                               bounds, nb, left)
+        if st == -1:  # `_stretches` and `_fold_text` disagree on what Python must normalise: a defect, never data
+            raise RuntimeError("fast MinHash: a character that Python must normalise is outside every stretch")
+        if st == -2:
+            return st, j, nb
+        pe = e1
+        if not whole:
+            pe = e
+            while pe < e1 and enc[pe] != 0:
+                pe += 1
+        left -= pe - e
+        _, j, nb = _fold_text(enc, e, pe, classes, start, pool_cp, pool_cls, ascii_out, tail, pairs, e, buf, j, bounds, nb,
+                              left)
+        e, i = pe + 1, runs[q, 1]
+    st, j, nb = _fold_text(data, i, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, lo, buf, j, bounds, nb, 0)
+    if st == -1:
+        raise RuntimeError("fast MinHash: a character that Python must normalise is outside every stretch")
+    return min(st, 0), j, nb
+
+
 @numba.njit(cache=True)
 def _fast_mixed(data, offsets, docs, runs, run_off, enc, enc_off, whole, kind, start, pool_cp, pool_cls, ascii_out,
-                classes, ngram, pos, a, b, out, counts):
-    """`_fast` for the documents `docs` that hold PYTHON-kind characters: document d = docs[r] is data's raw bytes,
-    folded by the tables, except its stretches runs[run_off[r]:run_off[r + 1]] (byte ranges), which are taken from
-    enc[enc_off[r]:enc_off[r + 1]] instead: their NFKC'd and lowercased text, separated by NUL bytes (or, when
-    whole[r], one stretch: the whole document), folded by `classes`. The word being hashed carries across."""
-    wh = np.empty(64, dtype=np.uint64)
-    hv = np.empty(64, dtype=np.uint32)
+                tail, pairs, classes, ngram, pos, a, b, out, counts):
+    """`_fast` for the documents `docs` that hold PYTHON-kind characters, document docs[r] folded by `_fold_mixed`
+    with its stretches runs[run_off[r]:run_off[r + 1]] and their text enc[enc_off[r]:enc_off[r + 1]]."""
+    buf, bounds, wh, hx, hv = _scratch(4096)
+    low = np.empty(a.shape[0], dtype=np.uint32)
     for r in range(docs.shape[0]):
         d = docs[r]
         lo, hi = offsets[d], offsets[d + 1]
-        e, e1 = enc_off[r], enc_off[r + 1]
-        need = 2 * (hi - lo) + 2 * (e1 - e) + 2
-        if wh.shape[0] < need:
-            wh = np.empty(2 * need, dtype=np.uint64)
-            hv = np.empty(2 * need, dtype=np.uint32)
-        nw, h, inword, i = 0, np.uint64(_FNV_OFFSET), False, lo
-        for q in range(run_off[r], run_off[r + 1]):
-            nw, h, inword = _scan(data, i, runs[q, 0], False, kind, start, pool_cp, pool_cls, ascii_out, wh, nw, h,
-                                  inword)
-            pe = e
-            if whole[r]:
-                pe = e1
-            else:
-                while pe < e1 and enc[pe] != 0:
-                    pe += 1
-            nw, h, inword = _scan(enc, e, pe, False, classes, start, pool_cp, pool_cls, ascii_out, wh, nw, h, inword)
-            e, i = pe + 1, runs[q, 1]
-        nw, h, inword = _scan(data, i, hi, False, kind, start, pool_cp, pool_cls, ascii_out, wh, nw, h, inword)
-        nw = _close(wh, nw, h, inword)
-        counts[d] = _sign(wh, nw, ngram, pos, a, b, hv, out[d]) if nw > 0 else 0
+        need = 2 * ((hi - lo) + (enc_off[r + 1] - enc_off[r])) + _SLACK
+        while True:
+            if buf.shape[0] < need:
+                buf, bounds, wh, hx, hv = _scratch(need)
+            st, j, nb = _fold_mixed(data, lo, hi, runs, run_off[r], run_off[r + 1], enc, enc_off[r], enc_off[r + 1],
+                                    whole[r], kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, classes, buf,
+                                    bounds)
+            if st != -2:
+                break
+            need = 2 * buf.shape[0]
+        counts[d] = _sign_doc(buf, j, bounds, nb, wh, hx, hv, low, ngram, pos, a, b, out[d])
 
 
-def _nfkc_stretches(texts: list[str], data: np.ndarray, offsets: np.ndarray, docs: np.ndarray, kind: np.ndarray):
+def _nfkc_stretches(texts: list[str], data: np.ndarray, offsets: np.ndarray, docs: np.ndarray, kind: np.ndarray,
+                    tail: np.ndarray, pairs: np.ndarray):
     """For `_fast_mixed`: each document's stretches that need Python's NFKC (`_stretches`) and their NFKC'd,
     lowercased UTF-8.
 
@@ -681,7 +951,7 @@ def _nfkc_stretches(texts: list[str], data: np.ndarray, offsets: np.ndarray, doc
     `str.lower` too, which is per character except for `Σ` (final sigma looks at its neighbours): a document whose
     stretches hold a `Σ` after NFKC, or that holds a NUL itself, is one stretch, the whole text, NFKC'd and
     lowercased as `text.match_form_batch`'s Python route does."""
-    runs, run_off, text, text_off = _stretches(data, offsets, docs, kind)
+    runs, run_off, text, text_off = _stretches(data, offsets, docs, kind, tail, pairs)
     whole, encs = np.zeros(len(docs), dtype=np.bool_), []
     for r, d in enumerate(docs.tolist()):
         t = texts[d]
@@ -716,23 +986,26 @@ def fast_signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram:
     """Signatures of the "fast" scheme: the same shingles (word n-grams of the match form, `text.shingles`) and the
     same permutations as `signatures`, but each shingle hashed from 64-bit word hashes instead of SHA-1, so the
     values differ from datasketch's while estimating the same Jaccard similarity. Each document is folded to its
-    match form in the same pass that hashes it, from `text`'s per-code-point tables; in a document with characters
-    that need Python's NFKC in context (`text._tables`' PYTHON kind), only the stretches around them go through
-    Python (`_nfkc_stretches`), and a second pass hashes the rest from the tables and those from Python's text."""
+    match form from `text`'s per-code-point tables, 32 ASCII bytes at a time (`_fold_text`), its words hashed by 8-byte
+    pieces (`_word_hashes`) and signed (`_sign`); in a document with characters that need Python's NFKC in context
+    (`text._tables`' PYTHON kind), only the stretches around them go through Python (`_nfkc_stretches`), and a
+    second pass folds the rest from the tables and those from Python's text. `FAST_VERSION` names these values."""
     if not 1 <= ngram <= len(_POSITION):
         raise ValueError(f"the fast scheme takes ngram 1..{len(_POSITION)}; got {ngram}")
-    a, b = perms if perms is not None else permutations(num_perm, seed)
-    out = np.full((len(texts), len(a)), 0xFFFFFFFF, dtype=np.uint32)
+    if sys.byteorder != "little":
+        raise RuntimeError("the fast MinHash scheme reads words as little-endian 8-byte pieces; use scheme='datasketch'")
+    perms = perms if perms is not None else permutations(num_perm, seed)
+    out = np.full((len(texts), len(perms[0])), 0xFFFFFFFF, dtype=np.uint32)
+    a, b = _padded(perms)
     counts = np.zeros(len(texts), dtype=np.int64)
     data, offsets = _utf8_batch(texts)
-    kind, start, pool_cp, pool_cls, ascii_out = _tables()
-    _fast(data, offsets, False, kind, start, pool_cp, pool_cls, ascii_out, ngram, _POSITION, a, b, out,
-          np.arange(len(texts)), counts)
+    kind, start, pool_cp, pool_cls, ascii_out, tail, pairs = _fast_tables()
+    _fast(data, offsets, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, ngram, _POSITION, a, b, out, counts)
     rest = np.flatnonzero(counts < 0)
     if len(rest):
-        runs, run_off, enc, enc_off, whole = _nfkc_stretches(texts, data, offsets, rest, kind)
+        runs, run_off, enc, enc_off, whole = _nfkc_stretches(texts, data, offsets, rest, kind, tail, pairs)
         _fast_mixed(data, offsets, rest, runs, run_off, enc, enc_off, whole, kind, start, pool_cp, pool_cls,
-                    ascii_out, char_classes(), ngram, _POSITION, a, b, out, counts)
+                    ascii_out, tail, pairs, char_classes(), ngram, _POSITION, a, b, out, counts)
     return out, counts
 
 

@@ -58,6 +58,26 @@ def _per_char(form: str, chars: list[str]) -> list[str]:
     return unicodedata.normalize(form, "\x00".join(chars)).split("\x00")
 
 
+def _assigned() -> list[str]:
+    """Every assigned code point (general category not Cn, Co, Cs) but NUL, as characters."""
+    cats = _categories()
+    unassigned = (cats[:, 0] == ord("C")) & np.isin(cats[:, 1], np.frombuffer(b"nos", np.uint8))
+    return [chr(c) for c in np.flatnonzero(~unassigned)[1:].tolist()]
+
+
+@lru_cache(maxsize=1)
+def second_parts() -> frozenset[str]:
+    """The characters found after the first place of some canonical decomposition (full, or one level deep in
+    case a second part decomposes further): every character that a composition may join to what precedes it."""
+    chars = _assigned()
+    later = {ch for d in _per_char("NFD", chars) for ch in d[1:]}
+    for c in chars:
+        parts = unicodedata.decomposition(c).split()
+        if len(parts) > 1 and not parts[0].startswith("<"):
+            later.update(chr(int(x, 16)) for x in parts[1:])
+    return frozenset(later)
+
+
 @lru_cache(maxsize=1)
 def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What the compiled pass does with each code point: (kind, start, pool_cp, pool_cls, ascii_out).
@@ -79,18 +99,12 @@ def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarra
     Only assigned code points (general category not Cn, Co, Cs) but NUL are looked up; the others have no
     decomposition, case or combining class. ASCII is included, as its own kinds.
     """
-    cats = _categories()
     classes = char_classes()
-    unassigned = (cats[:, 0] == ord("C")) & np.isin(cats[:, 1], np.frombuffer(b"nos", np.uint8))
-    cps = np.flatnonzero(~unassigned)[1:]  # NUL (a separator below) is SEP as it is
-    chars = [chr(c) for c in cps.tolist()]
-    nfkc, nfkd, nfd = _per_char("NFKC", chars), _per_char("NFKD", chars), _per_char("NFD", chars)
+    chars = _assigned()  # NUL (a separator below) is SEP as it is
+    cps = np.array([ord(c) for c in chars], dtype=np.int64)
+    nfkc, nfkd = _per_char("NFKC", chars), _per_char("NFKD", chars)
     lower = "\x00".join(nfkc).lower().split("\x00")  # no context: NUL is neither cased nor case-ignorable
-    later = {ch for d in nfd for ch in d[1:]}
-    for c in chars:  # single-level decompositions too, in case a second part decomposes further
-        parts = unicodedata.decomposition(c).split()
-        if len(parts) > 1 and not parts[0].startswith("<"):
-            later.update(chr(int(x, 16)) for x in parts[1:])
+    later = second_parts()
     kind = classes.copy()
     start = np.zeros(0x110001, dtype=np.int32)
     lengths = np.zeros(0x110000, dtype=np.int32)

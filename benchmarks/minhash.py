@@ -189,7 +189,7 @@ def fast_breakdown(texts: list[str], perms, reps: int) -> None:
         pass
     ta, _ = interleaved(reps, fns)
     print(f"    the same pages with their non-ASCII characters dropped ({sum(map(len, ascii_texts)):,} chars, every "
-          f"document all-ASCII, so hashed as two halves at once): fast scheme {ta['fast']:.4f} s"
+          f"document all-ASCII, so folded 32 bytes at a time throughout): fast scheme {ta['fast']:.4f} s"
           + (f", rensa's core {ta['rensa']:.4f} s ({ta['rensa'] / ta['fast']:.2f}x)" if "rensa" in ta else ""))
     print(f"    fast scheme, its pass over the raw bytes: {t['pass']:.4f} s with {len(a)} permutations, "
           f"{t['pass16']:.4f} s with 16 (one vector of minima, the least a pass computes); the {len(rest)} documents "

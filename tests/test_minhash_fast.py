@@ -224,7 +224,8 @@ def test_fast_signatures_marks_and_composers_in_every_context():
     its first parts (`ெ` + `ா` is `ொ`), after characters whose NFD ends in one, after a MARK, a MAPPED character, a
     PYTHON one and nothing; MARKs of different combining classes in both orders, after a letter, after a MAPPED
     character whose replacement ends in a mark (`יִ`), after a composing mark; each also across a 32-byte edge, and
-    against the reference (NFKC of the whole text)."""
+    against the reference (NFKC of the whole text); runs of three MARKs in every order (canonical ordering)."""
+    import itertools
     import unicodedata
 
     kind, *_, pairs = sketch._fast_tables()
@@ -245,6 +246,8 @@ def test_fast_signatures_marks_and_composers_in_every_context():
         for m2 in spread:
             for base in ("a", "\ufb1d", "\u0915", "e\u0301", "\u2460", ""):
                 texts.append(f"w {base}{m1}{m2} z")
+    for trio in itertools.permutations(["\u1037", "\u1039", "\u0e48", "\u0bcd"], 3):  # classes 7, 9, 107, 9
+        texts += ["\u1000" + "".join(trio) + " x", "".join(trio) + "\u1000" + "".join(reversed(trio))]
     for t in texts[:400]:
         texts.append("q" * (31 - len(t) % 7) + t + " tail")
     got, counts = sketch.fast_signatures(texts)

@@ -564,6 +564,27 @@ def _composes(data, first, i, c, kind, pairs):
 
 
 @numba.njit(cache=True, inline="always")
+def _insert_mark(data, i, size, buf, j, tail):
+    """The MARK at data[i:i + size] written into buf[:j] where NFKC's canonical ordering puts it: before the
+    characters at the end of buf whose combining class (`tail`; only MARKs there, `_fold_text` checks) is higher
+    than its own, after the others (a stable sort by class). Returns the new end of buf."""
+    c = tail[_decode(data, i)[0]]
+    q = j
+    while q > 0:
+        r = q - 1
+        while buf[r] & 0xC0 == 0x80:
+            r -= 1
+        if tail[_decode(buf, r)[0]] <= c:
+            break
+        q = r
+    for t in range(j - 1, q - 1, -1):
+        buf[t + size] = buf[t]
+    for t in range(size):
+        buf[q + t] = data[i + t]
+    return j + size
+
+
+@numba.njit(cache=True, inline="never")
 def _fold_text(data, i, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs, first, buf, j, bounds, nb,
                rest):
     """Fold data[i:hi] to its match form into buf from j on, as `text._fold` does (ASCII by `ascii_out`; other code
@@ -580,25 +601,25 @@ def _fold_text(data, i, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pai
     32 ASCII bytes at a time go through `_fold32`, whose word mask gives the bytes where a word starts or ends;
     at the first other byte of a chunk, that character goes through the per-character code below."""
     last = 0  # the combining class of the last character folded (`tail`)
+    mapped_tail = False  # whether the last starter was MAPPED to text that ends in a combining mark
     while i < hi:
         b0 = data[i]
         if b0 < 0x80 and i + _CHUNK <= hi:  # then at least this byte is folded by the vector code
             r = _fold32(data, i, buf, j)
             p = np.int64(_cttz((r & np.uint64(0xFFFFFFFF)) | np.uint64(1 << _CHUNK)))  # ASCII bytes before another
-            if True:
-                word = r >> np.uint64(32)
-                edges = word ^ ((word << np.uint64(1)) | np.uint64(nb & 1))  # bits where word-ness changes
-                edges &= (np.uint64(1) << np.uint64(p)) - np.uint64(1)
-                while edges:
-                    bounds[nb] = j + np.int64(_cttz(edges))
-                    nb += 1
-                    edges &= edges - np.uint64(1)
-                i += p
-                j += p
-                last = 0
-                continue
+            word = r >> np.uint64(32)
+            edges = word ^ ((word << np.uint64(1)) | np.uint64(nb & 1))  # bits where word-ness changes
+            edges &= (np.uint64(1) << np.uint64(p)) - np.uint64(1)
+            while edges:
+                bounds[nb] = j + np.int64(_cttz(edges))
+                nb += 1
+                edges &= edges - np.uint64(1)
+            i += p
+            j += p
+            last, mapped_tail = 0, False
+            continue
         if b0 < 0x80:
-            last = 0
+            last, mapped_tail = 0, False
             m = ascii_out[b0]
             buf[j] = m
             bounds[nb] = j
@@ -616,9 +637,13 @@ def _fold_text(data, i, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pai
             cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
             size = 4
         k = kind[cp]
-        if k == 5:  # MARK: kept as a WORD character where it follows a lower combining class
+        if k == 5:  # MARK: kept as a WORD character, moved before the MARKs of higher class just before it
             if last > tail[cp]:
-                return -1, j, nb
+                if mapped_tail:
+                    return -1, j, nb
+                j = _insert_mark(data, i, size, buf, j, tail)
+                i += size
+                continue
             k = 1
         elif k == 6:  # COMPOSER: kept as a WORD character where it composes with nothing
             if _composes(data, first, i, cp, kind, pairs):
@@ -626,6 +651,8 @@ def _fold_text(data, i, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pai
             k = 1
         if k == 4:  # text.PYTHON
             return -1, j, nb
+        if kind[cp] != 5:
+            mapped_tail = k == 3 and tail[cp] > 0
         last = tail[cp]
         if k == 3:  # text.MAPPED: its pool entries, each a separator, a digit or a code point of a word
             if j + 4 * (start[cp + 1] - start[cp]) + (hi - i) + rest + _SLACK > buf.shape[0]:
@@ -770,7 +797,7 @@ def _sign(wh, nw, ngram, pos, a, b, hx, hv, row, low):
     """A document's signature from its nw word hashes into row; returns its shingle count. A shingle's hash is the
     high 32 bits of fmix64 of the sum of its word hashes times a multiplier per position, so each word is read
     once however many shingles hold it, position by position over all shingles (vectorised); the min over the
-    permutations is `_min_affine`'s, a and b padded (`_padded`), low its scratch of len(a)."""
+    permutations is `_min_affine`'s, a and b padded (`_padded`), low its scratch of 128."""
     ns = max(nw - ngram + 1, 1)
     for s in range(ns):
         hx[s] = wh[s] * pos[0]
@@ -793,7 +820,7 @@ def _scratch(size):
             np.empty(half, dtype=np.uint64), np.empty(half, dtype=np.uint32))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="never")
 def _sign_doc(buf, j, bounds, nb, wh, hx, hv, low, ngram, pos, a, b, row):
     """Close the last word, hash the words and sign the document into row; returns its shingle count (0: no word)."""
     if nb & 1:
@@ -810,8 +837,10 @@ def _fast(data, offsets, kind, start, pool_cp, pool_cls, ascii_out, tail, pairs,
     """The "fast" scheme's signature of each document d into out[d] and its shingle count into counts[d] (-1, row
     left alone, for a document that needs Python's NFKC first). The scratch arrays grow to the largest document
     (twice its bytes, more only where MAPPED code points expand), and are reused."""
+    if a.shape[0] % 16 or b.shape[0] != a.shape[0]:  # the vector minima read 16 permutations at a time
+        raise ValueError("the permutations must be padded to a multiple of 16 (_padded)")
     buf, bounds, wh, hx, hv = _scratch(4096)
-    low = np.empty(a.shape[0], dtype=np.uint32)
+    low = np.empty(128, dtype=np.uint32)  # a pass's minima (`_min_affine`)
     for d in range(offsets.shape[0] - 1):
         lo, hi = offsets[d], offsets[d + 1]
         need = 2 * (hi - lo) + _SLACK
@@ -843,7 +872,7 @@ def _stretches(data, offsets, docs, kind, tail, pairs):
     n = 0
     for r in range(docs.shape[0]):
         lo, hi = offsets[docs[r]], offsets[docs[r] + 1]
-        i, anchor, last = lo, lo, 0  # anchor: where the last character before i that is not a MARK starts
+        i, anchor, last, mapped_tail = lo, lo, 0, False  # anchor: where the last non-MARK character before i starts
         while i < hi:
             b0 = data[i]
             size = 1 if b0 < 0x80 else 2 if b0 < 0xE0 else 3 if b0 < 0xF0 else 4
@@ -857,15 +886,18 @@ def _stretches(data, offsets, docs, kind, tail, pairs):
                     cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
                     cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
                 k, cls = kind[cp], np.int64(tail[cp])
-            if k == 4 or (k == 5 and last > cls) or (k == 6 and (last == 255 or _composes(data, lo, i, cp, kind, pairs))):
+            mark_refused = k == 5 and last > cls and (last == 255 or mapped_tail)
+            if k == 4 or mark_refused or (k == 6 and (last == 255 or _composes(data, lo, i, cp, kind, pairs))):
                 if n > run_off[r] and runs[n - 1, 1] >= anchor:
                     runs[n - 1, 1] = i + size
                 else:
                     runs[n, 0], runs[n, 1] = anchor, i + size
                     n += 1
                 last = 255  # what follows may reorder or compose with the stretch: MARKs join it
+            elif k != 5:
+                last, mapped_tail = cls, k == 3 and cls > 0
             else:
-                last = cls
+                last = max(last, cls)  # a MARK, moved before those of higher class (`_insert_mark`)
             if k != 5:
                 anchor = i
             i += size
@@ -924,8 +956,10 @@ def _fast_mixed(data, offsets, docs, runs, run_off, enc, enc_off, whole, kind, s
                 tail, pairs, classes, ngram, pos, a, b, out, counts):
     """`_fast` for the documents `docs` that hold PYTHON-kind characters, document docs[r] folded by `_fold_mixed`
     with its stretches runs[run_off[r]:run_off[r + 1]] and their text enc[enc_off[r]:enc_off[r + 1]]."""
+    if a.shape[0] % 16 or b.shape[0] != a.shape[0]:  # the vector minima read 16 permutations at a time
+        raise ValueError("the permutations must be padded to a multiple of 16 (_padded)")
     buf, bounds, wh, hx, hv = _scratch(4096)
-    low = np.empty(a.shape[0], dtype=np.uint32)
+    low = np.empty(128, dtype=np.uint32)  # a pass's minima (`_min_affine`)
     for r in range(docs.shape[0]):
         d = docs[r]
         lo, hi = offsets[d], offsets[d + 1]

@@ -1,12 +1,16 @@
 """MinHash benchmark: signature throughput against datasketch, then the whole dedup with time and memory per phase.
 
     .venv/bin/python benchmarks/minhash.py [--docs 200000] [--workers 2] [--reps 5]
+    .venv/bin/python benchmarks/minhash.py --docs 0 --reps 7 --json benchmarks/minhash.json   # signatures only
+    .venv/bin/python benchmarks/minhash.py --markdown benchmarks/minhash.json   # the docs' table, from the runs
 
 Part 1 hashes the 697 real web_cc documents both ways in the same run, on one core, and checks
 that every signature is identical: datasketch as usually written (a `MinHash` per document, then
 `update_batch` with the shingles), datasketch with its permutations built once and shared, and
 `curate.dedup.signatures` (module `curate.dedup.sketch`) over the whole batch with each SHA-1 implementation this CPU has
-(`sha-ni`, `portable`), both from the normalised bytes and from the raw text. Part 2 runs `Exact` + `MinHash` through the
+(`sha-ni`, `portable`), both from the normalised bytes and from the raw text; then the `fast` scheme from raw text
+against rensa's hashing core given the ready shingles (where rensa is installed), with where the fast scheme's time
+goes. Part 2 runs `Exact` + `MinHash` through the
 pipeline on generated documents (web_cc text recombined, 10% planted near-copies) and reports
 each phase's seconds and the peak resident memory of the process tree while it ran.
 """
@@ -54,7 +58,7 @@ def interleaved(reps: int, fns: dict) -> tuple[dict, dict]:
     return best, out
 
 
-def bench_signatures(texts: list[str], reps: int = 5) -> None:
+def bench_signatures(texts: list[str], reps: int = 5) -> dict:
     from datasketch import MinHash
 
     from curate.dedup import sketch as sig
@@ -127,7 +131,8 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
     t_fast = t["fast/raw"]
     print(f"  curate fast scheme (word hashes, not datasketch's values), from raw text : {t_fast:7.3f} s  "
           f"{n_sh / t_fast:>12,.0f} shingles/s")
-    fast_breakdown(texts, p, reps)
+    record = {"documents": len(texts), "chars": chars, "shingles": n_sh, "reps": reps, "cpu_s": t,
+              "breakdown": fast_breakdown(texts, p, reps)}
     if "rensa" in t:
         t_r = t["rensa"]
         print(f"  rensa RMinHash per doc + update(shingles), hashing core               : {t_r:7.3f} s  "
@@ -138,9 +143,10 @@ def bench_signatures(texts: list[str], reps: int = 5) -> None:
         print(f"    rensa's core / ours from raw text, fast    : {t_r / t_fast:5.2f}x  (>= 1 is the issue's target)")
     if failed:
         sys.exit(f"signatures differ from datasketch: {failed}")
+    return record
 
 
-def fast_breakdown(texts: list[str], perms, reps: int) -> None:
+def fast_breakdown(texts: list[str], perms, reps: int) -> dict:
     """Where the fast scheme's time goes: its one pass over the raw bytes with all permutations and with one (the
     word scan and hashing, nearly alone), and, for the documents with characters that need Python's NFKC in context, the
     Python part (`_nfkc_stretches`: the stretches around those characters through `unicodedata`) and the second
@@ -170,7 +176,7 @@ def fast_breakdown(texts: list[str], perms, reps: int) -> None:
     t, _ = interleaved(reps, {"pass": lambda: one_pass(a, b), "pass16": lambda: one_pass(a[:16].copy(), b[:16].copy()),
                               "python": lambda: sig._nfkc_stretches(texts, data, offsets, rest, tables[0], tables[5], tables[6]),
                               "mixed": mixed})
-    ascii_texts = [x.encode("ascii", "ignore").decode() for x in texts]  # every document all-ASCII: two chains
+    ascii_texts = [x.encode("ascii", "ignore").decode() for x in texts]  # every document all-ASCII: the vector fold throughout
     fns = {"fast": lambda: sig.fast_signatures(ascii_texts, perms=perms)}
     try:
         from rensa import RMinHash
@@ -196,6 +202,9 @@ def fast_breakdown(texts: list[str], perms, reps: int) -> None:
           f"({sum(len(texts[i]) for i in rest.tolist()):,} chars) with characters that need Python's NFKC: "
           f"{len(stretches[0]):,} stretches through unicodedata {t['python']:.4f} s, their second pass "
           f"{t['mixed']:.4f} s")
+    return {"ascii_only": ta, "pass": t["pass"], "pass16": t["pass16"], "python": t["python"], "mixed": t["mixed"],
+            "python_documents": len(rest), "python_chars": sum(len(texts[i]) for i in rest.tolist()),
+            "stretches": len(stretches[0])}
 
 
 class PeakMemory:
@@ -279,15 +288,57 @@ def bench_pipeline(texts: list[str], n: int, workers: int, files: int) -> None:
         print(f"  work directory: {work / 2**20:.0f} MiB ({work / n:.0f} bytes per document)")
 
 
+def save_run(path: Path, record: dict) -> None:
+    """Append this run to the results file (its machine and command with it), so the docs quote every run."""
+    import platform
+
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    record = {"machine": f"{model or platform.machine()}, {os.cpu_count()} cores",
+              "load_1min": round(os.getloadavg()[0], 2), "command": " ".join(sys.argv), **record}
+    path.write_text(json.dumps({"runs": runs + [record]}, indent=1) + "\n")
+
+
+def markdown(results: dict) -> str:
+    """The docs' table of the signature runs in a results file: CPU seconds per contender and the ratios."""
+    rows = ["| run | rensa's core | ours, `fast`, from raw text | rensa / fast | all-ASCII pages: rensa / fast | "
+            "`datasketch` scheme, `sha-ni`, from raw text | datasketch per document |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for k, run in enumerate(results["runs"], 1):
+        t, ascii_only = run["cpu_s"], run["breakdown"]["ascii_only"]
+        rensa = t.get("rensa")
+        ratio = f"**{rensa / t['fast/raw']:.2f}x**" if rensa else "n/a"
+        ascii_ratio = f"{ascii_only['rensa'] / ascii_only['fast']:.2f}x" if "rensa" in ascii_only else "n/a"
+        rows.append(f"| {k} (load {run['load_1min']}) | {rensa or float('nan'):.4f} | {t['fast/raw']:.4f} | {ratio} | "
+                    f"{ascii_ratio} | {t.get('sha-ni/raw', float('nan')):.4f} | {t['ds']:.3f} |")
+    last = results["runs"][-1]
+    b = last["breakdown"]
+    rows.append("")
+    rows.append(f"Last run, {last['documents']} documents, {last['shingles']:,} shingles, best of {last['reps']}, "
+                f"{last['machine']}: the fast scheme's pass {b['pass']:.4f} s with 112 permutations, "
+                f"{b['pass16']:.4f} s with 16; {b['python_documents']} documents ({b['python_chars']:,} chars) need "
+                f"Python's NFKC in {b['stretches']} stretches, {b['python']:.4f} s, then {b['mixed']:.4f} s to fold "
+                f"them again.")
+    return "\n".join(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=200_000, help="generated documents for the pipeline run (0: skip)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--files", type=int, default=8)
     ap.add_argument("--reps", type=int, default=5, help="signature timings: best of this many turns")
+    ap.add_argument("--json", metavar="PATH", help="add this run's signature timings to a results file")
+    ap.add_argument("--markdown", metavar="PATH", help="print the docs' table from a results file, run nothing")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return
     texts = load_web()
-    bench_signatures(texts, args.reps)
+    record = bench_signatures(texts, args.reps)
+    if args.json:
+        save_run(Path(args.json), record)
     if args.docs:
         bench_pipeline(texts, args.docs, args.workers, args.files)
 

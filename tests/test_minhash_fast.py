@@ -125,6 +125,19 @@ def test_minhash_step_scheme(web):
     assert np.array_equal(same, sketch.signatures(web[:5])[0])
 
 
+def test_the_fast_schemes_version_is_in_the_steps_fingerprint():
+    """The fast scheme's values changed once (`sketch.FAST_VERSION`): a run of the old values must not be resumed with
+    the new ones, so the version is part of what a run's fingerprint reads; the datasketch scheme's is unchanged."""
+    from curate.run.fingerprint import Fingerprinter
+
+    fp = Fingerprinter()
+    step = dedup.MinHash(scheme="fast")
+    now = fp.component(step)[0]
+    step.fast_version = sketch.FAST_VERSION - 1
+    assert fp.component(step)[0] != now
+    assert "fast_version" not in fp.component(dedup.MinHash())[0]
+
+
 def test_fast_scheme_end_to_end_finds_the_planted_copies(planted, tmp_path):  # noqa: F811
     """The step with scheme="fast" on test_dedup's planted corpus, against brute-force Jaccard: every pair of true
     Jaccard >= 0.9 in one cluster and at least 90% of those >= 0.8 (14 bands of 8 rows miss a pair at 0.8 about

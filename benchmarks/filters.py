@@ -17,7 +17,7 @@ Speed: docs/s per core (CPU seconds of the process) over the web_cc pages, `--re
     .venv/bin/python benchmarks/filters.py --reps 3 --datatrove-python /tmp/dtvenv/bin/python
 
 (/tmp/dtvenv: `python3 -m venv /tmp/dtvenv && /tmp/dtvenv/bin/pip install datatrove spacy nltk
-fasttext-numpy2-wheel tldextract pyahocorasick`, apart from the project's venv.)
+fasttext-numpy2-wheel tldextract pyahocorasick fasteners`, apart from the project's venv.)
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("PENEIRA_SHARED_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
@@ -185,15 +186,34 @@ def run_ours(reps: int, assets: str | None) -> dict:
     return out
 
 
+def markdown(res: dict) -> str:
+    """The docs' table from a results file (`--json`)."""
+    out = ["| filter | Peneira docs/s | datatrove docs/s | speedup | kept (P / dt) | agree |", "|---|---:|---:|---:|---:|---:|"]
+    for r in res["rows"]:
+        ours, theirs = r.get("peneira_docs_per_s"), r.get("datatrove_docs_per_s")
+        speed = f"{ours:,.0f} | {theirs:,.0f} | {ours / theirs:.1f}x" if ours and theirs else (
+            f"{ours:,.0f} | | " if ours else " | | ")
+        kept = f"{r['kept']:,} / {r['datatrove_kept']:,}" if "kept" in r else (
+            f"{r['redacted']:,} redacted" if "redacted" in r else "")
+        agree = f"{r['agree']:.2%}" if "agree" in r else ""
+        out.append(f"| {r['filter']} | {speed} | {kept} | {agree} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--datatrove-python", help="interpreter with datatrove + spaCy installed")
     ap.add_argument("--datatrove-reps", type=int, default=1, help="repetitions on the (slow) datatrove side")
     ap.add_argument("--datatrove-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--json", metavar="PATH", help="also write this run's table rows to a results file")
+    ap.add_argument("--markdown", metavar="PATH", help="print the docs' table from a results file, run nothing")
     args = ap.parse_args()
     if args.datatrove_worker:
         json.dump(datatrove_worker(args.reps), sys.stdout)
+        return
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
         return
     theirs = None
     if args.datatrove_python:
@@ -209,21 +229,31 @@ def main() -> None:
     print(f"{len(docs):,} documents ({n_web} web_cc pages, {len(docs) - n_web:,} extraction gold texts); "
           f"speed over the web_cc pages, one process, docs/s per core\n")
     print(f"{'filter':<20}{'peneira':>9}{'datatrove':>11}{'speedup':>9}{'docs':>7}{'kept':>7}{'dt kept':>9}{'agree':>8}")
+    rows = []
     for name, rate in ours["docs_per_s"].items():
         dt = theirs and theirs["docs_per_s"].get(name)
         row = f"{name:<20}{rate:>9.0f}" + (f"{dt:>11.0f}{rate / dt:>8.1f}x" if dt else f"{'-':>11}{'-':>9}")
+        record = {"filter": name, "peneira_docs_per_s": rate, "datatrove_docs_per_s": dt or None}
         a = ours["decisions"].get(name)
         b = theirs and theirs["decisions"].get(name)
         if a is not None and b is not None:
             pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
             same = sum(x == y for x, y in pairs) / len(pairs)
             row += f"{len(pairs):>7}{sum(x for x, _ in pairs):>7}{sum(y for _, y in pairs):>9}{same:>8.2%}"
+            record |= {"docs": len(pairs), "kept": sum(x for x, _ in pairs), "datatrove_kept": sum(y for _, y in pairs),
+                       "agree": same}
+        rows.append(record)
         print(row)
     if theirs:
         same = sum(x == y for x, y in zip(ours["pii_text"], theirs["pii_text"], strict=True)) / len(docs)
         changed = sum(x != t for x, (_, t, _) in zip(ours["pii_text"], docs, strict=True))
         print(f"{'pii (same text)':<20}{'':>29}{len(docs):>7}{changed:>7}{'redacted':>9}{same:>8.2%}")
+        rows.append({"filter": "pii (same redacted text)", "docs": len(docs), "redacted": changed, "agree": same})
     print("\nchain = gopher_quality > gopher_repetition > c4 (FineWeb) > fineweb, both sides")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": " ".join(sys.argv), "load_1min": round(os.getloadavg()[0], 2), "documents": len(docs),
+                       "web_cc": n_web, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -294,6 +294,62 @@ def test_other_commands_refuse_a_folder_of_something_else(tmp_path, capsys, comm
     assert os.listdir(out) == ["notes.txt"]
 
 
+MARKERS = {"`curate run`": "_work/config.json", "`curate tokenize`": "_done/config.json",
+           "`curate mix`": "manifest.json", "`curate export`": "export.json"}
+
+
+@pytest.mark.parametrize("what", sorted(MARKERS))
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_a_start_killed_while_publishing_its_marker_is_taken_as_empty(tmp_path, what, store):
+    """A kill between making the marker's folder (or its temporary file) and renaming it into place leaves a
+    folder with nothing but those: no result, never a stranger's folder (the chaos lane's SIGKILL of tokenize hit
+    it). `claim` takes it as empty; with anything else beside it, or a finished file in the marker's folder, it
+    still refuses and removes nothing. The same through fsspec (memory://, as s3:// goes)."""
+    import fsspec
+
+    from curate.core.errors import UsageError
+    from curate.io.outputs import claim
+
+    marker = MARKERS[what]
+    parent, base = os.path.split(marker)
+    root = str(tmp_path / "o") if store == "local" else f"memory://claim-{what.strip('`').replace(' ', '-')}"
+    fs_, inner = fsspec.core.url_to_fs(root)
+
+    def plant(names: dict[str, str]) -> None:
+        if fs_.exists(inner):
+            fs_.rm(inner, recursive=True)
+        fs_.makedirs(inner, exist_ok=True)
+        for name, text in names.items():
+            fs_.makedirs(os.path.dirname(f"{inner}/{name}"), exist_ok=True)
+            fs_.pipe_file(f"{inner}/{name}", text.encode())
+
+    def take() -> bool:
+        return claim(root, what=what, option="--out", own=lambda: fs_.exists(f"{inner}/{marker}"), layout=[parent or base],
+                     marker=marker)
+
+    where = f"{parent}/" if parent else ""
+    for leftover in ({f"{where}{base}.tmp.4242": "{"}, {f"{where}.{base}.tmp.4242000000017": ""}):
+        plant(leftover)
+        assert take() is False and fs_.ls(inner) == []
+    for refused in ({f"{where}{base}.tmp.4242": "{", "notes.txt": "mine"}, {f"{where}{base}.tmp.1": "", f"{where}x.json": "1"}):
+        plant(refused)
+        before = sorted(fs_.find(inner))
+        with pytest.raises(UsageError, match="holds no earlier"):
+            take()
+        assert sorted(fs_.find(inner)) == before
+    if store == "memory":
+        fs_.rm(inner, recursive=True)
+
+
+def test_a_run_killed_before_its_config_was_published_reruns(tmp_path, capsys):
+    pipe, src, out = tmp_path / "p.py", _input(tmp_path), tmp_path / "o"
+    pipe.write_text(DICT_PIPE.format(n=50))
+    (out / "_work").mkdir(parents=True)
+    (out / "_work" / "config.json.tmp.31337").write_text('{"half')
+    assert _run(pipe, src, out) == 0, capsys.readouterr().err
+    assert _kept(out) == sum(1 for i in range(40) if 5 * i > 50)
+
+
 def test_overwrite_on_an_object_store_removes_only_the_layout():
     """The same rule through fsspec (memory://, as s3:// goes): prefixes removed recursively, others refused."""
     import fsspec

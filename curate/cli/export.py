@@ -101,7 +101,7 @@ def export(run: str, out: str, format: str = "hf", license: str = "other", input
     marker = fs.join(out, "export.json")
     with locked(out, what="`curate export`"):
         if claim(out, what="`curate export`", option="--out", own=lambda: fs.isfile(marker), layout=LAYOUT,
-                 overwrite=overwrite):
+                 overwrite=overwrite, marker="export.json"):
             old = json.loads(fs.read_bytes(marker))
             if {k: old.get(k) for k in config} != config:
                 what = "another format" if old.get("format") != format else "another run (or the run was rerun)"

@@ -6,6 +6,8 @@ something else (a run into a mix's folder would leave the mix's stale shards amo
 * an empty or missing folder is taken;
 * a folder holding the command's own earlier output (`own`, e.g. a run's config) is resumed or replaced by
   the command itself, which knows what "the same thing" means;
+* a folder holding only what a start of the command killed before its marker was published leaves (the
+  marker's temporary file, the folder made for it) is taken as empty (`unfinished_start`);
 * anything else is refused with one line, unless the user passes `--overwrite`. Then the names the command
   writes (`layout`) are removed, its marker first, so a folder half-cleared by a kill is never taken for
   an output to resume. A name the command does not write (the user's own files) is never removed: its
@@ -19,6 +21,8 @@ import fcntl
 import fnmatch
 import json
 import os
+import posixpath
+import re
 import shutil
 import socket
 import threading
@@ -31,10 +35,13 @@ from curate.io import fs
 
 
 def claim(out: str, *, what: str, option: str, own: Callable[[], bool], layout: Sequence[str],
-          overwrite: bool = False) -> bool:
+          overwrite: bool = False, marker: str | None = None) -> bool:
     """Make `out` ready for `what` (a command, e.g. "`curate run`"); True if it holds an earlier output of it
     to resume or replace. `layout`: the names (fnmatch patterns) the command writes at the top of `out`, its
-    marker first; their temporary files (`NAME.tmp.*`, `.NAME.tmp.*`) count as its own too."""
+    marker first; their temporary files (`NAME.tmp.*`, `.NAME.tmp.*`) count as its own too. `marker`: the file
+    (relative to `out`, e.g. `_done/config.json`) whose publication makes the folder the command's; a folder
+    holding nothing but that file's temporary files and the folder made for it is a start killed before it
+    published the marker (`unfinished_start`): those are removed and the folder is taken as empty."""
     names = [n for n in fs.listdir(out) if n != LOCK_NAME]
     if not names:
         return False
@@ -43,8 +50,23 @@ def claim(out: str, *, what: str, option: str, own: Callable[[], bool], layout: 
         return False
     if own():
         return True
+    if marker is not None and unfinished_start(out, names, marker):
+        for name in names:
+            remove_tree(fs.join(out, name))
+        return False
     raise UsageError(f"{out} is not empty and holds no earlier {what} output: choose an empty {option}, "
                      "or pass --overwrite to replace what is there")
+
+
+def unfinished_start(out: str, names: list[str], marker: str) -> bool:
+    """Whether `out`, whose entries are `names`, holds only what a command killed while publishing its `marker`
+    leaves: the marker's temporary files (`atomic_write_text`'s `NAME.tmp.PID`, `unique_tmp`'s `.NAME.tmp.N`)
+    and, for a marker in a subfolder, that subfolder. Never a result: nothing is written before the marker."""
+    parent, base = posixpath.split(marker)
+    temp = re.compile(rf"\.?{re.escape(base)}\.tmp\.\d+")
+    if parent:
+        return names == [parent] and all(temp.fullmatch(n) for n in fs.listdir(fs.join(out, parent)))
+    return all(temp.fullmatch(n) for n in names)
 
 
 def clear(out: str, names: list[str], *, what: str, option: str, layout: Sequence[str]) -> None:

@@ -34,7 +34,7 @@ from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
 from curate.dedup.ids import check as check_ids
 from curate.io import fs, state
-from curate.io.outputs import LOCK_NAME, claim, locked, remove_tree
+from curate.io.outputs import claim, locked, remove_tree
 from curate.io.plan import Plan, input_keys, plan_splits
 from curate.io.readers import Parquet as ParquetReader
 from curate.io.readers import Reader
@@ -348,9 +348,8 @@ class Run:
         mix two corpora. What is compared is `curate.run.fingerprint`'s; a folder that holds no run of a
         pipeline is refused unless `--overwrite` (`curate.io.outputs.claim`)."""
         path = fs.join(self.out, "_work", "config.json")
-        self._forget_unstarted()
         resuming = claim(self.out, what="`curate run`", option="--output", own=lambda: fs.exists(path),
-                         layout=RUN_LAYOUT, overwrite=self.overwrite)
+                         layout=RUN_LAYOUT, overwrite=self.overwrite, marker="_work/config.json")
         old = None
         if resuming:
             remedy = ("it records what this run is, so it cannot be recomputed: pass --overwrite to start the run "
@@ -381,15 +380,6 @@ class Run:
             with contextlib.suppress(Exception):
                 self._forget_unstarted()
             raise
-
-    def _forget_unstarted(self) -> None:
-        """Remove a `_work` folder that holds no config (at most its temporary file) when it is all the output
-        holds: a run stopped before it wrote its config left it, and it would make the folder look foreign."""
-        if [n for n in fs.listdir(self.out) if n != LOCK_NAME] != ["_work"]:
-            return
-        work = fs.join(self.out, "_work")
-        if all(fs.TEMP_NAME.fullmatch(n) for n in fs.listdir(work)):
-            remove_tree(work)
 
     def _check_inputs(self) -> None:
         """Refuse inputs inside the output folder, naming them: a rerun would read the run's own shards as new

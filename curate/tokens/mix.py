@@ -544,7 +544,7 @@ def _prepare_output(out: str, config: dict, overwrite: bool = False) -> None:
         return old.get("kind") == "mix"
 
     if claim(out, what="`curate mix`", option="--out", own=is_mix, overwrite=overwrite,
-             layout=("manifest.json", "data", WORK, "reference-tokenizer.json")):
+             layout=("manifest.json", "data", WORK, "reference-tokenizer.json"), marker="manifest.json"):
         why = _config_change(old.get("config"), config)
         if why:
             raise UsageError(f"{out} holds another mix ({why}): pass --overwrite to replace it, or choose another "

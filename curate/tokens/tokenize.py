@@ -544,7 +544,7 @@ def _check_config(out: str, config: dict, overwrite: bool = False) -> None:
 
     path = fs.join(out, "_done", "config.json")
     if claim(out, what="`curate tokenize`", option="--out", own=lambda: fs.exists(path), overwrite=overwrite,
-             layout=("_done", "train", "val", "tokenizer.json", "manifest.json")):
+             layout=("_done", "train", "val", "tokenizer.json", "manifest.json"), marker="_done/config.json"):
         old = read_json(path, "pass --overwrite to tokenize again into this folder, or use a new --out")
         why = _config_change(old if isinstance(old, dict) else {}, config)
         if why:

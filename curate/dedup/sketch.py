@@ -627,15 +627,7 @@ def _fold_text(data, i, hi, kind, start, pool_cp, pool_cls, ascii_out, tail, pai
             i += 1
             j += 1
             continue
-        if b0 < 0xE0:
-            cp, size = ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F), 2
-        elif b0 < 0xF0:
-            cp = ((np.int64(b0) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F)
-            size = 3
-        else:
-            cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
-            cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
-            size = 4
+        cp, size = _decode(data, i)
         k = kind[cp]
         if k == 5:  # MARK: kept as a WORD character, moved before the MARKs of higher class just before it
             if last > tail[cp]:
@@ -874,17 +866,9 @@ def _stretches(data, offsets, docs, kind, tail, pairs):
         lo, hi = offsets[docs[r]], offsets[docs[r] + 1]
         i, anchor, last, mapped_tail = lo, lo, 0, False  # anchor: where the last non-MARK character before i starts
         while i < hi:
-            b0 = data[i]
-            size = 1 if b0 < 0x80 else 2 if b0 < 0xE0 else 3 if b0 < 0xF0 else 4
+            cp, size = _decode(data, i)
             k, cls = 0, 0
             if size > 1:
-                if size == 2:
-                    cp = ((np.int64(b0) & 0x1F) << 6) | (data[i + 1] & 0x3F)
-                elif size == 3:
-                    cp = ((np.int64(b0) & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (data[i + 2] & 0x3F)
-                else:
-                    cp = ((np.int64(b0) & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12)
-                    cp |= ((np.int64(data[i + 2]) & 0x3F) << 6) | (data[i + 3] & 0x3F)
                 k, cls = kind[cp], np.int64(tail[cp])
             mark_refused = k == 5 and last > cls and (last == 255 or mapped_tail)
             if k == 4 or mark_refused or (k == 6 and (last == 255 or _composes(data, lo, i, cp, kind, pairs))):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
-import unicodedata
 
 from curate.core.errors import UsageError
+from curate.core.shown import for_terminal
 from curate.io import fs
 from curate.io.state import DAMAGED_SHARD, reading
 from curate.io.writers import parquet_shards
@@ -42,36 +42,17 @@ def main(args) -> int:
                 return 0
             if args.reason and not reason_matches(args.reason, rec["drop_reason"] or ""):
                 continue
-            head = f"── {rec['id']}  source={rec['source']}  lang={rec.get('lang')}  url={rec.get('url')}"
-            if args.rejected:
-                head += f"  drop_reason={rec['drop_reason']}"
-            print(shown_safely(head))
+            fields = [("source", rec["source"]), ("lang", rec.get("lang")), ("url", rec.get("url"))]
+            fields += [("drop_reason", rec["drop_reason"])] if args.rejected else []
+            print(f"── {for_terminal(rec['id'], lines=False)}  "
+                  + "  ".join(f"{k}={for_terminal(v, lines=False)}" for k, v in fields))
             text = rec["text"]
-            print(shown_safely(text[: args.chars]) + (" …" if len(text) > args.chars else ""))
+            print(for_terminal(text[: args.chars]) + (" …" if len(text) > args.chars else ""))
             print()
             shown += 1
     if args.reason and not shown:
-        print(f"no rejected document has a reason matching {args.reason!r} (`curate stats` lists the reasons)")
+        print(f"no rejected document has a reason matching {for_terminal(repr(args.reason))} (`curate stats` lists the reasons)")
     return 0
-
-
-_KEPT = {"\n", "\t"}
-
-
-def shown_safely(text: str) -> str:
-    """Text from crawled pages fit for a terminal: control and format characters (Unicode Cc, Cf, Zl, Zp: escape
-    sequences that clear the screen or retitle the window, bidi overrides that reorder what is shown) are
-    printed as `\\xNN` / `\\uNNNN`; newlines and tabs stay. The stored text is unchanged."""
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch in _KEPT or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp"):
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-    return "".join(out)
 
 
 def _records(path: str, batch_size: int):

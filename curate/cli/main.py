@@ -1,14 +1,36 @@
-"""The `curate` command. Each subcommand lives in curate/commands/<name>.py with `add_parser` and `main`."""
+"""The `curate` command. Each subcommand lives in curate/cli/<name>.py (a dash in the name is an underscore in
+the module's) with `add_parser` and `main`, and has one line in `COMMANDS`.
+
+Only the module of the command being run is imported: `curate --help` lists the table, `curate stats` imports
+curate/cli/stats.py alone, so a command typed dozens of times a day never pays for numba, polars or torch that
+another command needs (tests/test_cli_imports.py holds every light command to that)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from collections.abc import Iterable
 
-# Subcommand modules, in the order `curate --help` lists them.
-COMMANDS = ["run", "stats", "inspect", "report", "dedup_report", "quality", "decontam", "mix", "tokenizer",
-            "tokenize", "export", "models", "demo", "cc", "status", "cancel"]
+# Subcommand -> the line `curate --help` shows for it, in the order it lists them. Adding a command: one line here.
+COMMANDS = {
+    "run": "run a pipeline file over input files",
+    "stats": "per-step table: documents and characters in, out, dropped by reason",
+    "inspect": "print a few documents of a run",
+    "report": "write report.md and report.html (funnel, drops per reason, histograms)",
+    "dedup-report": "near-duplicate cluster sizes and example clusters of a run",
+    "quality": "train and evaluate the fastText quality classifier",
+    "decontam": "benchmark decontamination: build an n-gram index, report hits of a run",
+    "mix": "mix curated sources by weight (fractions of final tokens) to a token budget",
+    "tokenizer": "train a byte-level BPE tokenizer on a corpus",
+    "tokenize": "tokenize a corpus into token shards for training",
+    "export": "a curated run as a Hugging Face dataset folder (data files + dataset card)",
+    "models": "fetch models into the user cache (sha256-verified) or list them",
+    "demo": "generate the demo crawl",
+    "cc": "Common Crawl: snapshots, path lists, index queries (what --input cc://... reads)",
+    "status": "a run's progress from its output folder (any executor)",
+    "cancel": "stop a Slurm run (scancel its jobs); it stays resumable",
+}
 
 
 class ArgParser(argparse.ArgumentParser):
@@ -17,13 +39,26 @@ class ArgParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Commands(argparse._SubParsersAction):
+    """The subcommand table's help line wins over a module's own, so `curate --help` reads the same whether the
+    module was imported or not."""
+
+    def add_parser(self, name, **kwargs):
+        return super().add_parser(name, **{**kwargs, "help": COMMANDS.get(name, kwargs.get("help"))})
+
+
+def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with `load`, one whose other commands are placeholders that only name themselves."""
+    load = COMMANDS if load is None else set(load)
     parser = ArgParser(prog="curate", description="Peneira: curate pretraining data.")
+    parser.register("action", "parsers", _Commands)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=ArgParser)
     for name in COMMANDS:
-        mod = importlib.import_module(f"curate.cli.{name}")
-        p = mod.add_parser(sub)
-        p.set_defaults(func=mod.main)
+        if name not in load:
+            sub.add_parser(name)
+            continue
+        mod = importlib.import_module(f"curate.cli.{name.replace('-', '_')}")
+        mod.add_parser(sub).set_defaults(func=mod.main)
     return parser
 
 
@@ -31,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     from curate.core.errors import CorruptState, Stopped, UsageError, disk_full
     from curate.run.stopping import exit_code, message, stop_on_signals
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)  # the top level has no option with a value
+    args = build_parser(load=[command]).parse_args(argv)
     with stop_on_signals():
         try:
             return args.func(args) or 0

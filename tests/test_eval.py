@@ -12,13 +12,13 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from curate.models.checkpoint import Loaded
+from curate.models.gpt import GPT, GPTConfig
+from curate.models.scoring import score_spans
 from train.evaluate import EvalPlan, evaluate
 from train.evaluate.cli import main as eval_main
 from train.evaluate.heldout import HeldoutSet, bits_per_byte
 from train.evaluate.icl import Task, candidates, evaluate_task, load_task, shots_for
-from train.evaluate.scoring import score_spans
-from train.generate import Loaded
-from train.model import GPT, GPTConfig
 
 ICL = "benchmarks/llm_foundry_icl"
 EOS = "<|endoftext|>"
@@ -235,8 +235,16 @@ def test_command_line_writes_json_markdown_and_a_plot(web_run, shared, tmp_path,
     args = [str(a), str(b), "--heldout", f"book={held}", "--max-bytes", "3000", "--icl-dir", str(shared / ICL),
             "--task", "copa:0,1", "--limit", "8", "--out", str(tmp_path / "out")]
     assert eval_main(args) == 0
-    assert "| book bpb |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| book bpb |" in out
     results = json.loads((tmp_path / "out/eval.json").read_text())["results"]
+    # issue 46: each task's centred score with the raw accuracy beside it, and 8-example tasks flagged as noise
+    summary = out.split("## Tasks")[0]
+    assert "| copa 0-shot † centred (acc) | copa 1-shot † centred (acc) |" in summary
+    row = next(line for line in summary.splitlines() if line.startswith(f"| {a} |"))
+    t = results[0]["tasks"][0]
+    assert f"| {t['acc_per_char_centred']:.3f} ({t['acc_per_char']:.3f}) |" in row
+    assert "† fewer than 100 examples (copa 0-shot, copa 1-shot): one standard error of an accuracy is up to ±0.177" in summary
     assert [r["step"] for r in results] == [10, 20] and [r["tokens"] for r in results] == [10240, 20480]
     assert [(t["task"], t["shots"], t["examples"]) for t in results[0]["tasks"]] == [("copa", 0, 8), ("copa", 1, 8)]
     direct = evaluate(a, EvalPlan(heldout=[HeldoutSet("book", held, max_bytes=3000)],

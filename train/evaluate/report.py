@@ -16,19 +16,39 @@ def task_label(t: dict) -> str:
     return f"{t['task']} {t['shots']}-shot"
 
 
+SMALL_TASK = 100  # fewer examples than this and a task's accuracy moves by more than ±5 points (one standard error)
+
+
+def _raw_acc(t: dict) -> float:
+    """The accuracy the centred score is computed from (per character where the task has it, as `primary`)."""
+    return t.get("acc_per_char", t["acc"])
+
+
 def summary_table(results: list[dict], names: list[str] | None = None) -> str:
-    """One row per checkpoint: bits per byte of each held-out set, each task's centred score, their mean."""
+    """One row per checkpoint: bits per byte of each held-out set, each task's score, their mean.
+
+    A task's cell is its score centred on chance ((acc - chance) / (1 - chance): 0 is chance, 1 perfect) with the raw
+    accuracy beside it, since a centred 0.240 reads as bad where the accuracy is 0.570 on a two-way choice. Tasks with
+    fewer than SMALL_TASK examples are marked: they weigh as much as a large one in the mean, so it says so below."""
     names = names or [r["checkpoint"] for r in results]
     first = results[0]
+    small = {task_label(t) for r in results for t in r["tasks"] if t["examples"] < SMALL_TASK}
     head = (["model", "step", "tokens"] + [f"{h['set']} bpb" for h in first["heldout"]]
-            + [task_label(t) for t in first["tasks"]] + (["tasks (centred mean)"] if first["tasks"] else []))
+            + [f"{task_label(t)}{' †' if task_label(t) in small else ''} centred (acc)" for t in first["tasks"]]
+            + (["tasks (centred, unweighted mean)"] if first["tasks"] else []))
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in zip(names, results, strict=True):
         cells = [name, str(r["step"]), f"{r['tokens']:,}"] + [_f(h["bits_per_byte"]) for h in r["heldout"]]
-        cells += [_f(primary(t), 3) for t in r["tasks"]]
+        cells += [f"{_f(primary(t), 3)} ({_f(_raw_acc(t), 3)})" for t in r["tasks"]]
         if r["tasks"]:
             cells.append(_f(r["aggregate"]["centred"], 3))
         lines.append("| " + " | ".join(cells) + " |")
+    if small:
+        worst = min((t for t in first["tasks"] if task_label(t) in small), key=lambda t: t["examples"])
+        se = (0.25 / worst["examples"]) ** 0.5
+        lines += ["", f"† fewer than {SMALL_TASK} examples ({', '.join(sorted(small))}): one standard error of an "
+                      f"accuracy is up to ±{se:.3f} ({worst['examples']} examples), yet each weighs as much as a large "
+                      "task in the mean; read its score as noise unless the gap is several times that."]
     return "\n".join(lines)
 
 

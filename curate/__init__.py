@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -11,7 +10,6 @@ if TYPE_CHECKING:
     from curate.core.step import Filter, GlobalStep, Reject, Step
     from curate.run.pipeline import Pipeline
 
-__version__ = version("peneira")  # one home: pyproject.toml
 __all__ = ["Document", "Filter", "GlobalStep", "Pipeline", "Reject", "Step", "__version__"]
 
 # Step families load on first use, so `import curate` stays fast and a missing optional
@@ -28,6 +26,10 @@ _NAMES = {"Document": "curate.core.document", "Filter": "curate.core.step", "Glo
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # one home: pyproject.toml; read on first use, as importlib.metadata costs ~20 ms
+        from importlib.metadata import version
+
+        return version("peneira")
     if name in _MODULES:
         return importlib.import_module(_MODULES[name])
     if name in _NAMES:

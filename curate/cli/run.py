@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from curate.cli.common import add_executor, add_overwrite, add_progress, detach, executor_from_args
 from curate.core.errors import CorruptState, StepFailed, disk_full
 from curate.core.stats import StepStats, format_table
-from curate.run.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from curate.run.pipeline import Pipeline
 
 
 def add_parser(sub):
@@ -40,6 +43,8 @@ def _task_bytes(args) -> int | None:
 
 
 def load_pipeline(path: str) -> Pipeline:
+    from curate.run.pipeline import Pipeline  # here, not above: `curate run --help` needs no numba or polars
+
     return Pipeline.from_file(path)
 
 

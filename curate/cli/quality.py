@@ -1,4 +1,5 @@
-"""curate quality train|eval: learn a fastText quality model from example documents, and measure it."""
+"""curate quality train|eval: learn a fastText quality model from example documents, and measure it;
+curate quality annotate: grade a sample of documents by a served teacher model (docs/quality.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import os
 import sys
 
-from curate.cli.common import add_progress
+from curate.cli.common import add_overwrite, add_progress
 from curate.core.errors import UsageError
 
 _INPUTS_HELP = "glob of text (.txt, .gz, .zip of .txt), JSONL or Parquet files; repeatable"
@@ -46,7 +47,91 @@ def add_parser(sub):
     e.add_argument("model", help="a model written by `curate quality train`")
     _add_inputs(e)
     e.add_argument("--threshold", type=float, default=0.5, help="decision threshold for precision/recall/F1")
+    _add_annotate(qsub)
     return p
+
+
+def _add_annotate(qsub) -> None:
+    a = qsub.add_parser("annotate", help="grade a seeded sample of documents by a teacher model served over the "
+                                         "OpenAI-compatible chat-completions protocol (resumable)")
+    a.add_argument("inputs", nargs="+", help="run folders, folders of shards, JSONL or Parquet files, or globs")
+    a.add_argument("--out", required=True, help="output folder (annotations.parquet, journal/, annotate.json)")
+    a.add_argument("--endpoint", required=True, help="the server's base URL, e.g. http://localhost:8000/v1")
+    a.add_argument("--model", required=True, help="the model name the server knows")
+    a.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key (never the key)")
+    a.add_argument("--template", required=True, metavar="FILE",
+                   help="the prompt: {text} (the document) and {id} are replaced; docs/quality.md has FineWeb-Edu's")
+    a.add_argument("--system", metavar="FILE", help="a system prompt, sent before the template")
+    a.add_argument("-n", type=int, required=True, help="documents to grade (a seeded sample)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--max-chars", type=int, default=10_000, help="document characters put in the prompt")
+    a.add_argument("--max-tokens", type=int, default=512, help="longest answer; a longer one counts as truncated")
+    a.add_argument("--temperature", type=float, default=0.0)
+    a.add_argument("--min-score", type=float, default=0, help="lowest valid score (default 0)")
+    a.add_argument("--max-score", type=float, default=5, help="highest valid score (default 5)")
+    a.add_argument("--score-regex", default=None,
+                   help="where the score is in a free-text answer: the last match's group 1 (case-insensitive; "
+                        "default: 'score: N' as in FineWeb-Edu's 'Educational score: N')")
+    a.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
+    a.add_argument("--rate", type=float, default=0, help="at most this many requests a second (0: no limit)")
+    a.add_argument("--timeout", type=float, default=120, help="seconds to wait for an answer before trying again")
+    add_overwrite(a)
+    add_progress(a)
+
+
+def _annotate(args) -> int:
+    """Settings checked, the client made, the annotation run (or resumed); its summary printed."""
+    import re
+
+    from curate.io.chat import ChatClient
+    from curate.quality.annotate import SCORE_PATTERN, ScoreRule, Settings, Template, annotate
+
+    for name in ("n", "concurrency", "max_chars", "max_tokens"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.rate < 0 or args.timeout <= 0 or args.min_score > args.max_score:
+        raise UsageError("--rate must be >= 0, --timeout > 0 and --min-score <= --max-score")
+    pattern = args.score_regex or SCORE_PATTERN
+    try:
+        if re.compile(pattern).groups != 1:
+            raise UsageError(f"--score-regex {pattern!r}: needs exactly one group (the score)")
+    except re.error as e:
+        raise UsageError(f"--score-regex {pattern!r}: {e}") from None
+    key = None
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    template = Template.load(args.template, args.system, args.max_chars)
+    rule = ScoreRule(args.min_score, args.max_score, pattern)
+    params = {"max_tokens": args.max_tokens, "temperature": args.temperature}
+    settings = Settings(args.model, _sha(template.user + "\0" + (template.system or "")), rule.__dict__.copy(),
+                        {**params, "max_chars": args.max_chars}, args.n, args.seed)
+    client = ChatClient(args.endpoint, args.model, api_key=key, params=params, timeout=args.timeout,
+                        concurrency=args.concurrency, rate=args.rate)
+    bar = _bar(args.n) if args.progress else None
+    try:
+        summary = annotate(args.inputs, args.out, client, template, rule, settings, concurrency=args.concurrency,
+                           overwrite=args.overwrite, progress=bar.update if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    print(f"annotated {summary['documents']} documents into {args.out}/annotations.parquet")
+    for k, v in summary.items():
+        print(f"  {k}: {_plain(v) if v != {} else 'none'}")
+    return 0
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _bar(total: int):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="doc", desc="annotate", file=sys.stderr)
 
 
 def _print(title: str, metrics, examples: dict, extra: dict, hist: dict | None, warnings: list[str],
@@ -105,6 +190,8 @@ def _check_plot(path: str) -> None:
 
 
 def main(args) -> int:
+    if args.quality_command == "annotate":
+        return _annotate(args)
     from curate.quality import TrainConfig, evaluate_model, load_examples, plot_pr, score_histogram, train
     from curate.quality.text import CHUNK_WORDS
 

@@ -26,7 +26,7 @@ LAYERS = [
     ("steps", ["curate.extract", "curate.filters", "curate.dedup", "curate.decontam", "curate.quality"]),
     ("run", ["curate.run"]),
     ("tokens", ["curate.tokens"]),
-    ("apps", ["curate.report", "curate.cli", "curate.demo", "curate.__main__", "curate"]),
+    ("apps", ["curate.report", "curate.cli", "curate.demo", "curate.view", "curate.__main__", "curate"]),
     ("train", ["train"]),
 ]
 

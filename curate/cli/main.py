@@ -25,6 +25,7 @@ COMMANDS = {
     "tokenizer": "train a byte-level BPE tokenizer on a corpus",
     "tokenize": "tokenize a corpus into token shards for training",
     "export": "a curated run as a Hugging Face dataset folder (data files + dataset card)",
+    "view": "look at runs in a browser: funnel, documents, filters, two runs compared (local web app)",
     "models": "fetch models into the user cache (sha256-verified) or list them",
     "demo": "generate the demo crawl",
     "cc": "Common Crawl: snapshots, path lists, index queries (what --input cc://... reads)",

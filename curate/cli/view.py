@@ -1,0 +1,59 @@
+"""curate view RUN [RUN2 ...]: a read-only web application over run folders (curate/view, docs/view.md)."""
+
+from __future__ import annotations
+
+import socket
+
+from curate.core.errors import UsageError
+
+
+def add_parser(sub):
+    p = sub.add_parser("view")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (local paths or URLs); two or more can be "
+                                                          "compared document by document")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
+                                                        "only; the pages show crawled content, keep it local)")
+    p.add_argument("--port", type=int, default=8044, help="port (default 8044; 0: any free port)")
+    p.add_argument("--open", action="store_true", help="open the first page in the default browser")
+    return p
+
+
+def main(args) -> int:
+    try:
+        import uvicorn
+
+        from curate.view.app import make_app
+        from curate.view.query import Run
+    except ImportError as e:
+        if e.name not in ("uvicorn", "starlette", "jinja2", "markupsafe"):
+            raise
+        raise UsageError(f"curate view needs the `view` extra ({e.name} is missing): pip install 'peneira[view]'") \
+            from None
+    runs = [Run(r) for r in args.runs]
+    sock = _bind(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+    hosts = ["*"] if args.host in ("0.0.0.0", "::") else [args.host, "localhost", "127.0.0.1", "[::1]"]
+    print(f"curate view: {url} ({len(runs)} run{'s' * (len(runs) > 1)}; Ctrl-C stops)", flush=True)
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(url)
+    server = uvicorn.Server(uvicorn.Config(make_app(runs, hosts), log_level="warning", access_log=False))
+    server.run(sockets=[sock])
+    return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that `--port 0` can print the port it got before serving."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror} (another --port?)") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock

@@ -1,0 +1,276 @@
+"""The questions `curate view` asks of a run folder, as Polars queries pushed down to its Parquet shards.
+
+A run folder has `data/` (kept documents) and, with `--rejected`, `rejected/` (dropped ones, with `drop_reason`).
+Both are scanned lazily on every request: the shards are listed anew (a run being written shows what it has
+published so far, never a half-written file: shards appear whole, `curate.io.fs`), filters, sorting and paging
+are handed to Polars' streaming engine, and only one page of rows (a snippet of text each) or one document comes
+back into Python. Memory is bounded by the page and Polars' batches, not by the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import polars as pl
+
+from curate.core.stats import StepStats
+from curate.io import fs
+from curate.io.writers import parquet_shards
+
+PAGE = 50  # rows per page of Documents and Compare
+SNIPPET = 200  # characters of text per row of a list
+LENGTH_EDGES = [0, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]  # Run page's length bars
+HIDDEN = {"text", "metadata"}  # shown on the Document page, never as list columns or numeric filters
+_DOMAIN = r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?([^/:?#]+)"
+
+
+class ViewError(Exception):
+    """A problem to show as one message on the page (a damaged shard, an unknown run), never a stack trace."""
+
+
+@dataclass
+class Filters:
+    """What the Documents page selects: each field empty means "any". Built from the query string."""
+
+    status: str = ""  # "kept", "dropped" or "" (both)
+    step: str = ""  # the step that dropped it (drop_reason's prefix)
+    reason: str = ""  # a whole drop reason, step:rule
+    lang: str = ""
+    source: str = ""
+    url: str = ""  # substring of the URL, case-insensitive (a domain, a path)
+    domain: str = ""  # exact host of the URL, case-insensitive
+    q: str = ""  # substring of the text, case-insensitive
+    ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # column -> [lo, hi)
+    sort: str = ""
+    desc: bool = False
+    page: int = 0
+
+    @classmethod
+    def parse(cls, params, numeric: list[str]) -> Filters:
+        """From the query string; a number that does not parse is a ViewError (one line), not a 500."""
+        f = cls(**{k: params.get(k, "").strip() for k in ("status", "step", "reason", "lang", "source", "url",
+                                                            "domain", "q", "sort")})
+        f.desc = params.get("desc", "") in ("1", "true", "on")
+        f.page = max(_number(params.get("page"), "page", int) or 0, 0)
+        for col in ["length", *numeric]:
+            lo, hi = (_number(params.get(f"{b}:{col}"), f"{b}:{col}", float) for b in ("min", "max"))
+            if lo is not None or hi is not None:
+                f.ranges[col] = (lo, hi)
+        return f
+
+    def expr(self, columns: set[str]) -> pl.Expr:
+        """One predicate; Polars pushes the column ones down into the Parquet scan."""
+        conds = [pl.lit(True)]
+        for name, col in (("status", "status"), ("step", "step"), ("reason", "drop_reason"), ("lang", "lang"),
+                          ("source", "source")):
+            if getattr(self, name) and col in columns:
+                conds.append(pl.col(col) == getattr(self, name))
+            elif getattr(self, name):
+                conds.append(pl.lit(False))  # asked for a value of a column the run does not have
+        if self.url:
+            conds.append(pl.col("url").str.to_lowercase().str.contains(self.url.lower(), literal=True))
+        if self.domain:
+            conds.append(pl.col("url").str.extract(_DOMAIN, 1).str.to_lowercase() == self.domain.lower())
+        if self.q:
+            conds.append(pl.col("text").str.contains("(?i)" + re.escape(self.q)))
+        for col, (lo, hi) in self.ranges.items():
+            if lo is not None:
+                conds.append(pl.col(col) >= lo)
+            if hi is not None:
+                conds.append(pl.col(col) < hi)
+        return pl.all_horizontal(conds)
+
+    def query_string(self, **change) -> list[tuple[str, str]]:
+        """The filters as query parameters (for links to the next page, a sorted column), with `change` applied."""
+        d = {k: getattr(self, k) for k in ("status", "step", "reason", "lang", "source", "url", "domain", "q",
+                                           "sort", "desc", "page")}
+        d.update(change)
+        out = [(k, "1" if v is True else str(v)) for k, v in d.items() if v not in ("", False, 0, None)]
+        for col, (lo, hi) in self.ranges.items():
+            out += [(f"{b}:{col}", _fmt(v)) for b, v in (("min", lo), ("max", hi)) if v is not None]
+        return out
+
+
+def _number(value, name: str, kind):
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise ViewError(f"{name}: {value!r} is not a number") from None
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+@dataclass
+class Page:
+    rows: list[dict]
+    total: int
+    columns: list[str]
+
+
+class Run:
+    """One run folder, addressed by its index in the command line: a request never names a path."""
+
+    def __init__(self, path: str):
+        self.path = path.rstrip("/") or path
+        self.name = fs.basename(self.path)
+        if not fs.isdir(fs.join(self.path, "data")) and not fs.exists(fs.join(self.path, "stats.json")):
+            from curate.core.errors import UsageError
+
+            raise UsageError(f"{path} is not a run folder (no data/ and no stats.json)")
+        self._schemas: dict[str, dict[str, pl.DataType]] = {}  # shard path -> its columns (shards never change)
+
+    def shards(self, part: str) -> list[str]:
+        folder = fs.join(self.path, part)
+        return parquet_shards(folder, "curate view") if fs.isdir(folder) else []
+
+    @property
+    def has_rejected(self) -> bool:
+        return bool(self.shards("rejected"))
+
+    def stats(self) -> list[StepStats]:
+        """stats.json's steps, or none for a run still being written (its tasks' stats/ are not merged yet)."""
+        path = fs.join(self.path, "stats.json")
+        if not fs.exists(path):
+            return []
+        with fs.open(path, "r", encoding="utf-8") as f:
+            return [StepStats.from_dict(d) for d in json.load(f)["steps"]]
+
+    def _schema(self, shard: str) -> dict[str, pl.DataType]:
+        if shard not in self._schemas:
+            with guarded(shard):
+                arrow = fs.parquet_file(shard).schema_arrow
+                self._schemas[shard] = dict(pl.DataFrame(arrow.empty_table()).schema)
+        return self._schemas[shard]
+
+    def _scan(self, part: str) -> pl.LazyFrame | None:
+        """The shards of `data/` or `rejected/` as one lazy frame over the union of their columns (a shard
+        without a column reads it as null)."""
+        files = self.shards(part)
+        if not files:
+            return None
+        schema: dict[str, pl.DataType] = {}
+        for f in files:
+            for k, v in self._schema(f).items():
+                schema.setdefault(k, v)
+        if any(fs.is_url(f) for f in files):
+            return pl.scan_pyarrow_dataset(fs.dataset(files, format="parquet"))
+        return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore")
+
+    def frame(self, status: str = "") -> pl.LazyFrame:
+        """Kept and dropped documents as one frame, with the columns every page filters on: `status`,
+        `drop_reason`, `step` (the drop's step), `length` (characters of text)."""
+        parts = []
+        for part, label in (("data", "kept"), ("rejected", "dropped")):
+            if status and status != label:
+                continue
+            lf = self._scan(part)
+            if lf is None:
+                continue
+            lf = lf.with_columns(status=pl.lit(label))
+            if "drop_reason" not in lf.collect_schema():
+                lf = lf.with_columns(drop_reason=pl.lit(None, pl.String))
+            parts.append(lf)
+        if not parts:
+            return pl.LazyFrame(schema={"id": pl.String, "text": pl.String, "status": pl.String,
+                                        "drop_reason": pl.String})
+        lf = pl.concat(parts, how="diagonal_relaxed")
+        return lf.with_columns(step=pl.col("drop_reason").str.split(":").list.first(),
+                               length=pl.col("text").str.len_chars())
+
+    @cached_property
+    def _columns(self) -> dict[str, pl.DataType]:
+        return dict(self.frame().collect_schema())
+
+    def columns(self) -> dict[str, pl.DataType]:
+        """Columns of the run (read from the shards' footers once: a server over a growing run sees the schema
+        of the shards it first saw; steps add the same columns to every shard)."""
+        return self._columns
+
+    def numeric(self) -> list[str]:
+        """Signal columns a range can filter on: lang_score, quality_score, every numeric step column."""
+        return [c for c, t in self.columns().items() if t.is_numeric() and c not in HIDDEN and c != "length"]
+
+
+def documents(run: Run, f: Filters) -> Page:
+    """One page of the documents `f` selects, and how many it selects (two queries, one streaming pass each)."""
+    cols = run.columns()
+    shown = [c for c in ("id", "status", "drop_reason", "url", "source", "lang") if c in cols]
+    shown += ["length", *run.numeric()]
+    sortable = set(shown)
+    if f.sort and f.sort not in sortable:
+        raise ViewError(f"cannot sort by {f.sort!r}: one of {', '.join(sorted(sortable))}")
+    lf = run.frame(f.status).filter(f.expr(set(cols)))
+    page = lf.select(*shown, snippet=pl.col("text").str.slice(0, SNIPPET))
+    if f.sort:
+        page = page.sort(f.sort, descending=f.desc, nulls_last=True, maintain_order=True)
+    page = page.slice(f.page * PAGE, PAGE)
+    with guarded(run.path):
+        rows, total = pl.collect_all([page, lf.select(pl.len())], engine="streaming")
+    return Page(rows.to_dicts(), int(total.item()), shown)
+
+
+def document(run: Run, doc_id: str) -> dict | None:
+    """Every column of one document, found by id (row-group statistics skip most of a sorted run)."""
+    with guarded(run.path):
+        rows = run.frame().filter(pl.col("id") == doc_id).head(1).collect(engine="streaming")
+    return rows.to_dicts()[0] if rows.height else None
+
+
+def counts(run: Run, column: str, status: str = "kept") -> list[tuple[object, int]]:
+    """Documents per value of a column, most first (the Run page's languages, sources)."""
+    lf = run.frame(status)
+    if column not in lf.collect_schema():
+        return []
+    with guarded(run.path):
+        df = lf.group_by(column).agg(n=pl.len()).sort(["n", column], descending=[True, False]).collect(
+            engine="streaming")
+    return list(df.iter_rows())
+
+
+def length_bars(run: Run, status: str = "kept") -> list[tuple[int, int | None, int]]:
+    """(lo, hi, documents) per bucket of LENGTH_EDGES (hi None: the last, open bucket)."""
+    bucket = sum((pl.col("length") >= e).cast(pl.Int32) for e in LENGTH_EDGES[1:])
+    with guarded(run.path):
+        df = run.frame(status).group_by(bucket.alias("b")).agg(n=pl.len()).collect(engine="streaming")
+    got = dict(df.iter_rows())
+    his = [*LENGTH_EDGES[1:], None]
+    return [(lo, hi, got.get(i, 0)) for i, (lo, hi) in enumerate(zip(LENGTH_EDGES, his, strict=True))]
+
+
+def score_bars(run: Run, column: str, bins: int = 10, status: str = "kept") -> list[tuple[float, float, int]]:
+    """A score in [0, 1] (lang_score, quality_score) in `bins` equal bins: (lo, hi, documents)."""
+    b = (pl.col(column) * bins).floor().clip(0, bins - 1).cast(pl.Int32)
+    with guarded(run.path):
+        df = (run.frame(status).filter(pl.col(column).is_not_null()).group_by(b.alias("b")).agg(n=pl.len())
+              .collect(engine="streaming"))
+    got = dict(df.iter_rows())
+    return [(i / bins, (i + 1) / bins, got.get(i, 0)) for i in range(bins)]
+
+
+class guarded:
+    """Around a query: a Polars or Arrow error (a damaged or vanished shard) becomes a ViewError naming the run
+    and the first line of the cause. Bugs of ours (TypeError, KeyError...) pass through."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        import pyarrow as pa
+
+        if e is None or isinstance(e, ViewError):
+            return False
+        if isinstance(e, (pl.exceptions.PolarsError, pa.ArrowException, OSError)):
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            raise ViewError(f"could not read {self.where}: {first} (a damaged shard? rerun the command that "
+                            "wrote it with --overwrite)") from e
+        return False

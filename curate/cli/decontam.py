@@ -144,5 +144,5 @@ def main(args) -> int:
     from curate.decontam.report import build_report, format_report
 
     rep = build_report(args.output, examples=args.examples)
-    print(json.dumps(rep, indent=1, ensure_ascii=False) if args.json else format_report(rep, docs=args.docs))
+    print(json.dumps(rep, indent=1) if args.json else format_report(rep, docs=args.docs))
     return 0

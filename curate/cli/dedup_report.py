@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.core.errors import UsageError
+from curate.core.shown import for_terminal
 from curate.io import fs
 from curate.io.batching import iter_batches
 from curate.io.writers import parquet_shards
@@ -97,8 +98,8 @@ def dropped_copies(paths: list[str], clusters: list, copies: int) -> dict:
 def side_by_side(texts: list[str], titles: list[str], width: int, lines: int) -> str:
     cols = []
     for title, text in zip(titles, texts, strict=True):
-        wrapped = textwrap.wrap(" ".join(text.split()), width)[:lines]
-        cols.append([title[:width].ljust(width), "-" * width, *(w.ljust(width) for w in wrapped)])
+        wrapped = textwrap.wrap(" ".join(for_terminal(text).split()), width)[:lines]
+        cols.append([for_terminal(title, lines=False)[:width].ljust(width), "-" * width, *(w.ljust(width) for w in wrapped)])
     height = max(len(c) for c in cols)
     for c in cols:
         c.extend([" " * width] * (height - len(c)))
@@ -125,7 +126,7 @@ def main(args) -> int:
     kept_text = _texts(data, {r["id"] for r in top}) if top else {}
     for row in top:
         members = copies[row["dedup_cluster"]]
-        print(f"\ncluster {row['dedup_cluster']} ({row['dedup_cluster_size']} documents)")
+        print(f"\ncluster {for_terminal(row['dedup_cluster'], lines=False)} ({row['dedup_cluster_size']} documents)")
         titles = [f"kept {row['id']}"] + [f"dropped {m['id']}" for m in members]
         print(side_by_side([kept_text[row["id"]]] + [m["text"] for m in members], titles, args.width, args.lines))
     return 0

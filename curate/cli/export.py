@@ -26,6 +26,7 @@ from typing import Any
 
 from curate.cli.common import add_overwrite
 from curate.core.errors import UsageError
+from curate.core.shown import for_markdown, neutral
 
 FORMATS = ("hf", "parquet", "jsonl")
 LAYOUT = ("export.json", "README.md", "data")
@@ -170,8 +171,8 @@ def _funnel(stats: dict) -> list[str]:
              "|---|---:|---:|---:|---:|---|"]
     for s in steps:
         kept = s["docs_out"] / s["docs_in"] if s.get("docs_in") else 1.0
-        why = ", ".join(f"{k}: {v:,}" for k, v in sorted((s.get("dropped") or {}).items())) or "-"
-        lines.append(f"| {s['name']} | {s['docs_in']:,} | {s['docs_out']:,} | {kept:.1%} | {s.get('chars_out', 0):,} "
+        why = ", ".join(f"{for_markdown(k)}: {v:,}" for k, v in sorted((s.get("dropped") or {}).items())) or "-"
+        lines.append(f"| {for_markdown(s['name'])} | {s['docs_in']:,} | {s['docs_out']:,} | {kept:.1%} | {s.get('chars_out', 0):,} "
                      f"| {why} |")
     return lines
 
@@ -187,20 +188,20 @@ def dataset_card(manifest: dict, stats: dict, files: list[str], format: str, lic
     rows = []
     for path in inputs:
         lic = next((lic for glob, lic in licences if fnmatch.fnmatch(path, glob)), None)
-        rows.append(f"| `{path}` | {lic or 'unknown: check before publishing'} |")
-    steps = "\n".join(f"{k + 1}. `{s}`" for k, s in enumerate(pipeline.get("steps") or [])) or "(none recorded)"
+        rows.append(f"| {for_markdown(path, code=True)} | {for_markdown(lic or 'unknown: check before publishing')} |")
+    steps = "\n".join(f"{k + 1}. {for_markdown(s, code=True)}" for k, s in enumerate(pipeline.get("steps") or [])) or "(none recorded)"
     return "\n".join([
-        "---", f"license: {license}", f"pretty_name: {json.dumps(title)}", "configs:", "- config_name: default",
+        "---", f"license: {license}", f"pretty_name: {json.dumps(neutral(title, keep=''))}", "configs:", "- config_name: default",
         "  data_files:", "  - split: train", f"    path: {pattern}", "---", "",
-        f"# {title}", "",
+        f"# {for_markdown(title)}", "",
         f"Curated with Peneira `curate run`: {manifest.get('docs_written', '?'):,} documents "
         f"kept of {manifest.get('docs_read', '?'):,} read, in {len(files)} file(s) ({format})."
         if isinstance(manifest.get("docs_written"), int) and isinstance(manifest.get("docs_read"), int)
         else f"Curated with Peneira; {len(files)} file(s) ({format}).", "",
-        "## Pipeline", "", f"Reader: `{pipeline.get('reader', '?')}`", "", steps, "",
+        "## Pipeline", "", f"Reader: {for_markdown(pipeline.get('reader', '?'), code=True)}", "", steps, "",
         "## Funnel", "", *_funnel(stats), "",
         "## Inputs and their licences", "", "| input | licence |", "|---|---|", *(rows or ["| (none recorded) | |"]),
         "", "The licence above (`license:`) is the one given to `curate export`; each input's own terms still apply.",
-        "", "## Files", "", *(f"* `{f}`" for f in files), "",
+        "", "## Files", "", *(f"* {for_markdown(f, code=True)}" for f in files), "",
         f"Versions: {json.dumps(manifest.get('versions', {}))}", "",
     ])

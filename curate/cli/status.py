@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 
 from curate.core.errors import UsageError
+from curate.core.shown import for_terminal
 from curate.io import fs
 
 
@@ -30,7 +31,7 @@ def main(args) -> int:
     if not fs.isdir(out):
         raise UsageError(f"{out}: no such folder")
     for line in status_lines(out, args.slurm_work_dir):
-        print(line)
+        print(for_terminal(line, lines=False))  # names of folders, phases and the lock's holder come from disk
     return 0
 
 

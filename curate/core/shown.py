@@ -22,7 +22,7 @@ import unicodedata
 
 _UNSAFE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _JOINERS = frozenset({"\u200c", "\u200d"})
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~&$])")
+_MD_SPECIAL = re.compile(r"([\\`*{}\[\]()<>#+!|~&$])")
 
 
 def _escape(ch: str) -> str:
@@ -45,12 +45,26 @@ def for_terminal(text: object, *, lines: bool = True) -> str:
     return neutral(str(text), "\n\t" if lines else "")
 
 
-def for_markdown(text: object) -> str:
+def for_markdown(text: object, *, code: bool = False) -> str:
     """Text fit for one line of Markdown (a table cell, a list item, a heading): neutralised, line breaks as
     spaces, and every character that starts markup (emphasis, links, images, code, tables, raw HTML and
-    entities) backslash-escaped, which CommonMark allows for any ASCII punctuation."""
+    entities) backslash-escaped, which CommonMark allows for any ASCII punctuation. `code=True` shows it as a
+    code span instead (a path, a step), whose content is literal: fenced by one backtick more than its longest
+    run of backticks; `|` is still escaped there, since GitHub's tables split cells before reading spans."""
     flat = neutral(str(text)).replace("\n", " ").replace("\t", " ")
-    return _MD_SPECIAL.sub(r"\\\1", flat)
+    if not code:
+        return re.sub("_+", _underscores, _MD_SPECIAL.sub(r"\\\1", flat))
+    fence = "`" * (max(map(len, re.findall("`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def _underscores(m: re.Match) -> str:
+    """A run of `_` between two letters or digits opens and closes no emphasis in CommonMark (`too_few_lines`
+    stays readable); any other is escaped."""
+    s, (i, j) = m.string, m.span()
+    inert = i > 0 and j < len(s) and s[i - 1].isalnum() and s[j].isalnum()
+    return m.group() if inert else m.group().replace("_", "\\_")
 
 
 def for_html(text: object) -> str:

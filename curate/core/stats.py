@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from curate.core.shown import for_terminal
+
 
 @dataclass
 class StepStats:
@@ -38,6 +40,9 @@ class StepStats:
         for k, v in other.extra.items():
             if isinstance(v, (int, float)) and isinstance(self.extra.get(k), (int, float)):
                 self.extra[k] += v
+            elif k.startswith("throughput") and isinstance(v, dict) and isinstance(self.extra.get(k), dict):
+                mine = self.extra[k]
+                self.extra[k] = throughput({c: mine.get(c, 0) + v.get(c, 0) for c in THROUGHPUT_COUNTS})
             else:
                 self.extra.setdefault(k, v)
 
@@ -73,6 +78,21 @@ class StepStats:
         )
 
 
+THROUGHPUT_COUNTS = ("docs", "tokens", "padding", "truncated", "seconds")
+
+
+def throughput(counts: dict[str, Any]) -> dict[str, Any]:
+    """A throughput record for `StepStats.extra` (under a key starting `throughput`, which `merge` adds up across
+    tasks and workers, rates recomputed): documents, tokens (without padding), padding tokens, truncated documents
+    and the seconds spent (summed over workers), with documents/s, tokens/s per worker and the padding share."""
+    c = {k: counts.get(k, 0) for k in THROUGHPUT_COUNTS}
+    c["seconds"] = round(float(c["seconds"]), 4)
+    secs = c["seconds"] or 1e-9
+    positions = c["tokens"] + c["padding"]
+    return {**c, "docs_per_s": round(c["docs"] / secs, 2), "tokens_per_s": round(c["tokens"] / secs, 1),
+            "padding_share": round(c["padding"] / positions, 4) if positions else 0.0}
+
+
 def merge_step_lists(lists: list[list[StepStats]]) -> list[StepStats]:
     """Merge per-task stats lists step by step (by position and name, keeping pipeline order)."""
     merged: dict[str, StepStats] = {}
@@ -90,11 +110,11 @@ def format_table(stats: list[StepStats]) -> str:
     lines = [head, "-" * len(head)]
     for s in stats:
         lines.append(
-            f"{s.name:<28}{s.docs_in:>10,}{s.docs_out:>10,}{sum(s.dropped.values()):>10,}"
+            f"{for_terminal(s.name, lines=False):<28}{s.docs_in:>10,}{s.docs_out:>10,}{sum(s.dropped.values()):>10,}"
             f"{s.chars_in:>14,}{s.chars_out:>14,}{s.seconds:>9.2f}"
         )
         for reason, n in s.dropped.most_common():
-            lines.append(f"    {reason:<40}{n:>10,}")
+            lines.append(f"    {for_terminal(reason, lines=False):<40}{n:>10,}")
         if s.errors:
-            lines.append(f"    errors: {s.errors:,} (first: {s.error_sample})")
+            lines.append(f"    errors: {s.errors:,} (first: {for_terminal(s.error_sample, lines=False)})")
     return "\n".join(lines)

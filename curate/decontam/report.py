@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from curate.core.errors import UsageError
+from curate.core.shown import for_terminal
 from curate.io import fs
 
 
@@ -96,25 +97,31 @@ def build_report(out: str, examples: int = 3) -> dict[str, Any]:
             "docs_redacted": extra.get("docs_redacted", 0), "chars_redacted": extra.get("chars_redacted", 0)}
 
 
+def _t(value: Any) -> str:
+    """A value from the run's documents or index on one row of the terminal (curate.core.shown)."""
+    return for_terminal(value, lines=False)
+
+
 def format_report(rep: dict[str, Any], docs: int = 5) -> str:
-    lines = [f"decontamination index: {rep['index']}", ""]
+    lines = [f"decontamination index: {_t(rep['index'])}", ""]
     head = f"{'benchmark':<24}{'items hit':>11}{'of':>8}{'docs hit':>10}{'matches':>9}{'per doc':>9}"
     lines += [head, "-" * len(head)]
     for name, b in rep["benchmarks"].items():
         per_doc = b["matches"] / b["docs_hit"] if b["docs_hit"] else 0.0
         total = "?" if b["items_total"] is None else f"{b['items_total']:,}"
         hit = f"{b['items_hit']:,}" if b.get("items_hit_complete", True) else f"≥{b['items_hit']:,}" if b["docs_listed"] else "?"
-        lines.append(f"{name:<24}{hit:>11}{total:>8}{b['docs_hit']:>10,}{b['matches']:>9,}{per_doc:>9.1f}")
+        lines.append(f"{_t(name):<24}{hit:>11}{total:>8}{b['docs_hit']:>10,}{b['matches']:>9,}{per_doc:>9.1f}")
     if rep["docs_redacted"]:
         lines.append(f"\nredacted documents: {rep['docs_redacted']:,} ({rep['chars_redacted']:,} characters cut)")
     for name, b in rep["benchmarks"].items():
         if not b["docs"]:
             continue
-        lines += ["", f"== {name}: documents with the most matches"]
+        lines += ["", f"== {_t(name)}: documents with the most matches"]
         for d in b["docs"][:docs]:
-            items = ", ".join(d["items"][:5]) + (" …" if len(d["items"]) > 5 else "")
-            lines.append(f"  {d['id']}  {d['url'] or ''}  [{d['where']}]  {d['matches']} match(es): {items}")
+            items = ", ".join(map(_t, d["items"][:5])) + (" …" if len(d["items"]) > 5 else "")
+            lines.append(f"  {_t(d['id'])}  {_t(d['url'] or '')}  [{_t(d['where'])}]  {d['matches']} match(es): {items}")
         for ex in b["examples"]:
-            lines.append(f"  e.g. item {ex['item']} at {ex['span'][0]}-{ex['span'][1]} of {ex['doc']}: {ex['text']!r}")
-    lines += [f"\nnote: {n}" for n in rep["notes"]]
+            lines.append(f"  e.g. item {_t(ex['item'])} at {ex['span'][0]}-{ex['span'][1]} of {_t(ex['doc'])}: "
+                         f"{_t(repr(ex['text']))}")
+    lines += [f"\nnote: {_t(n)}" for n in rep["notes"]]
     return "\n".join(lines)

@@ -8,7 +8,6 @@ which embeds the same PNGs as base64 so it can be mailed or attached on its own.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow.compute as pc
 
+from curate.core.shown import for_html, for_markdown, neutral
 from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.batching import iter_batches
@@ -137,15 +137,20 @@ def _pct(a: float, b: float) -> str:
     return f"{100 * a / b:.1f}%" if b else "-"
 
 
-def summary(name: str, stats: list[StepStats]) -> str:
-    """One sentence a person reads first."""
+def _code(value: str) -> str:
+    return f"`{value}`"
+
+
+def summary(name: str, stats: list[StepStats], quote=_code) -> str:
+    """One sentence a person reads first; `quote` shows a value from the run (its name, a reason, a step) on the
+    surface the sentence goes to (a code span by default; `for_markdown(code=True)`, or `str` before `for_html`)."""
     funnel = _funnel(stats)
     if not funnel:
-        return f"Run `{name}` processed no documents."
+        return f"Run {quote(name)} processed no documents."
     (_, d0, _), (_, d1, c1) = funnel[0], funnel[-1]
     c0, raw = _text_base(stats)
     skipped = sum(stats[0].dropped.values())
-    text = f"Run `{name}` read {d0:,} documents" + (f" ({skipped:,} other input records skipped)" if skipped else "")
+    text = f"Run {quote(name)} read {d0:,} documents" + (f" ({skipped:,} other input records skipped)" if skipped else "")
     if c0 != raw:
         text += (f" and kept {d1:,} ({_pct(d1, d0)}), with {_pct(c1, c0)} of the extracted text's characters "
                  f"({_pct(c1, raw)} of the raw input's, markup included).")
@@ -154,15 +159,20 @@ def summary(name: str, stats: list[StepStats]) -> str:
     reasons = _reasons(stats[1:])
     if reasons:
         r, n, _ = reasons[0]
-        text += f" The largest cut is `{r}` ({n:,} documents, {_pct(n, d0)} of the input)."
+        text += f" The largest cut is {quote(r)} ({n:,} documents, {_pct(n, d0)} of the input)."
     steps = [s for s in stats[1:] if sum(s.dropped.values())]
     if steps:
         worst = max(steps, key=lambda s: sum(s.dropped.values()))
-        text += f" Step `{worst.name}` removes the most: {sum(worst.dropped.values()):,} documents."
+        text += f" Step {quote(worst.name)} removes the most: {sum(worst.dropped.values()):,} documents."
     return text
 
 
 # ------------------------------------------------------------------ charts
+
+
+def _label(value: str) -> str:
+    """A chart label from the run's data: controls shown as escapes, `$` literal (not matplotlib's mathtext)."""
+    return neutral(str(value), keep="").replace("$", r"\$")
 
 
 def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
@@ -182,7 +192,7 @@ def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
 
     funnel = _funnel(stats)
     if funnel:
-        labels = [r[0] for r in funnel]
+        labels = [_label(r[0]) for r in funnel]
         fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(labels) + 1.6), sharey=True)
         for ax, idx, what in ((axes[0], 1, "documents"), (axes[1], 2, "characters")):
             vals = [r[idx] for r in funnel]
@@ -198,7 +208,7 @@ def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
     reasons = _reasons(stats[1:])[:MAX_REASONS]
     if reasons:
         fig, ax = plt.subplots(figsize=(9, 0.3 * len(reasons) + 1.2))
-        ax.barh([r[0] for r in reasons], [r[1] for r in reasons], color="#C44E52")
+        ax.barh([_label(r[0]) for r in reasons], [r[1] for r in reasons], color="#C44E52")
         ax.invert_yaxis()
         ax.set_title("documents dropped per reason")
         ax.set_xlabel("documents")
@@ -228,7 +238,7 @@ def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
     if corpus.langs:
         top = list(corpus.langs.items())[:15]
         fig, ax = plt.subplots(figsize=(7, 0.3 * len(top) + 1.2))
-        ax.barh([k for k, _ in top], [v for _, v in top], color="#DD8452")
+        ax.barh([_label(k) for k, _ in top], [v for _, v in top], color="#DD8452")
         ax.invert_yaxis()
         ax.set_title("languages of kept documents")
         save(fig, "languages")
@@ -272,11 +282,9 @@ def _tables(stats: list[StepStats], corpus: Corpus) -> list[tuple[str, list[str]
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|").replace("\n", " ")
-
+    """A Markdown table whose cells (languages, reasons, step figures from the run's data) are escaped."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(for_markdown(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -292,7 +300,7 @@ def write_report(out: str) -> dict[str, str]:
     per_language = language_funnel(stats, corpus.langs, rejected_by_step(out))
     if per_language:  # after the funnel and the drops: the same funnel, language by language
         tables.insert(2, ("Funnel per language", *per_language))
-    head = summary(name, stats)
+    head = summary(name, stats, lambda v: for_markdown(v, code=True))
 
     chart_dir = fs.join(out, "report")
     fs.makedirs(chart_dir)
@@ -300,7 +308,7 @@ def write_report(out: str) -> dict[str, str]:
         with fs.atomic_open(fs.join(chart_dir, f"{chart}.png"), "wb") as f:
             f.write(data)
 
-    md = [f"# Report: {name}", "", head, ""]
+    md = [f"# Report: {for_markdown(name)}", "", head, ""]
     md += [f"## {CHART_TITLES[c]}\n\n![{CHART_TITLES[c]}](report/{c}.png)\n" for c in pngs]
     md += [f"## {title} (table)\n\n{_md_table(h, rows)}\n" for title, h, rows in tables if rows]
     md_path = fs.join(out, "report.md")
@@ -308,16 +316,17 @@ def write_report(out: str) -> dict[str, str]:
         f.write("\n".join(md))
 
     def html_table(h: list[str], rows: list[list[str]]) -> str:
-        th = "".join(f"<th>{html.escape(c)}</th>" for c in h)
-        trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        th = "".join(f"<th>{for_html(c)}</th>" for c in h)
+        trs = "".join("<tr>" + "".join(f"<td>{for_html(c)}</td>" for c in r) + "</tr>" for r in rows)
         return f"<table><tr>{th}</tr>{trs}</table>"
 
-    body = [f"<h1>Report: {html.escape(name)}</h1>", f"<p class='lead'>{html.escape(head).replace('`', '')}</p>"]
+    lead = for_html(summary(name, stats, quote=str))
+    body = [f"<h1>Report: {for_html(name)}</h1>", f"<p class='lead'>{lead}</p>"]
     body += [
         f"<h2>{CHART_TITLES[c]}</h2><img alt='{c}' src='data:image/png;base64,{base64.b64encode(d).decode()}'>"
         for c, d in pngs.items()
     ]
-    body += [f"<h2>{html.escape(t)}</h2>{html_table(h, rows)}" for t, h, rows in tables if rows]
+    body += [f"<h2>{for_html(t)}</h2>{html_table(h, rows)}" for t, h, rows in tables if rows]
     style = (
         "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}"
         ".lead{font-size:1.15em;background:#f4f6fa;padding:.8em;border-radius:6px}"
@@ -325,7 +334,7 @@ def write_report(out: str) -> dict[str, str]:
         "text-align:left;font-size:.9em}img{max-width:100%}"
     )
     page = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>Report: {html.escape(name)}</title>"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>Report: {for_html(name)}</title>"
         f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
     )
     html_path = fs.join(out, "report.html")

@@ -126,6 +126,53 @@ def test_megatron_indexed_dataset_reads_our_documents(corpus):
             assert [shard["sources"][c] for c in codes] == [s for _, s in ref]
 
 
+def test_megatron_builds_its_blend_and_tokenizer_from_the_hand_off_files(corpus):
+    """Issue 46: the docs said `--data-path OUT/train/part-00000 ...` and left the blend of 2+ shards per split and the
+    tokenizer to be built by hand. `megatron-data.json` is read by Megatron-Core's own blend parser and dataset builder
+    (every shard, weighted by its tokens), and OUT loads as Megatron's HuggingFace tokenizer with our EOS as `eod`."""
+    _import("megatron.core.datasets.gpt_dataset")
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+    from megatron.core.datasets.utils import get_blend_from_list
+    from megatron.core.tokenizers import MegatronTokenizer
+
+    from curate.tokens.formats.megatron import megatron_args
+
+    out, m = _tokenize(corpus, "megatron")
+    args = json.loads((out / "megatron-data.json").read_text())
+    assert args["test"] is None
+    blends = {split: get_blend_from_list(args[theirs]) for split, theirs in (("train", "train"), ("val", "valid"))}
+    for split, (prefixes, weights) in blends.items():
+        ref = corpus["ref"][split]
+        assert [sum(len(ids) for ids, _ in shard) for shard in ref] == weights  # tokens per shard
+        assert [Path(p).parts[-2:] for p in prefixes] == [(split, f"part-{k:05d}") for k in range(len(ref))]
+    tok = MegatronTokenizer.from_pretrained(str(out), metadata_path={"library": "huggingface"})
+    text = "Os anos 80 foram um divisor de águas na música. The web, too."  # (a literal EOS in text: see docs/tokens.md)
+    from tokenizers import Tokenizer
+
+    want = Tokenizer.from_file(str(corpus["tok"]))
+    want.encode_special_tokens = True
+    assert tok.eod == corpus["eos"] and tok.tokenize(text) == want.encode(text, add_special_tokens=False).ids
+    cfg = GPTDatasetConfig(random_seed=1, sequence_length=32, tokenizer=tok, reset_position_ids=False,
+                           reset_attention_mask=False, eod_mask_loss=False, path_to_cache=str(corpus["tmp"] / "mcache"),
+                           blend_per_split=[blends["train"], blends["val"], None])
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{corpus['tmp'] / 'pg'}", rank=0, world_size=1)
+    try:  # a blend of several shards asks the (one-rank) process group where it is built
+        train, val, _ = BlendedMegatronDatasetBuilder(GPTDataset, [200, 20, None], lambda: True, cfg).build()
+    finally:
+        dist.destroy_process_group()
+    for built, split in ((train, "train"), (val, "val")):
+        parts = built.datasets
+        assert [len(p.dataset) for p in parts] == [len(shard) for shard in corpus["ref"][split]]
+        for p, shard in zip(parts, corpus["ref"][split], strict=True):
+            assert [p.dataset[i].tolist() for i in range(len(p.dataset))] == [ids for ids, _ in shard]
+        assert len(built[0]["tokens"]) == 32
+    assert megatron_args(str(out)) == (f"--per-split-data-args-path {out}/megatron-data.json "
+                                       f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {out}")
+
+
 def test_nanotron_datatrove_reads_our_documents(corpus):
     _import("datatrove")
     from datatrove.utils.dataset import DatatroveFolderDataset

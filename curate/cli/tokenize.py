@@ -62,4 +62,8 @@ def main(args) -> int:
         for w in warnings:
             print(w, file=sys.stderr)
     print(f"vocab {m['vocab_size']:,}, {m['dtype']}, eos id {m['eos_id']}; wrote {args.out}/manifest.json")
+    if args.format == "megatron":
+        from curate.tokens.formats.megatron import megatron_args
+
+        print(f"Megatron-LM: {megatron_args(args.out)}  (every shard, weighted by its tokens; eod = id {m['eos_id']})")
     return 0

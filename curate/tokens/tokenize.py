@@ -337,9 +337,12 @@ def _encode_file(task: _Task, tok, writers: dict, progress) -> None:
             progress(len(batch.ids))
 
 
-def _mix_plans(specs: list) -> dict[str, float]:
-    """Planned token shares of the inputs that are `curate mix` outputs (their manifest's plan), by source."""
+def _mix_plans(specs: list) -> tuple[dict[str, float], dict[str, float]]:
+    """Planned token shares of the inputs that are `curate mix` outputs (their manifest's plan), by source, and how
+    many times the mix repeats each source's unique text (its `epochs`; the most over several mixes). The trainer
+    multiplies the second by its own passes to say how often a unique token is seen (`train.loop`)."""
     plan: dict[str, float] = {}
+    epochs: dict[str, float] = {}
     for spec in specs:
         path = fs.join(os.fspath(spec), "manifest.json")
         try:
@@ -350,8 +353,10 @@ def _mix_plans(specs: list) -> dict[str, float]:
         if m.get("kind") == "mix" and "plan" in m:
             for name, s in m["plan"]["sources"].items():
                 plan[name] = plan.get(name, 0.0) + s["target_tokens"]
+                if "epochs" in s:
+                    epochs[name] = max(epochs.get(name, 0.0), float(s["epochs"]))
     total = sum(plan.values())
-    return {s: n / total for s, n in plan.items()} if total else {}
+    return ({s: n / total for s, n in plan.items()} if total else {}), epochs
 
 
 def realized_shares(manifest: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -435,7 +440,7 @@ def tokenize(
               "val_fraction": val_fraction, "inputs": _fingerprints(files)}
     if partial:  # read with allow_partial: said in the config, and so in the manifest
         config["partial_inputs"] = partial
-    mix_plan = _mix_plans(specs)
+    mix_plan, mix_epochs = _mix_plans(specs)
     executor = executor or LocalExecutor(workers)
     # the pool ends with the command (killed on an error), as `Pipeline.run`'s does
     with executor, naming(out), locked(out, what="`curate tokenize`"):
@@ -456,6 +461,8 @@ def tokenize(
             results[t.index] = _read_done(out, t, required=True)
         manifest = _manifest([results[t.index] for t in tasks], tok, tokenizer, tok_hash, dtype, val_fraction,
                              mix_plan, format)
+        if mix_epochs:
+            manifest["mix_epochs"] = mix_epochs
         if manifest["splits"]["train"]["docs"] == 0:
             raise UsageError(f"no documents were tokenized from {inputs}")
         if val_fraction > 0 and manifest["splits"]["val"]["docs"] == 0:
@@ -544,7 +551,8 @@ def _check_config(out: str, config: dict, overwrite: bool = False) -> None:
 
     path = fs.join(out, "_done", "config.json")
     if claim(out, what="`curate tokenize`", option="--out", own=lambda: fs.exists(path), overwrite=overwrite,
-             layout=("_done", "train", "val", "tokenizer.json", "manifest.json"), marker="_done/config.json"):
+             layout=("_done", "train", "val", "tokenizer.json", "manifest.json", "megatron-data.json",
+                     "tokenizer_config.json"), marker="_done/config.json"):
         old = read_json(path, "pass --overwrite to tokenize again into this folder, or use a new --out")
         why = _config_change(old if isinstance(old, dict) else {}, config)
         if why:

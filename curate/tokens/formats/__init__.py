@@ -70,6 +70,10 @@ def finish(name: str, out: str, manifest: dict) -> None:
         from curate.tokens.formats.litdata import finish as litdata_finish
 
         litdata_finish(out, manifest)
+    elif name == "megatron":
+        from curate.tokens.formats.megatron import finish as megatron_finish
+
+        megatron_finish(out, manifest)
 
 
 def verify(out: str) -> dict:

@@ -11,13 +11,24 @@ on Megatron-Core train on `SPLIT/part-NNNNN` prefixes (`--data-path 1.0 OUT/trai
   is one document, as `preprocess_data.py` writes without sentence splitting.
 * `PREFIX.sources`: the source code of each document (uint16, into the manifest entry's `sources`): not Megatron's,
   which ignores it; `python -m train` reads it to weight sources.
+
+Once every shard is written (`finish`), the hand-off Megatron needs beside them, so nobody builds it by hand:
+* `megatron-data.json`: the blend of every shard for `--per-split-data-args-path` (`{"train": [weight, prefix, ...],
+  "valid": [...], "test": null}`), each shard weighted by its tokens so the blend reads the stream in its proportions;
+* `tokenizer_config.json` beside the copied `tokenizer.json`, naming the fast tokenizer class and the end-of-document
+  token, so `--tokenizer-type HuggingFaceTokenizer --tokenizer-model OUT` loads the tokenizer the ids came from and
+  Megatron's `eod` is the id every document ends with.
 """
 
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 
 from curate.core.errors import UsageError
+from curate.io import fs
 from curate.io.token_format import CHECKSUM
 from curate.io.token_format import MEGATRON_DTYPE_CODES as DTYPE_CODES
 from curate.io.token_format import MEGATRON_INDEX_HEADER as INDEX_HEADER
@@ -70,3 +81,38 @@ class MegatronWriter(StreamWriter):
         e.update(names)
         e[CHECKSUM] = {key: e[CHECKSUM][name] for key, name in names.items()}
         return e
+
+
+DATA_ARGS = "megatron-data.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+SPLITS = {"train": "train", "valid": "val"}  # Megatron's split names -> ours
+
+
+def blend(out: str, manifest: dict) -> dict:
+    """Megatron's per-split blend lists: weight (tokens), shard prefix, ... for each split with shards.
+
+    Prefixes are absolute for a local folder (Megatron runs from its own directory) and as given for a URL."""
+    root = os.path.abspath(out) if fs.local_path(out) is not None else out.rstrip("/")
+    lists: dict = {}
+    for theirs, ours in SPLITS.items():
+        shards = [s for s in manifest["splits"][ours]["shards"] if s["tokens"]]
+        lists[theirs] = [x for s in shards
+                         for x in (str(s["tokens"]), f"{root}/{s['files'][0].removesuffix('.bin')}")] or None
+    lists["test"] = None
+    return lists
+
+
+def megatron_args(out: str) -> str:
+    """The data and tokenizer arguments of a Megatron-LM (or Megatron-Bridge) run over this folder."""
+    root = os.path.abspath(out) if fs.local_path(out) is not None else out
+    return (f"--per-split-data-args-path {root}/{DATA_ARGS} --tokenizer-type HuggingFaceTokenizer "
+            f"--tokenizer-model {root}")
+
+
+def finish(out: str, manifest: dict) -> None:
+    """Write the blend and the tokenizer's config (called with the output locked, before the manifest)."""
+    eos = manifest["tokenizer"]["eos_token"]
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": eos, "model_max_length": 2**62,
+              "clean_up_tokenization_spaces": False}
+    fs.atomic_write_text(fs.join(out, TOKENIZER_CONFIG), json.dumps(config, indent=1))
+    fs.atomic_write_text(fs.join(out, DATA_ARGS), json.dumps(blend(out, manifest), indent=1))

@@ -362,6 +362,7 @@ def filter_shard(task: FilterTask) -> dict:
     st["kept_tokens"] = int(z["tokens"][keep].sum())
     st["kept_log_weight_sum"] = float(z["log_weight"][keep].sum())
     st["pool_log_weight_sum"] = float(z["log_weight"][cand].sum())
+    st["kept_key_min"] = int(z["key"][keep].min()) if keep.any() else None  # the exact cut: the last key taken
     return st
 
 
@@ -430,6 +431,9 @@ class Importance(GlobalStep):
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
         files = fs.expand_inputs(self.target, suffixes=(".parquet", *_JSONL, *_TEXT))
+        other = [f for f in files if not f.lower().endswith((".parquet", *_JSONL, *_TEXT))]
+        if other:
+            raise UsageError(f"importance: target file {other[0]!r} is not .txt(.gz/.zst), JSONL or Parquet")
         common.check_work_dir(ctx.work_dir, ctx.inputs, {"step": repr(self),
                                                          "target": [[f, fs.size(f)] for f in files]})
         seconds: dict[str, float] = {}
@@ -510,13 +514,14 @@ class Importance(GlobalStep):
         for r in filtered:
             stats.merge(StepStats.from_dict({k: v for k, v in r.items() if not k.startswith(("kept_", "pool_"))}))
         kept = stats.docs_out
+        lows = [r["kept_key_min"] for r in filtered if r["kept_key_min"] is not None]
         candidates = sum(w["rows"] - w["no_words"] for w in weighed)
         stats.extra = {
             "target": target,
             "pool": {**pool, "tokens": sum(w["tokens"] for w in weighed), "candidates": candidates},
             "budget": {"tokens" if by_tokens else "docs": budget},
             "tokens_are": "curate.lang words, punctuation included",
-            "threshold": {"key": None if cut is None else key_value(cut) if cut else "all kept", "passes": passes},
+            "threshold": {"key": key_value(min(lows)) if lows else None, "all_kept": cut == 0, "passes": passes},
             "kept": {"docs": kept, "tokens": sum(r["kept_tokens"] for r in filtered)},
             "log_weight_mean": {
                 "kept": sum(r["kept_log_weight_sum"] for r in filtered) / kept if kept else None,

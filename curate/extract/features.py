@@ -20,6 +20,7 @@ tests/_features_ref.py keeps the numpy implementation as the reference the C cod
 from __future__ import annotations
 
 import gzip
+from collections import Counter
 from importlib import resources
 
 import numpy as np
@@ -37,38 +38,49 @@ NEUTRAL_STOP = 0.3  # a typical density of running text, for languages without a
 _TOP = (1500, 40)  # the language vote reads the 40 most frequent of the page's first 1,500 words
 
 _stoplists: list[frozenset[str]] = []  # jusText's lists, in the order of their language names (file names)
-_word_langs: dict[str, np.ndarray] = {}  # word -> indices of the lists that hold it
+_word_langs: dict[str, int] = {}  # word -> the lists that hold it, list i as bit i
 
 
 def _load_stoplists() -> None:
     """jusText's lists, shipped in stoplists/ (one gzipped file a language), read as jusText's get_stoplist reads
-    them: the bytes' lines (\n, \r, \r\n), decoded and lower-cased."""
-    langs: dict[str, list[int]] = {}
+    them: the bytes' lines (\n, \r, \r\n), decoded and lower-cased.
+
+    Every worker process pays this before its first page (issue 45), so the word index is one int a word (a bit
+    per list): 0.12 CPU s for the 178,000 words, where a numpy array a word took 0.42."""
     files = [f for f in resources.files("curate.extract").joinpath("stoplists").iterdir() if f.name.endswith(".txt.gz")]
+    index = _word_langs
     for i, f in enumerate(sorted(files, key=lambda f: f.name.removesuffix(".txt.gz"))):  # by language name
         words = frozenset(w.decode("utf8").lower() for w in gzip.decompress(f.read_bytes()).splitlines())
         _stoplists.append(words)
+        bit = 1 << i
         for w in words:
-            langs.setdefault(w, []).append(i)
-    _word_langs.update((w, np.array(v, dtype=np.int64)) for w, v in langs.items())
+            index[w] = index.get(w, 0) | bit
 
 
 def stoplist(top: list[str]) -> frozenset[str] | None:
     """The stop words of the page's language: the list that holds most of `top`, the page's 40 most frequent
     words among its first 1,500 (lower-cased; C passes them), if it holds at least 4; ties go to the list met
-    first."""
+    first (in the order of `top`, a word's lists by index)."""
     if not _stoplists:
         _load_stoplists()
-    found = [_word_langs[w] for w in top if w in _word_langs]
-    if not found:
+    seq = [i for w in top if w in _word_langs for i in _bits(_word_langs[w])]
+    if not seq:
         return None
-    seq = np.concatenate(found)
-    votes = np.bincount(seq)
-    most = votes.max()
+    votes = Counter(seq)
+    most = max(votes.values())
     if most < 4:
         return None
-    best = np.flatnonzero(votes == most)
-    return _stoplists[int(best[0] if len(best) == 1 else seq[np.isin(seq, best)][0])]
+    return _stoplists[next(i for i in seq if votes[i] == most)]
+
+
+def _bits(mask: int) -> list[int]:
+    """The indices of the set bits of `mask`, lowest first."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
 
 
 _walk.configure_scores(LOCAL, CONTEXT, KINDS, _END, NEUTRAL_STOP, *_TOP)

@@ -32,7 +32,6 @@ from curate.core.document import Document, shard_schema
 from curate.core.errors import CorruptState, StepFailed, UsageError
 from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
-from curate.dedup.ids import check as check_ids
 from curate.io import fs, state
 from curate.io.outputs import claim, locked, remove_tree
 from curate.io.plan import Plan, input_keys, plan_splits
@@ -485,7 +484,10 @@ class Run:
             )
             fs.makedirs(out_dir)
             fs.makedirs(ctx.work_dir)
-            # a step that needs unique ids refuses repeats (check_ids) before it runs, naming them
+            # a step that needs unique ids refuses repeats (check_ids) before it runs, naming them; imported
+            # here, as curate.dedup loads numba and polars, which a pipeline without a global step never needs
+            from curate.dedup.ids import check as check_ids
+
             stats = _run_global(step, ctx, lambda: check_ids(step, ctx, self.files))
             written = set(fs.listdir(out_dir))  # one listing, not an exists per shard (a HEAD and a LIST each on S3)
             outputs = [fs.join(out_dir, fs.basename(p)) for p in inputs if fs.basename(p) in written]

@@ -2,7 +2,8 @@
 
 Reads the kept shards' `dedup_cluster` / `dedup_cluster_size` columns for the histogram and, when
 the run was made with --rejected, the dropped copies (same `dedup_cluster`) for the examples: a batch
-of narrow columns at a time, texts only for the few documents shown.
+of narrow columns at a time, texts only for the few documents shown. A run with dedup.Substrings also gets its
+most repeated struck regions, from the file that step's `top` phase wrote in the run's `_work` folder.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, 1000), (1001, None)]
 
 
 def add_parser(sub):
-    p = sub.add_parser("dedup-report", help="near-duplicate cluster sizes and example clusters of a run")
+    p = sub.add_parser("dedup-report", help="near-duplicate cluster sizes and example clusters of a run; the most repeated substrings struck")
     p.add_argument("output", help="a run's output directory (made by a pipeline with dedup.MinHash)")
     p.add_argument("-n", "--examples", type=int, default=3, help="how many of the largest clusters to show")
     p.add_argument("--width", type=int, default=60, help="characters per column in the examples")
     p.add_argument("--lines", type=int, default=8, help="lines of text per document in the examples")
     p.add_argument("--copies", type=int, default=2, help="dropped copies shown beside each kept document")
+    p.add_argument("--spans", type=int, default=10, help="most repeated regions dedup.Substrings struck to show")
     return p
 
 
@@ -106,12 +108,31 @@ def side_by_side(texts: list[str], titles: list[str], width: int, lines: int) ->
     return "\n".join(" | ".join(parts) for parts in zip(*cols, strict=True))
 
 
+def substring_spans(output: str, n: int, width: int) -> bool:
+    """Print the `n` regions dedup.Substrings struck most often (its `top` phase's file); False when the run has none."""
+    from curate.dedup.substrings import top_spans
+
+    top = top_spans(output)
+    if top is None or not top.height:
+        return False
+    print(f"substrings: the {min(n, top.height)} most repeated struck regions (of {top.height} kept for the report)")
+    print(f"{'copies':>8}{'bytes':>8}  text")
+    for row in top.head(n).iter_rows(named=True):
+        text = " ".join(for_terminal(row["text"]).split())
+        print(f"{row['count']:>8,}{row['bytes']:>8,}  {text[:width * 2]}")
+    print()
+    return True
+
+
 def main(args) -> int:
     data = parquet_shards(fs.join(args.output, "data"), "curate dedup-report") if fs.isdir(fs.join(args.output, "data")) else []
     if not data:
         raise UsageError(f"no shards under {fs.join(args.output, 'data')}")
+    spans = substring_spans(args.output, args.spans, args.width)
     if fs.parquet_file(data[0]).schema_arrow.get_field_index("dedup_cluster") < 0:
-        raise UsageError(f"{args.output} has no dedup_cluster column: was it made with dedup.MinHash?")
+        if spans:
+            return 0
+        raise UsageError(f"{args.output} has no dedup_cluster column: was it made with dedup.MinHash or dedup.Substrings?")
     sizes, top = scan_kept(data, args.examples)
     print(f"kept documents: {sum(sizes.values()):,}   in clusters of 2+: {sum(n for s, n in sizes.items() if s > 1):,}   "
           f"near-duplicates removed: {sum((s - 1) * n for s, n in sizes.items()):,}")

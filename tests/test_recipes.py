@@ -122,3 +122,53 @@ def test_dclm_runs_on_a_real_crawl(shared, lid, monkeypatch, tmp_path):
     stats = {s["name"]: s for s in json.loads((tmp_path / "out/stats.json").read_text())["steps"]}
     reached = stats["quality"]["docs_in"]
     assert reached > 0 and manifest["docs_written"] == stats["quality"]["docs_out"] == round(0.1 * reached)
+
+
+def test_a_recipe_is_a_building_block(monkeypatch):
+    """Issue 46: adapting a recipe (another reader, one more step) took a wrapper that guessed `pipeline.steps`,
+    `.reader`, `.writer`. Each change gives a new pipeline and leaves the recipe as it was."""
+    from curate import decontam, readers
+    from curate.core.errors import UsageError
+
+    p = load("fineweb", monkeypatch)
+    names = [s.name for s in p.steps]
+    q = p.with_reader(readers.Jsonl(text_key="content"))
+    assert isinstance(q.reader, readers.Jsonl) and q.reader.text_key == "content" and isinstance(p.reader, readers.Warc)
+    assert [s.name for s in q.steps] == names
+    q.step("language").threshold = 0.9
+    assert p.step("language").threshold == 0.65  # the recipe's own step is not the copy's
+    step = decontam.Decontaminate("no/index/needed/to/build")
+    r = q.inserted(step, before="minhash").without("url", "pii")
+    assert [s.name for s in r.steps] == [*names[1:7], step.name, "minhash"]
+    assert [s.name for s in q.inserted(dedup.Exact()).steps] == [*names, "exact"]
+    with pytest.raises(UsageError, match=r"has no step 'gopher_qualty' \(did you mean 'gopher_quality'\?\); its steps: url, "):
+        q.without("gopher_qualty")
+    with pytest.raises(UsageError, match="not both"):
+        q.inserted(dedup.Exact(), before="url", after="pii")
+
+
+def test_run_reader_flag_reads_a_warc_recipe_over_jsonl(shared, lid, monkeypatch, tmp_path):
+    """`curate run pipelines/fineweb.py --reader jsonl` runs the recipe's steps over text (extraction passes it
+    through): the same documents as the recipe's steps in a pipeline built by hand around readers.Jsonl."""
+    import gzip
+
+    from curate import Pipeline, readers
+    from curate.cli.main import main as curate_main
+
+    lines = gzip.open(shared / "text/web_cc/dolma_ccnet_cc_en_head-0091.jsonl.gz", "rt").read().splitlines()[:80]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    assert curate_main(["run", str(PIPELINES / "fineweb.py"), "--reader", "jsonl", "--input", str(tmp_path / "in.jsonl"),
+                        "--output", str(tmp_path / "cli"), "--workers", "1", "--no-progress"]) == 0
+    p = load("fineweb", monkeypatch)
+    Pipeline(name=p.name, reader=readers.Jsonl(), steps=p.steps, writer=p.writer).run(
+        inputs=str(tmp_path / "in.jsonl"), output=str(tmp_path / "hand"), workers=1, progress=False)
+    import pyarrow.parquet as pq
+
+    def docs(out):
+        t = pq.read_table(out / "data")
+        return sorted(zip(t["id"].to_pylist(), t["text"].to_pylist(), strict=True))
+
+    got = docs(tmp_path / "cli")
+    assert got == docs(tmp_path / "hand") and 5 <= len(got) < 80  # some kept (7), most dropped by its rules
+    assert curate_main(["run", str(PIPELINES / "fineweb.py"), "--reader", "warc", "--text-key", "x", "--input",
+                        str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "bad")]) == 2

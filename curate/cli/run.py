@@ -30,9 +30,38 @@ def add_parser(sub):
     p.add_argument("--allow-missing", action="store_true",
                    help="a record or file still failing after the reader's retries is counted as read:missing "
                         "(named in the stats) instead of stopping the run (readers.CommonCrawl)")
+    p.add_argument("--reader", choices=sorted(READERS), default=None,
+                   help="read the inputs with this reader instead of the pipeline file's (a WARC recipe over JSONL or "
+                        "Parquet text: extraction passes text through); Pipeline.with_reader in Python")
+    p.add_argument("--text-key", default=None, metavar="FIELD",
+                   help="with --reader jsonl|parquet: the field holding the text (default: text)")
+    p.add_argument("--source", default=None, help="with --reader: the documents' `source` value (default: web)")
     add_progress(p)
     add_overwrite(p)
     return p
+
+
+# `--reader NAME`: the readers a recipe can be pointed at from the command line, by their module's class name
+READERS = {"jsonl": "Jsonl", "parquet": "Parquet", "warc": "Warc", "fastwarc": "FastWarc"}
+
+
+def reader_from_args(args):
+    """The reader `--reader` names, with `--text-key` / `--source`; None when the file's reader stays."""
+    from curate.core.errors import UsageError
+
+    name = getattr(args, "reader", None)
+    if name is None:
+        if getattr(args, "text_key", None) or getattr(args, "source", None):
+            raise UsageError("--text-key and --source go with --reader (they set up the reader it names)")
+        return None
+    from curate.io import readers
+
+    kw = {"source": args.source} if args.source else {}
+    if args.text_key:
+        if name not in ("jsonl", "parquet"):
+            raise UsageError(f"--text-key: the {name} reader takes the page body as text; it applies to jsonl and parquet")
+        kw["text_key"] = args.text_key
+    return getattr(readers, READERS[name])(**kw)
 
 
 def _task_bytes(args) -> int | None:
@@ -52,6 +81,9 @@ def main(args) -> int:
     from curate.run.executors.base import TaskFailures
 
     pipeline = load_pipeline(args.pipeline)
+    reader = reader_from_args(args)
+    if reader is not None:
+        pipeline = pipeline.with_reader(reader)
     if getattr(args, "allow_missing", False):
         if not hasattr(pipeline.reader, "allow_missing"):
             from curate.core.errors import UsageError

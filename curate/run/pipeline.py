@@ -119,6 +119,46 @@ class Pipeline:
                              f"and step {glob_step.name!r} is global (its stages read and write Parquet): use "
                              "writers.Parquet here, or run the global steps in a pipeline of their own")
 
+    # ---- recipes as building blocks: each returns a new pipeline, the recipe's own object is left as it was -------
+    def with_reader(self, reader: Reader) -> Pipeline:
+        """The same steps over another reader: a WARC recipe over JSONL or Parquet text (extractors pass documents
+        that are already text through unchanged), or a CommonCrawl reader."""
+        return self._copy(reader=reader)
+
+    def without(self, *names: str) -> Pipeline:
+        """Without the steps named (their stats names, as `curate stats` shows them: `gopher_quality`, `minhash`)."""
+        for n in names:
+            self._index(n)
+        return self._copy(steps=[s for s in self.steps if s.name not in names])
+
+    def inserted(self, step: Any, *, before: str | None = None, after: str | None = None) -> Pipeline:
+        """With `step` added before or after the step named (or last, given neither): decontamination into a
+        recipe that has none, say `recipe.inserted(decontam.Decontaminate(...), before="minhash")`."""
+        if before is not None and after is not None:
+            raise UsageError("inserted(): give before= or after=, not both")
+        at = len(self.steps) if before is None and after is None else (
+            self._index(before) if before is not None else self._index(after) + 1)
+        return self._copy(steps=[*self.steps[:at], as_step(step), *self.steps[at:]])
+
+    def step(self, name: str) -> Step:
+        """The step named: to read or change one parameter of a recipe (`p.step("language").threshold = 0.8`)."""
+        return self.steps[self._index(name)]
+
+    def _index(self, name: str) -> int:
+        names = [s.name for s in self.steps]
+        if name in names:
+            return names.index(name)
+        import difflib
+
+        near = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise UsageError(f"pipeline {self.name!r} has no step {name!r}{hint}; its steps: {', '.join(names)}")
+
+    def _copy(self, **changes: Any) -> Pipeline:
+        """A new pipeline; the steps are shallow copies, so changing one (`step(...)`) leaves the recipe alone."""
+        steps = [copy.copy(s) for s in changes.pop("steps", self.steps)]
+        return dataclasses.replace(self, steps=steps, **changes)
+
     @property
     def extra_columns(self) -> dict:
         cols: dict = {}

@@ -155,7 +155,8 @@ def test_run_reader_flag_reads_a_warc_recipe_over_jsonl(shared, lid, monkeypatch
     from curate import Pipeline, readers
     from curate.cli.main import main as curate_main
 
-    lines = gzip.open(shared / "text/web_cc/dolma_ccnet_cc_en_head-0091.jsonl.gz", "rt").read().splitlines()[:80]
+    with gzip.open(shared / "text/web_cc/dolma_ccnet_cc_en_head-0091.jsonl.gz", "rt") as f:
+        lines = f.read().splitlines()[:80]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
     assert curate_main(["run", str(PIPELINES / "fineweb.py"), "--reader", "jsonl", "--input", str(tmp_path / "in.jsonl"),
                         "--output", str(tmp_path / "cli"), "--workers", "1", "--no-progress"]) == 0

@@ -1,0 +1,102 @@
+"""quality.NeuralClassifier and quality.MaxScore against the models' own outputs computed with transformers in the
+test (tiny random BERT-layout models with a tokenizer trained on shared text, tests/_models.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from _models import bpe, clean_texts, hf_encoder, web_texts
+
+from curate import Pipeline, quality, readers
+from curate.quality.neural import int_scores, reduce_outputs
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def models(shared, tmp_path_factory):
+    tok = bpe(clean_texts(shared)[:300], vocab=400)
+    root = tmp_path_factory.mktemp("neural")
+    return {"reg": hf_encoder(tok, root / "reg", labels=1, seed=1), "cls": hf_encoder(tok, root / "cls", labels=6, seed=2)}
+
+
+@pytest.fixture(scope="module")
+def texts(shared):
+    return web_texts(shared, 12) + clean_texts(shared)[:12] + ["a"]
+
+
+def _reference(path, texts: list[str]) -> np.ndarray:
+    """Each text alone through transformers' own tokenizer call and model: the logits."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+    out = []
+    with torch.no_grad():
+        for t in texts:
+            enc = tok(t, truncation=True, max_length=model.config.max_position_embeddings, return_tensors="pt")
+            out.append(model(**enc).logits[0].numpy())
+    return np.stack(out)
+
+
+@pytest.fixture(scope="module")
+def logits(models, texts):
+    return {k: _reference(path, texts) for k, path in models.items()}
+
+
+def test_regression_scores_equal_the_models_logits_whatever_the_batching(models, texts, logits):
+    ref = logits["reg"][:, 0]
+    small = quality.NeuralClassifier(str(models["reg"]), token_budget=96, device="cpu").scores(texts)
+    large = quality.NeuralClassifier(str(models["reg"]), device="cpu").scores(texts)
+    np.testing.assert_allclose(small, ref, atol=2e-5)
+    np.testing.assert_allclose(large, ref, atol=2e-5)
+    assert len(set(np.round(ref, 4))) > 5  # the texts do get different scores
+
+
+def test_classification_reductions(models, texts, logits):
+    p = np.exp(logits["cls"] - logits["cls"].max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    step = quality.NeuralClassifier(str(models["cls"]), device="cpu")
+    np.testing.assert_allclose(step.scores(texts), p @ np.arange(6), atol=1e-5)
+    step = quality.NeuralClassifier(str(models["cls"]), device="cpu", reduce="argmax")
+    assert step.scores(texts).tolist() == p.argmax(1).astype(float).tolist()
+    step = quality.NeuralClassifier(str(models["cls"]), device="cpu", reduce="LABEL_5")
+    np.testing.assert_allclose(step.scores(texts), p[:, 5], atol=1e-5)
+
+
+def test_integer_scores_round_half_to_even_and_clamp_as_fineweb_edu():
+    s = np.array([-0.7, 0.5, 1.5, 2.49, 2.5, 3.51, 7.2])
+    assert int_scores(s, 0, 5).tolist() == [int(round(max(0, min(x, 5)))) for x in s]
+    assert reduce_outputs(np.array([[0.0, 0.0]]), ["a", "b"], "expected").tolist() == [0.5]
+
+
+def test_steps_in_a_pipeline_keep_by_threshold_and_max_score(models, texts, logits, tmp_path):
+    docs = [{"id": f"t{i}", "text": t} for i, t in enumerate(texts)]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    reg = logits["reg"][:, 0]
+    p = np.exp(logits["cls"] - logits["cls"].max(1, keepdims=True))
+    cls = (p / p.sum(1, keepdims=True)) @ np.arange(6)
+    # a random head scores in a narrow band: stretched around its median so both sides of the cut are populated
+    shift, spread = float(np.median(reg)), float(reg.max() - reg.min()) / 4
+
+    def stretch(x):
+        return int(np.clip(np.rint((x - shift) / spread + 3), 0, 5))
+
+    bucket = np.maximum([stretch(x) for x in reg], np.clip(np.rint(cls), 0, 5))
+    assert 0 < (bucket >= 3).sum() < len(docs)
+    steps = [quality.NeuralClassifier(str(models["reg"]), column="a", device="cpu"),
+             lambda d: d.extra.__setitem__("a_int", stretch(d.extra["a"])) or True,
+             quality.NeuralClassifier(str(models["cls"]), column="b", device="cpu"),
+             quality.MaxScore(["a_int", "b_int"], column="bucket", threshold=3)]
+    pipe = Pipeline(name="n", reader=readers.Jsonl(source="web", unique_ids=False), steps=steps)
+    pipe.run(inputs=str(tmp_path / "in.jsonl"), output=str(tmp_path / "out"), progress=False)
+    rows = pq.read_table(tmp_path / "out/data").to_pylist()
+    assert sorted(r["id"] for r in rows) == sorted(d["id"] for d, b in zip(docs, bucket, strict=True) if b >= 3)
+    want = dict(zip((d["id"] for d in docs), bucket.tolist(), strict=True))
+    assert all(r["bucket"] == want[r["id"]] for r in rows)
+    stats = json.loads((tmp_path / "out/stats.json").read_text())
+    assert "throughput" in json.dumps(stats)

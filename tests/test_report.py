@@ -172,7 +172,13 @@ def test_inspect_rejected_filters_by_step_reason_or_glob(tmp_path, capsys):
     assert shown("--reason", "size") == sorted(short)
     assert shown("--reason", "parity:odd") == sorted(odd)
     assert shown("--reason", "*:*") == sorted(short + odd)
-    assert shown("--reason", "nothing") == []
+    # issue 46: a reason the run never dropped for is refused in one line with the closest one, not an empty listing
+    assert cli(["inspect", str(out), "--rejected", "--reason", "parity:od"]) == 2
+    err = capsys.readouterr().err
+    assert "matches no reason this run dropped a document for; did you mean 'parity:odd'?" in err
+    assert "its reasons: parity:odd, size:short" in err
+    assert cli(["inspect", str(out), "--rejected", "--reason", "nothing"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
     assert cli(["inspect", str(out), "--reason", "size"]) == 2
     assert "add --rejected" in capsys.readouterr().err
 

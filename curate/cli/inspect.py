@@ -19,18 +19,43 @@ def add_parser(sub):
     p.add_argument("--chars", type=int, default=600, help="characters of text to show per document")
     p.add_argument("--reason", metavar="PATTERN",
                    help="with --rejected: only documents dropped for this reason: a step (`c4`), a whole reason "
-                        "(`c4:too_few_lines`) or a glob (`gopher_*`)")
+                        "(`c4:too_few_sentences`) or a glob (`gopher_*`); one this run never dropped for is refused")
     return p
 
 
 def reason_matches(pattern: str, reason: str) -> bool:
-    """A step name matches all its reasons (`c4` matches `c4:too_few_lines`); otherwise a glob on the reason."""
+    """A step name matches all its reasons (`c4` matches `c4:too_few_sentences`); otherwise a glob on the reason."""
     return reason.split(":", 1)[0] == pattern or fnmatch.fnmatchcase(reason, pattern)
+
+
+def check_reason(output: str, pattern: str) -> None:
+    """Refuse a --reason that matches no reason this run dropped a document for, naming the closest and the run's
+    reasons: a misspelt or made-up reason (`c4:too_few_lines`, which C4 never emits) used to print nothing and exit 0.
+
+    The run's own stats are the vocabulary: every drop is counted there under its reason, so a pattern that matches
+    none of them can match no rejected document either."""
+    import difflib
+    import json
+
+    path = fs.join(output, "stats.json")
+    if not fs.exists(path):
+        return  # a run being written has no stats yet: every shard is searched
+    steps = json.loads(fs.read_bytes(path))["steps"]
+    reasons = sorted({r for s in steps for r, n in s["dropped"].items() if n})
+    if any(reason_matches(pattern, r) for r in reasons):
+        return
+    near = difflib.get_close_matches(pattern, reasons, n=1, cutoff=0.5)
+    hint = f"did you mean {for_terminal(repr(near[0]))}? " if near else ""
+    listed = ", ".join(for_terminal(r, lines=False) for r in reasons) or "none (nothing was dropped)"
+    raise UsageError(f"--reason {for_terminal(repr(pattern))} matches no reason this run dropped a document for; "
+                     f"{hint}its reasons: {listed}")
 
 
 def main(args) -> int:
     if args.reason and not args.rejected:
         raise UsageError("--reason selects dropped documents: add --rejected")
+    if args.reason:
+        check_reason(args.output, args.reason)
     sub = "rejected" if args.rejected else "data"
     files = parquet_shards(fs.join(args.output, sub), "curate inspect") if fs.isdir(fs.join(args.output, sub)) else []
     if not files:

@@ -161,6 +161,20 @@ def test_dedup_same_on_local_and_ray(extract_runs, tmp_path):
     assert len(list((tmp_path / "ray" / "_work").glob("*/_phases/buckets/*"))) == 14 * 2
 
 
+def test_substrings_same_on_local_and_ray(extract_runs, tmp_path):
+    """dedup.Substrings' phases (text, pairs of parts, rewrite, top) as Ray tasks: the same documents and spans."""
+    from curate import dedup
+
+    shards = sorted(str(p) for p in (extract_runs[0] / "data").glob("*.parquet"))
+    step = dedup.Substrings(min_length=100, part_bytes=400_000)
+    pipeline = Pipeline(name="substrings", reader=readers.Parquet(), steps=[step])
+    pipeline.run(shards, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
+    pipeline.run(shards, str(tmp_path / "ray"), executor=RayExecutor(progress=False))
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
+    extra = {s["name"]: s for s in counts(tmp_path / "ray")}["substrings"]["extra"]
+    assert extra["parts"] >= 2 and extra["chars_struck"] > 0
+
+
 def test_killed_worker_is_retried_without_loss_or_duplicates(shared, tmp_path):
     warcs = sorted(str(p) for p in (shared / "warc" / "wget").glob("*.warc.gz"))
 

@@ -167,15 +167,28 @@ def longest_repeats(text: np.ndarray, keep: str) -> np.ndarray:
     return best
 
 
+CHUNK = 1 << 20  # positions whose candidate repeats are handled at once: bounds `intervals`' temporaries (~50 MiB)
+
+
 def intervals(text: np.ndarray, starts: np.ndarray, best: np.ndarray, min_length: int) -> tuple[np.ndarray, np.ndarray]:
     """Merged [start, stop) byte intervals of the text covered by repeats of at least `min_length` bytes, each
-    repeat cut at its document's end (the SEP after it) and back to a character boundary."""
-    cand = np.flatnonzero(best >= min_length)
+    repeat cut at its document's end (the SEP after it) and back to a character boundary. `CHUNK` positions at a
+    time, so a corpus where most positions repeat needs no per-position arrays beyond `best`."""
+    ends = np.append(starts[1:], len(text)) - 1  # each document's SEP
+    found = [_chunk(text, starts, ends, best, min_length, c, min(c + CHUNK, len(text)))
+             for c in range(0, len(text), CHUNK)]
+    lo = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
+    hi = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.int64)
+    return _merge(lo, hi)
+
+
+def _chunk(text: np.ndarray, starts: np.ndarray, ends: np.ndarray, best: np.ndarray, min_length: int, c0: int,
+           c1: int) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals of repeats starting in positions c0..c1, merged."""
+    cand = np.flatnonzero(best[c0:c1] >= min_length) + c0
     lead = text[cand]
     cand = cand[(lead < 0x80) | ((lead >= 0xC0) & (lead != SEP))]  # a character starts here
-    doc = np.searchsorted(starts, cand, side="right") - 1
-    ends = np.append(starts[1:], len(text)) - 1  # each document's SEP
-    end = ends[doc]
+    end = ends[np.searchsorted(starts, cand, side="right") - 1]
     length = np.minimum(best[cand].astype(np.int64), end - cand)
     for _ in range(3):  # a UTF-8 character has at most 3 continuation bytes
         at = cand + length
@@ -184,12 +197,16 @@ def intervals(text: np.ndarray, starts: np.ndarray, best: np.ndarray, min_length
         cont[inside] = (text[at[inside]] & 0xC0) == 0x80
         length -= cont
     ok = length >= min_length
-    lo, hi = cand[ok], cand[ok] + length[ok]
+    return _merge(cand[ok], cand[ok] + length[ok])
+
+
+def _merge(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Overlapping or touching intervals, sorted by start, merged."""
     if not len(lo):
         return lo, hi
     reach = np.maximum.accumulate(hi)
     first = np.ones(len(lo), dtype=bool)
-    first[1:] = lo[1:] > reach[:-1]  # starts past everything before: a new interval (touching ones merge)
+    first[1:] = lo[1:] > reach[:-1]  # starts past everything before: a new interval
     return lo[first], np.maximum.reduceat(hi, np.flatnonzero(first))
 
 

@@ -88,10 +88,10 @@ GZIP = Codec("gzip member", rb"\x1f\x8b\x08", 3, _Gzip, 8 << 10)
 ZSTD = Codec("zstd frame", rb"\x28\xb5\x2f\xfd|[\x50-\x5f]\x2a\x4d\x18", 4, _Zstd, 256)
 
 
-def codec_for(path: str) -> Codec | None:
-    """The codec of a `.gz` / `.zst` file by its name, None for anything else."""
-    name = path.lower()
-    return GZIP if name.endswith(".gz") else ZSTD if name.endswith(".zst") else None
+def codec_for(kind: Any) -> Codec | None:
+    """The codec of a file of `kind` (`curate.io.kinds.Kind`: content first, then the name), None for a file
+    that is neither gzip nor zstd."""
+    return {"gzip": GZIP, "zstd": ZSTD}.get(kind.compression)
 
 
 def is_start(f: Any, at: int, codec: Codec) -> bool:

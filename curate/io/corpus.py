@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
-from curate.io import fs
+from curate.io import fs, kinds
 from curate.io.state import DAMAGED_SHARD, reading
 
 TEXT_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".jsonl.zst")
@@ -122,7 +122,7 @@ def estimated_chars(path: str) -> int:
         col = md.schema.to_arrow_schema().get_field_index("text")
         return sum(md.row_group(r).column(col).total_uncompressed_size for r in range(md.num_row_groups))
     size = fs.size(path)
-    return size * 4 if path.endswith((".gz", ".zst")) else size
+    return size * 4 if kinds.name_kind(path).compression else size  # an estimate: the name will do
 
 
 def sha256_file(path: str | os.PathLike) -> str:

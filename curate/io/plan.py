@@ -14,7 +14,7 @@ import re
 import sys
 
 from curate.core.errors import UsageError
-from curate.io import fs
+from curate.io import fs, kinds
 from curate.io.splits import Split, row_group_start
 
 WARC_PROBE = 4 << 20  # compressed bytes searched after a cut for the next gzip member (zstd frame) where a range begins
@@ -120,22 +120,24 @@ def _cuts(url: str, size: int, target: int) -> tuple[list[int], str]:
     does (no cut)."""
     n = -(-size // target)
     even = [size * i // n for i in range(1, n)]
-    name = url.lower()
-    if name.endswith(".parquet"):
+    kind = kinds.kind_of(url)  # the one answer the readers also get: content first, then the name
+    if kind.format == "parquet":
         return _parquet_cuts(url, even)
-    if name.endswith((".warc.gz", ".wet.gz", ".wat.gz")):
+    if kind.gzip_stream:
+        return [], "its gzip members do not start WARC records (bgzip blocks, or pieces of one stream): read whole"
+    if kind.format == "warc" and kind.compression == "gzip":
         cuts = _warc_member_cuts(url, even)
         return cuts, "" if cuts else "no gzip member starts a record near a cut: a single gzip stream, or members over 4 MiB"
-    if name.endswith((".warc", ".wet", ".wat")):
+    if kind.format == "warc" and not kind.compression:
         cuts = _warc_record_cuts(url, size, even)
         return cuts, "" if cuts else "no WARC record starts within 4 MiB after a cut"
-    if name.endswith((".gz", ".zst")):
-        cuts = _chain_cuts(url, even)
-        what = "gzip member" if name.endswith(".gz") else "zstd frame"
+    if kind.compression in ("gzip", "zstd"):
+        cuts = _chain_cuts(url, kind, even)
+        what = "gzip member" if kind.compression == "gzip" else "zstd frame"
         return cuts, "" if cuts else (f"one {what} (or {what}s over 4 MiB apart): a compressed file is cut only "
                                       f"where a {what} starts")
-    if name.endswith((".bz2", ".xz")):
-        return [], "a .bz2 / .xz stream is read whole: only gzip members and zstd frames are split"
+    if kind.compression:
+        return [], f"a {kind.compression} stream is read whole: only gzip members and zstd frames are split"
     return even, ""  # JSONL and other line-framed text: the reader aligns each range to newlines
 
 
@@ -188,12 +190,12 @@ def _warc_record_cuts(url: str, size: int, even: list[int]) -> list[int]:
     return cuts
 
 
-def _chain_cuts(url: str, even: list[int]) -> list[int]:
+def _chain_cuts(url: str, kind: kinds.Kind, even: list[int]) -> list[int]:
     """Each even cut moved to the first gzip member / zstd frame start at or after it (`curate.io.chain`,
     searched over `WARC_PROBE` bytes), where the JSONL reader's ranges begin; cuts with none in reach dropped."""
     from curate.io.chain import codec_for, next_start
 
-    codec = codec_for(url)
+    codec = codec_for(kind)
     cuts: list[int] = []
     with fs.open(url, "rb") as f:
         for c in even:

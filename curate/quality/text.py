@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
+from curate.io import kinds
 from curate.io.fs import expand_inputs
 from curate.io.readers import Jsonl, Parquet
 
@@ -26,7 +27,6 @@ MAX_CHARS = 10_000  # predict cost is linear in length; the first 10k characters
 CHUNK_WORDS = 400  # plain-text files are cut into documents of about this many words (a web page's median)
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
-_JSONL = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".ndjson")
 
 
 def classifier_text(text: str) -> str:
@@ -93,10 +93,11 @@ class Examples:
 
 
 def _read_text_file(path: str) -> str:
-    if path.endswith(".gz"):
+    compression = kinds.kind_of(path).compression  # content first, then the name (issue 42.1)
+    if compression == "gzip":
         with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
             return f.read()
-    if path.endswith(".zst"):
+    if compression == "zstd":
         import zstandard
 
         with zstandard.open(path, "rb") as raw:
@@ -108,9 +109,9 @@ def _read_text_file(path: str) -> str:
 def _iter_file(path: str, text_key: str, chunk_words: int, skipped: Counter) -> Iterator[list[str]]:
     """The documents of one input file, each as its list of chunks: a JSONL or Parquet record, a zip
     member or a whole text file is one document, cut into examples of about `chunk_words` words."""
-    lower = path.lower()
-    if lower.endswith(_JSONL) or lower.endswith(".parquet"):
-        reader = Parquet(text_key=text_key) if lower.endswith(".parquet") else Jsonl(text_key=text_key)
+    lower, fmt = path.lower(), kinds.name_kind(path).format
+    if fmt in ("jsonl", "parquet"):
+        reader = Parquet(text_key=text_key) if fmt == "parquet" else Jsonl(text_key=text_key)
         stats = StepStats("read")
         for doc in reader.read(path, stats):
             yield chunk_text(doc.text, chunk_words) or [doc.text]  # an empty record is counted, not lost

@@ -13,7 +13,7 @@ from typing import Any
 from curate.core.document import CORE_COLUMNS, SHARD_MARK, Document
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
-from curate.io import fs
+from curate.io import fs, kinds
 from curate.io.batching import MAX_RECORD_BYTES, batch_rows
 from curate.io.chain import Chain, Codec, all_zero, codec_for, next_start
 from curate.io.members import CHUNK, Tracked
@@ -29,18 +29,16 @@ MAX_LINE_BYTES = 32 << 20  # a JSONL record: reading one costs ~25x its size in 
 
 
 @contextlib.contextmanager
-def _open_bytes(path: str) -> Iterator[tuple[io.BufferedIOBase, Tracked]]:
-    """The decompressed bytes of a plain, .gz or .zst file (local or URL) and the tracked raw file, closing
-    every layer on exit: gzip and zstandard leave a file object they were handed open, which would leak
-    one fsspec handle per URL input."""
+def _open_bytes(raw: Tracked, compression: str) -> Iterator[io.BufferedIOBase]:
+    """The decompressed bytes of an open plain, gzip or zstd file, closing every layer on exit: gzip and
+    zstandard leave a file object they were handed open."""
     with contextlib.ExitStack() as stack:
-        raw = Tracked(stack.enter_context(fs.open(path, "rb")))
         f: Any = io.BufferedReader(raw, CHUNK)
-        if path.endswith(".gz"):
+        if compression == "gzip":
             f = stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb"))
-        elif path.endswith(".zst"):
+        elif compression == "zstd":
             f = stack.enter_context(io.BufferedReader(_StrictZstd(f)))
-        yield f, raw
+        yield f
 
 
 class _StrictZstd(io.RawIOBase):
@@ -127,13 +125,18 @@ class Jsonl(Reader):
     def _read(self, path: str, stats: StepStats, key: str, start: int, end: int | None) -> Iterator[Document]:
         """The records of the lines that begin in [start, end) of the file; each document's id comes from the
         byte offset of its line, so it does not depend on where the file was cut."""
-        codec = codec_for(path)
-        if codec is not None:
-            return self._read_chain(path, stats, key, codec, start, end)
-        return self._read_plain(path, stats, key, start, end)
+        with fs.open(path, "rb") as fh:  # one handle for the kind and the lines (an fsspec file for a URL)
+            raw = Tracked(fh)
+            kind = kinds.kind_of(path, raw)  # the planner's answer: content first, then the name
+            codec = codec_for(kind)
+            if codec is not None:
+                yield from self._read_chain(raw, path, stats, key, codec, start, end)
+            else:
+                yield from self._read_plain(raw, kind.compression, path, stats, key, start, end)
 
-    def _read_plain(self, path: str, stats: StepStats, key: str, start: int, end: int | None) -> Iterator[Document]:
-        with _open_bytes(path) as (f, raw):
+    def _read_plain(self, raw: Tracked, compression: str, path: str, stats: StepStats, key: str, start: int,
+                    end: int | None) -> Iterator[Document]:
+        with _open_bytes(raw, compression) as f:
             pos, n, before = _align(f, start), 0, stats.docs_in
             try:
                 for line, size in _lines(f, self.max_line_bytes):
@@ -157,7 +160,7 @@ class Jsonl(Reader):
                 self.skip(stats, "corrupt_stream")
                 note(stats, path, f"{type(e).__name__}: {e} (after {n} lines)")
 
-    def _read_chain(self, path: str, stats: StepStats, key: str, codec: Codec, start: int,
+    def _read_chain(self, f: Tracked, path: str, stats: StepStats, key: str, codec: Codec, start: int,
                     end: int | None) -> Iterator[Document]:
         """The lines of a `.gz` / `.zst` file that belong to [start, end): those that follow a newline decoded from
         a member (frame) that starts in the range (the file's first line: the range at byte 0). So a range starts
@@ -172,11 +175,9 @@ class Jsonl(Reader):
         member before them (at byte 0: the first range); the line they cut is lost, and reading resumes at the
         next member start, passing over its first line, as a range that starts there would. A range with an end
         checks that a search from it finds the member its own reading reached (`_check_next`)."""
-        with fs.open(path, "rb") as fh:
-            f = Tracked(fh)
-            reached, searched = yield from self._chains(f, path, stats, key, codec, start, end)
-            if end is not None and not searched:
-                _check_next(f, path, codec, end, reached)
+        reached, searched = yield from self._chains(f, path, stats, key, codec, start, end)
+        if end is not None and not searched:
+            _check_next(f, path, codec, end, reached)
 
     def _chains(self, f: Tracked, path: str, stats: StepStats, key: str, codec: Codec, start: int,
                 end: int | None) -> Iterator[Document]:

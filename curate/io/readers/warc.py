@@ -11,8 +11,8 @@ from typing import Any
 from curate.core.document import Document, make_id
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
-from curate.io import fs
-from curate.io.members import CHUNK, GZIP_MAGIC, BadMember, MemberStarts, Resyncing, Tracked, next_member
+from curate.io import fs, kinds
+from curate.io.members import CHUNK, BadMember, MemberStarts, Resyncing, Tracked, next_member
 from curate.io.readers.base import Reader, figure, note, parse_date, repair_text
 from curate.io.readers.charsets import decode_html
 from curate.io.readers.framing import Framed, next_record
@@ -27,6 +27,7 @@ class _FileState:
 
     def __init__(self, stats: StepStats, raw: Tracked, key: str):
         self.records, self.raw, self.key = 0, raw, key
+        self.kind = kinds.Kind("warc", "")  # what `kinds.kind_of` decides once the file is open
         self.before = (stats.docs_in, stats.dropped.copy(), stats.dropped_chars.copy())
 
     def check_io(self) -> None:
@@ -69,6 +70,7 @@ class Warc(Reader):
         with self._open(path) as f:
             state = _FileState(stats, Tracked(f), key or path)
             try:
+                state.kind = kinds.kind_of(path, state.raw)
                 yield from self._stream(io.BufferedReader(state.raw, CHUNK), path, stats, state)
             except Exception:
                 state.check_io()
@@ -89,7 +91,11 @@ class Warc(Reader):
         that start in [start, end) (`_plain_range`)."""
         if split.whole or split.records:
             return super().read_split(split, stats)
-        if not split.url.endswith(".gz"):
+        kind = kinds.kind_of(split.url)  # the planner's answer: content first, then the name
+        if kind.gzip_stream:
+            raise UsageError(f"{split.url}: its gzip members do not start WARC records (bgzip blocks, or one "
+                             "stream cut into pieces): it is read whole; run it without --tasks / --task-bytes")
+        if kind.compression != "gzip":
             return self._plain_range(split, stats)
         return self._range(split, stats)
 
@@ -149,10 +155,24 @@ class Warc(Reader):
         yield from self._members(io.BufferedReader(state.raw, CHUNK), at, path, stats, state, end=end)
 
     def _stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
-        if not (f.peek(3).startswith(GZIP_MAGIC) or path.endswith(".gz")):
+        """A whole file: by its content (`state.kind`), uncompressed, gzip members that start records (one
+        by one), or gzip members that do not (bgzip blocks: one stream, as a single-member file is read)."""
+        if state.kind.gzip_stream:
+            yield from self._one_stream(f, path, stats, state)
+            return
+        if state.kind.compression != "gzip":
             yield from self._member(f, 0, path, stats, state, plain=True)
             return
         yield from self._members(f, 0, path, stats, state)
+
+    def _one_stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
+        """A gzip file whose members are blocks of one stream, read as one member: each record placed by its
+        offset in the decoded stream, as a single-member file's are; damage ends it (`read:corrupt_stream`)."""
+        import gzip
+
+        with gzip.GzipFile(fileobj=f, mode="rb") as g:
+            yield from self._member(io.BufferedReader(g, CHUNK), 0, path, stats, state, plain=True)
+        figure(stats, "single_gzip_stream")
 
     def _members(self, f: Any, offset: int, path: str, stats: StepStats, state: _FileState,
                  end: int | None = None) -> Iterator[Document]:
@@ -436,7 +456,7 @@ class FastWarc(Warc):
     """
 
     def _stream(self, f: io.BufferedReader, path: str, stats: StepStats, state: _FileState) -> Iterator[Document]:
-        if not (f.peek(3).startswith(GZIP_MAGIC) and state.raw.seekable()):
+        if state.kind.compression != "gzip" or state.kind.gzip_stream or not state.raw.seekable():
             yield from super()._stream(f, path, stats, state)
             return
         state.raw.seek(0)

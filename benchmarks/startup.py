@@ -1,0 +1,237 @@
+"""Fixed costs (issue 45): what a `curate` command costs before its work, and what a task pays before its records.
+
+    .venv/bin/python benchmarks/startup.py --reps 5 --json benchmarks/startup.json
+    .venv/bin/python benchmarks/startup.py --markdown benchmarks/startup.json   # the docs' tables, from the last run
+
+Every figure is one fresh process's own CPU seconds (user + sys) and peak RSS, from `os.wait4`, the median of
+`--reps` runs: CPU, not wall, because the machine these numbers come from is shared with other jobs. Python
+writes no bytecode cache where PYTHONDONTWRITEBYTECODE is set and then compiles every module whose cache is
+stale at each start, which no installed wheel does: the variable is removed from the children's environment
+and a warm-up run of each measured command writes the caches first.
+
+1. CLI start-up: `curate --help`, every command's `--help`, and `stats`, `status`, `inspect -n 3`, `report` on
+   the run of part 2; beside them the interpreter's floor (`python -c pass`).
+2. A task's fixed cost, the web chain (pipelines/web.py) on one WARC file with one worker: the whole `curate run`
+   process, against the same run repeated in one warm process (the work and the run's own bookkeeping alone).
+   The difference is what a process pays before its first record. Where it goes, measured in a fresh process:
+   the run machinery's imports, Arrow's first array (pyarrow imports pandas then, where pandas is installed:
+   the dev venv has it through `datasets`, a plain `pip install peneira` does not), the pipeline file, each
+   step's `setup()` (once per worker process: `run.pipeline._load_stage`).
+3. A Slurm task's own cost, beyond Slurm's: `python -m curate.run.executors._slurm_task BATCH 0`, what every
+   array element runs, by hand on a batch of one no-op task and on a batch of one web-chain task recorded from
+   part 2's run (scheduling itself is `benchmarks/slurm_overhead.py`, which needs a running Slurm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import _data
+
+ROOT, DATA = _data.ROOT, _data.DATA
+WARC = DATA / "warc/wget/dolma_sample-0000.warc.gz"  # 22 HTML pages: a task whose work is small
+LID = DATA / "models/lid.176.ftz"
+CURATE = [sys.executable, "-c", "import sys; from curate.cli.main import main; sys.exit(main())"]
+LIGHT = ["stats", "status", "inspect", "report"]
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("PENEIRA_LID_MODEL", str(LID))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+# Spawns the command and reports its rusage: a small parent, so the child's peak RSS is not the forked image of a
+# driver that has grown (Linux counts a child's pages from the fork on).
+WRAP = ("import json, os, subprocess, sys; p = subprocess.Popen(sys.argv[1:], stderr=subprocess.STDOUT); "
+        "_, s, r = os.wait4(p.pid, 0); "
+        "print(json.dumps([os.waitstatus_to_exitcode(s), r.ru_utime + r.ru_stime, r.ru_maxrss]), file=sys.stderr)")
+
+
+def measure(argv: list[str], cwd: str | None = None) -> tuple[float, float, str]:
+    """One fresh process: its CPU seconds (user + sys), peak RSS in MiB, and what it printed."""
+    p = subprocess.run([sys.executable, "-c", WRAP, *argv], capture_output=True, text=True, env=child_env(), cwd=cwd,
+                       check=True)
+    code, cpu, rss = json.loads(p.stderr.strip().splitlines()[-1])
+    if code != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{p.stdout[-2000:]}")
+    return cpu, rss / 1024, p.stdout
+
+
+def median_of(argv: list[str], reps: int, cwd: str | None = None) -> dict:
+    """The median CPU and RSS of `reps` fresh runs, after one warm-up run that writes the bytecode caches."""
+    measure(argv, cwd)
+    runs = [measure(argv, cwd)[:2] for _ in range(reps)]
+    return {"cpu_s": round(statistics.median(r[0] for r in runs), 3),
+            "rss_mib": round(statistics.median(r[1] for r in runs), 1)}
+
+
+def web_run(out: str) -> list[str]:
+    return [*CURATE, "run", str(ROOT / "pipelines/web.py"), "--input", str(WARC), "--output", out, "--workers", "1",
+            "--no-progress", "--overwrite"]
+
+
+def cli_startup(reps: int, run_dir: str) -> dict:
+    """Part 1: each command in a fresh process, median CPU and RSS; `report` writes into a copy of the run."""
+    from curate.cli.main import COMMANDS
+
+    rows = {"python -c pass": median_of([sys.executable, "-c", "pass"], reps), "curate --help": median_of(
+        [*CURATE, "--help"], reps)}
+    for name in COMMANDS:
+        rows[f"curate {name} --help"] = median_of([*CURATE, name, "--help"], reps)
+    for name in LIGHT:
+        target = run_dir
+        if name == "report":
+            target = run_dir + "-report"
+            shutil.copytree(run_dir, target, dirs_exist_ok=True)
+        rows[f"curate {name} RUN" + (" -n 3" if name == "inspect" else "")] = median_of(
+            [*CURATE, name, target, *(["-n", "3"] if name == "inspect" else [])], reps)
+    return rows
+
+
+WARM = """
+import json, shutil, sys, time
+from curate.run.pipeline import Pipeline
+p = Pipeline.from_file(sys.argv[1])
+times = []
+for i in range(int(sys.argv[4])):
+    shutil.rmtree(sys.argv[3], ignore_errors=True)
+    t = time.process_time()
+    p.run(inputs=sys.argv[2], output=sys.argv[3], progress=False)
+    times.append(time.process_time() - t)
+print(json.dumps(times))
+"""
+
+PHASES = """
+import json, sys, time
+marks, t0 = {}, time.process_time()
+def mark(name):
+    global t0
+    t = time.process_time(); marks[name] = marks.get(name, 0) + t - t0; t0 = t
+import curate.run.pipeline, cloudpickle; mark("import the run machinery (curate.run.pipeline)")
+import pyarrow; pyarrow.array(["x"]); mark("Arrow's first array (pandas, where installed)")
+p = curate.run.pipeline.Pipeline.from_file(sys.argv[1]); mark("the pipeline file (step modules)")
+stage = cloudpickle.loads(cloudpickle.dumps(p.stages()[0])); mark("the stage pickled and unpickled")
+for s in stage.steps:
+    s.setup(); mark(f"setup(): {s.name}")
+print(json.dumps(marks))
+"""
+
+
+def task_fixed_cost(reps: int, tmp: str) -> dict:
+    """Part 2: the whole one-file run against the same work in a warm process, and the phases before it."""
+    whole = median_of(web_run(os.path.join(tmp, "whole")), reps)
+    pipe, out = str(ROOT / "pipelines/web.py"), os.path.join(tmp, "warm")
+    runs = json.loads(measure([sys.executable, "-c", WARM, pipe, str(WARC), out, "4"])[2].splitlines()[-1])
+    warm = min(runs[1:])
+    phases: dict[str, list[float]] = {}
+    for _ in range(reps):
+        for k, v in json.loads(measure([sys.executable, "-c", PHASES, pipe])[2].splitlines()[-1]).items():
+            phases.setdefault(k, []).append(v)
+    docs = json.loads(Path(tmp, "whole", "stats.json").read_text())["steps"][0]["docs_out"]
+    return {"input": str(WARC.relative_to(DATA)), "documents": docs, "whole": whole, "warm_work_cpu_s": round(warm, 3),
+            "first_run_in_process_cpu_s": round(runs[0], 3),
+            "fixed_cpu_s": round(whole["cpu_s"] - warm, 3),
+            "phases_cpu_s": {k: round(statistics.median(v), 3) for k, v in phases.items() if statistics.median(v) >= 0.002}}
+
+
+def noop(i: int) -> int:
+    return i
+
+
+def write_batch(folder: str, fn, items: list) -> str:
+    """A Slurm batch folder as `SlurmExecutor` writes it (tasks.pkl, out/), for `_slurm_task` to run by hand."""
+    import cloudpickle
+
+    os.makedirs(os.path.join(folder, "out"), exist_ok=True)
+    Path(folder, "tasks.pkl").write_bytes(cloudpickle.dumps((fn, list(items), True)))
+    return folder
+
+
+def slurm_task_cost(reps: int, tmp: str) -> dict:
+    """Part 3: the process of one Slurm array element, on a no-op task and on a recorded web-chain task."""
+    from curate.run.executors.local import LocalExecutor
+    from curate.run.pipeline import Pipeline
+
+    class Recording(LocalExecutor):
+        """Runs in this process and keeps the first streaming map's tasks as a Slurm batch."""
+        batch: str | None = None
+
+        def map(self, fn, items, desc="tasks", labels=()):
+            if self.batch is None and items:
+                self.batch = write_batch(os.path.join(tmp, "batch-web"), fn, items[:1])
+            return super().map(fn, items, desc, labels)
+
+    os.environ.setdefault("PENEIRA_LID_MODEL", str(LID))
+    rec = Recording(1, progress=False)
+    Pipeline.from_file(str(ROOT / "pipelines/web.py")).run(inputs=str(WARC), output=os.path.join(tmp, "recorded"),
+                                                           executor=rec, progress=False)
+    task = [sys.executable, "-m", "curate.run.executors._slurm_task"]
+    return {"no-op task": median_of([*task, write_batch(os.path.join(tmp, "batch-noop"), noop, [0]), "0"], reps),
+            "web-chain task (one WARC file)": median_of([*task, rec.batch, "0"], reps)}
+
+
+def save_run(path: Path, record: dict) -> None:
+    """Append this run to the results file with its machine, load and command (as benchmarks/minhash.py does)."""
+    import platform
+
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    cpu = Path("/proc/cpuinfo")
+    model = next((ln.split(":", 1)[1].strip() for ln in cpu.read_text().splitlines() if ln.startswith("model name")),
+                 "") if cpu.exists() else ""
+    record = {"machine": f"{model or platform.machine()}, {os.cpu_count()} cores",
+              "load_1min": round(os.getloadavg()[0], 2), "command": " ".join(["python", *sys.argv]), **record}
+    path.write_text(json.dumps({"runs": runs + [record]}, indent=1) + "\n")
+
+
+def markdown(results: dict) -> str:
+    """The docs' tables from the last run of a results file."""
+    run = results["runs"][-1]
+    rows = [f"Machine: {run['machine']}, load average {run['load_1min']}. Command: `{run['command']}` "
+            f"(median of {run['reps']} fresh processes, CPU seconds user + sys, peak RSS).", "",
+            "| command | CPU s | peak RSS MiB |", "|---|---:|---:|"]
+    rows += [f"| `{k}` | {v['cpu_s']:.3f} | {v['rss_mib']:.0f} |" for k, v in run["cli"].items()]
+    t = run["task"]
+    rows += ["", f"Web chain, one file (`{t['input']}`, {t['documents']} documents), `--workers 1`:", "",
+             "| what | CPU s |", "|---|---:|",
+             f"| whole `curate run` process (peak RSS {t['whole']['rss_mib']:.0f} MiB) | {t['whole']['cpu_s']:.3f} |",
+             f"| the same run again in a warm process (work and bookkeeping) | {t['warm_work_cpu_s']:.3f} |",
+             f"| **fixed cost** (the difference) | **{t['fixed_cpu_s']:.3f}** |"]
+    rows += [f"| of which: {k} | {v:.3f} |" for k, v in t["phases_cpu_s"].items()]
+    rest = t["fixed_cpu_s"] - sum(t["phases_cpu_s"].values())
+    rows += [f"| of which: the rest (interpreter, CLI, the run's lazy imports, first calls: regexes, model) | {rest:.3f} |"]
+    rows += ["", "| Slurm array element, run by hand (`python -m curate.run.executors._slurm_task BATCH 0`) | CPU s | "
+             "peak RSS MiB |", "|---|---:|---:|"]
+    rows += [f"| {k} | {v['cpu_s']:.3f} | {v['rss_mib']:.0f} |" for k, v in run["slurm_task"].items()]
+    return "\n".join(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", type=Path, help="append this run to a results file")
+    ap.add_argument("--markdown", type=Path, metavar="RESULTS", help="print the docs' tables from a results file")
+    args = ap.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        task = task_fixed_cost(args.reps, tmp)
+        record = {"reps": args.reps, "task": task, "cli": cli_startup(args.reps, os.path.join(tmp, "whole")),
+                  "slurm_task": slurm_task_cost(args.reps, tmp)}
+    print(json.dumps(record, indent=1))
+    if args.json:
+        save_run(args.json, record)
+
+
+if __name__ == "__main__":
+    main()

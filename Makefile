@@ -14,7 +14,7 @@ LID_FROM := $(if $(wildcard ../shared/data/models/lid.176.ftz),--from ../shared/
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, so that pip takes the local CPU wheel instead of a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[train,dev,fast,ray,s3]'
+	$(PY) -m pip install -q -e '.[train,models,dev,fast,ray,s3]'
 	touch $@
 
 # The wheel as users get it (`pip wheel .`, then `auditwheel repair` to a manylinux tag) and every wheel it

@@ -205,9 +205,9 @@ def big(args) -> None:
 def real_text(args) -> None:
     import torch
 
+    from curate.models.gpt import GPT, GPTConfig
     from curate.tokens.tokenize import build_token_shards
     from train.data import Loader, TokenDataset
-    from train.model import GPT, GPTConfig
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:

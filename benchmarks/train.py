@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import train.loop as loop_module  # noqa: E402
+from curate.models.gpt import GPT  # noqa: E402
 from train.config import load_config  # noqa: E402
 from train.data import TokenDataset  # noqa: E402
 from train.loop import model_config, train  # noqa: E402
-from train.model import GPT  # noqa: E402
 from train.optim import Optimizers, build_optimizer  # noqa: E402
 
 WEB = ROOT.parent / "shared/data/text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"

@@ -21,6 +21,7 @@ import torch
 from _chaos import kill_after, small_disk
 from _traindata import token_shards
 
+from curate.models import checkpoint as reader
 from train import checkpoint
 
 pytestmark = pytest.mark.slow
@@ -61,7 +62,7 @@ def leftovers(out: Path) -> list[str]:
 
 
 def same_weights(a: Path, b: Path) -> bool:
-    wa, wb = checkpoint.load(a / "ckpt.pt")["model"], checkpoint.load(b / "ckpt.pt")["model"]
+    wa, wb = reader.load(a / "ckpt.pt")["model"], reader.load(b / "ckpt.pt")["model"]
     return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
@@ -87,7 +88,7 @@ def whole(tokens, tmp_path_factory):
                                               "plots": False}))
     finally:
         torch.set_num_threads(n)
-    assert checkpoint.load(out / "ckpt.pt")["step"] == STEPS
+    assert reader.load(out / "ckpt.pt")["step"] == STEPS
     return out
 
 
@@ -117,7 +118,7 @@ def test_sigterm_checkpoints_at_a_step_and_resume_continues(whole, tokens, tmp_p
     step = int(state.name.split("-")[1])
     assert 4 <= step < STEPS and f"stopped by SIGTERM at step {step}" in stopped.stdout
     checkpoint.verify(state)
-    assert checkpoint.load(out / "ckpt.pt")["step"] == step and leftovers(out) == []
+    assert reader.load(out / "ckpt.pt")["step"] == step and leftovers(out) == []
     resumed = trainer(tokens, out, "--resume", ckpt_every=0)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert same_weights(out, whole) and losses(out) == losses(whole)
@@ -166,7 +167,7 @@ def test_disk_full_at_a_checkpoint_is_one_line_and_resume_works_after_freeing_sp
         assert leftovers(out) == [] and sorted(p.name for p in (out / "checkpoint").iterdir()) == [
             "latest", "step-00000002"]
         checkpoint.verify(checkpoint.latest(out))
-        assert checkpoint.load(out / "ckpt.pt")["step"] == 2
+        assert reader.load(out / "ckpt.pt")["step"] == 2
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)  # space is freed
         resumed = trainer(tokens, out, "--resume")
         assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -214,4 +215,4 @@ def test_under_torchrun_rank_0_locks_for_the_job_and_a_refusal_or_sigterm_stops_
     step = int(checkpoint.latest(out).name.split("-")[1])
     assert f"stopped by SIGTERM at step {step}" in results[0][0]
     checkpoint.verify(checkpoint.latest(out))
-    assert checkpoint.load(out / "ckpt.pt")["step"] == step and leftovers(out) == []
+    assert reader.load(out / "ckpt.pt")["step"] == step and leftovers(out) == []

@@ -20,6 +20,7 @@ import pytest
 import torch
 from _traindata import SMALL, token_shards
 
+from curate.models import checkpoint as reader
 from train import checkpoint
 from train.config import load_config
 from train.loop import train
@@ -41,9 +42,9 @@ def worker(out: Path, tokens: str) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    from curate.models.gpt import GPT, GPTConfig
     from train import optim
     from train.__main__ import main
-    from train.model import GPT, GPTConfig
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -168,7 +169,7 @@ def test_resume_two_processes_in_one_with_another_micro_batch(ddp_run):
     finally:
         torch.set_num_threads(n)
     assert rest.losses == pytest.approx(single.losses[STOP:], rel=1e-5)
-    a, b = checkpoint.load(out / "ddp"), checkpoint.load(out / "one")
+    a, b = reader.load(out / "ddp"), reader.load(out / "one")
     for k in a["model"]:
         torch.testing.assert_close(a["model"][k], b["model"][k], rtol=1e-3, atol=1e-4)  # Adam amplifies rounding
 

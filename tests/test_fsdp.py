@@ -22,9 +22,10 @@ import pytest
 import torch
 from _traindata import SMALL, token_shards
 
+from curate.models import checkpoint as reader
+from curate.models.checkpoint import CheckpointError
 from train import checkpoint
 from train.__main__ import main
-from train.checkpoint import CheckpointError
 from train.config import load_config
 from train.loop import train
 
@@ -191,7 +192,7 @@ def test_export_then_sample(runs, capsys):
     """`export` rebuilds ckpt.pt from the shards in one process: the same weights the FSDP run gathered at its end."""
     out = runs[0]
     run = out / "fsdp_muon"
-    gathered = checkpoint.load(run / "ckpt.pt")  # written by the FSDP run itself at its end
+    gathered = reader.load(run / "ckpt.pt")  # written by the FSDP run itself at its end
     (run / "ckpt.pt").unlink()
     assert main(["export", str(run)]) == 0
     exported = torch.load(run / "ckpt.pt", weights_only=True)

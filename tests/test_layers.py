@@ -23,6 +23,7 @@ LAYERS = [
     ("core", ["curate.core"]),
     ("io", ["curate.io"]),
     ("lang", ["curate.lang"]),
+    ("models", ["curate.models"]),
     ("steps", ["curate.extract", "curate.filters", "curate.dedup", "curate.decontam", "curate.quality"]),
     ("run", ["curate.run"]),
     ("tokens", ["curate.tokens"]),

@@ -209,7 +209,7 @@ def test_dedup_phase_bars_count_documents():
 @pytest.fixture
 def one_checkpoint(tmp_path):
     torch = pytest.importorskip("torch")
-    from train.model import GPT, GPTConfig
+    from curate.models.gpt import GPT, GPTConfig
 
     model = GPT(GPTConfig(vocab_size=64, seq_len=16, n_layer=1, n_head=1, n_embd=16))
     run = tmp_path / "run"

@@ -53,7 +53,8 @@ def _imports(package: str) -> set[str]:
     return {m for m in found if m not in sys.stdlib_module_names and m not in ("curate", "train")}
 
 
-@pytest.mark.parametrize("package, extras", [("curate", ("fast", "ray", "s3", "litdata", "lang")), ("train", ("train",))])
+@pytest.mark.parametrize("package, extras", [("curate", ("fast", "ray", "s3", "litdata", "lang", "models")),
+                                                   ("train", ("train",))])
 def test_every_module_imported_is_a_declared_dependency(package, extras):
     """curate may import the core dependencies and, on demand, those of its extras; train those and its own extra.
     jusText (which imports lxml.html.clean) is not among them: its stop-word lists ship as data."""
@@ -65,12 +66,19 @@ def test_every_module_imported_is_a_declared_dependency(package, extras):
     assert "justext" not in _imports("curate")
 
 
-def test_torch_is_only_the_trainers_and_curate_never_imports_it():
+# the modules of curate.models that run a model: the only ones of curate that import torch (and transformers)
+TORCH_MODULES = {"curate.models.gpt", "curate.models.checkpoint", "curate.models.scoring", "curate.models.device",
+                 "curate.models.inference"}
+
+
+def test_torch_is_an_extras_and_only_curate_models_imports_it():
     assert not any(_name(r) == "torch" for r in PROJECT["dependencies"])
-    assert any(_name(r) == "torch" for r in PROJECT["optional-dependencies"]["train"])
-    # every module of curate imports with torch unimportable
-    code = ("import importlib, pkgutil, sys\nsys.modules['torch'] = None\nimport curate\n"
-            "names = [m.name for m in pkgutil.walk_packages(curate.__path__, 'curate.') if not m.name.endswith('__main__')]\n"
+    assert all(any(_name(r) == "torch" for r in PROJECT["optional-dependencies"][e]) for e in ("train", "models"))
+    # every other module of curate imports with torch and transformers unimportable, curate.models itself included
+    code = ("import importlib, pkgutil, sys\nsys.modules['torch'] = None\nsys.modules['transformers'] = None\n"
+            "import curate, curate.models\n"
+            "names = [m.name for m in pkgutil.walk_packages(curate.__path__, 'curate.') if not m.name.endswith('__main__')"
+            f" and m.name not in {sorted(TORCH_MODULES)!r}]\n"
             "for n in names:\n    importlib.import_module(n)\nprint(len(names))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]

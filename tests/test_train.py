@@ -15,13 +15,15 @@ import pytest
 import torch
 from _traindata import SMALL, VOCAB, token_shards
 
+from curate.models import checkpoint as reader
+from curate.models.checkpoint import CheckpointError
+from curate.models.device import resolve_device
+from curate.models.gpt import GPT
 from train import checkpoint
 from train.__main__ import main
-from train.checkpoint import CheckpointError, ResumeError
+from train.checkpoint import ResumeError
 from train.config import Config, load_config, parse_overrides
-from train.devices import resolve_device
 from train.loop import model_config, train
-from train.model import GPT
 from train.optim import Muon, build_optimizer, lr_factor
 from train.plan import plan
 
@@ -71,7 +73,7 @@ def test_loss_falls_well_below_uniform(trained, tokens, opt):
     assert [r["step"] for r in records] == list(range(1, 121))
     assert {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu"} <= set(records[0])
     assert [r["step"] for r in records if "val_loss" in r] == [60, 120]
-    state = checkpoint.load(out / "ckpt.pt")
+    state = reader.load(out / "ckpt.pt")
     assert state["step"] == 120 and not any("_orig_mod" in k or k.startswith("module.") for k in state["model"])
     if opt == "adamw":
         assert (out / "loss.png").stat().st_size > 0 and (out / "lr.png").stat().st_size > 0
@@ -105,7 +107,7 @@ def test_resume_is_bit_exact(tokens, tmp_path):
     assert len(first.losses) == len(second.losses) == 10
     assert first.losses + second.losses == whole.losses
     assert second.val_loss == whole.val_loss
-    a, b = checkpoint.load(tmp_path / "whole"), checkpoint.load(tmp_path / "split")
+    a, b = reader.load(tmp_path / "whole"), reader.load(tmp_path / "split")
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
     steps = [json.loads(line)["step"] for line in (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 21))
@@ -125,7 +127,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path, monkeyp
                   eval_every=0, ckpt_every=2)
     result = train(cfg)
     assert result.step == 4 and result.diverged and "step 5" in result.diverged and "step 4" in result.diverged
-    state = checkpoint.load(tmp_path / "ckpt.pt")
+    state = reader.load(tmp_path / "ckpt.pt")
     assert state["step"] == 4
     assert all(torch.isfinite(v).all() for v in state["model"].values())
     assert checkpoint.latest(tmp_path).name == "step-00000004"
@@ -135,7 +137,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path, monkeyp
     calls["n"] = 0
     with pytest.raises(ResumeError, match="holds a run .*--resume.*--overwrite"):
         train(dataclasses.replace(cfg, ckpt_every=0))
-    assert checkpoint.load(tmp_path / "ckpt.pt")["step"] == 4  # the earlier files are left alone
+    assert reader.load(tmp_path / "ckpt.pt")["step"] == 4  # the earlier files are left alone
     # ...unless --overwrite says so: the old run is gone, and its checkpoint is not taken for one of this run
     again = train(dataclasses.replace(cfg, ckpt_every=0), overwrite=True)
     assert again.step == 4 and "no checkpoint was written yet" in again.diverged
@@ -145,7 +147,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tokens, tmp_path, monkeyp
 def test_out_over_a_run_needs_resume_or_overwrite(short_run, tokens, capsys):
     """`python -m train --out RUN` without --resume: one line and exit 2, RUN untouched; --overwrite replaces it."""
     metrics = (short_run / "metrics.jsonl").read_bytes()
-    before = checkpoint.load(short_run / "ckpt.pt")["sha256"]
+    before = reader.load(short_run / "ckpt.pt")["sha256"]
     args = ["--config", "tiny", *[a for k, v in {**SMALL, "optimizer": "muon", "steps": 4, "warmup_steps": 1,
                                                  "micro_batch": 4, "seq_len": 32, "batch_tokens": 128,
                                                  "eval_every": 0}.items() for a in (f"--{k}", str(v))],
@@ -155,7 +157,7 @@ def test_out_over_a_run_needs_resume_or_overwrite(short_run, tokens, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "holds a run" in err and "--overwrite" in err
     assert (short_run / "metrics.jsonl").read_bytes() == metrics
-    assert checkpoint.load(short_run / "ckpt.pt")["sha256"] == before
+    assert reader.load(short_run / "ckpt.pt")["sha256"] == before
     with pytest.raises(SystemExit) as e:  # refused as the command line is read
         main([*args, "--resume", "--overwrite"])
     assert e.value.code == 2 and "give one of them" in capsys.readouterr().err
@@ -167,14 +169,14 @@ def test_changed_hyperparameters_apply_on_resume_and_run_keys_are_refused(tokens
     while the checkpoint's config claimed the new one."""
     kw = dict(optimizer="adamw", steps=6, warmup_steps=1, micro_batch=4, seq_len=32, batch_tokens=128, eval_every=0)
     train(cfg_for(tokens, tmp_path, stop_at=3, **kw))
-    at3 = checkpoint.load(tmp_path / "ckpt.pt")["model"]
+    at3 = reader.load(tmp_path / "ckpt.pt")["model"]
     with pytest.raises(ResumeError, match="optimizer = adamw and this run has muon: optimizer cannot change"):
         train(cfg_for(tokens, tmp_path, **{**kw, "optimizer": "muon"}), resume=True)
     capsys.readouterr()
     rest = train(cfg_for(tokens, tmp_path, **{**kw, "lr": 0.0}), resume=True)
     assert "lr: 0.003 -> 0.0 (applied from step 4)" in capsys.readouterr().out
     assert len(rest.losses) == 3
-    at6 = checkpoint.load(tmp_path / "ckpt.pt")
+    at6 = reader.load(tmp_path / "ckpt.pt")
     assert at6["step"] == 6 and at6["config"]["lr"] == 0.0
     assert all(torch.equal(at3[k], at6["model"][k]) for k in at3)
 
@@ -186,13 +188,13 @@ def test_corrupt_checkpoints_are_one_line_errors(short_run, tmp_path, capsys):
     shutil.copytree(short_run, run)
     export = run / "ckpt.pt"
     raw = bytearray(export.read_bytes())
-    weights = checkpoint.load(export)["model"]["blocks.0.attn.qkv.weight"]
+    weights = reader.load(export)["model"]["blocks.0.attn.qkv.weight"]
     at = raw.find(weights.numpy().tobytes()[:64])  # inside the stored tensor bytes: the zip container stays valid
     assert at > 0
     raw[at + 3] ^= 0x10
     export.write_bytes(bytes(raw))
     with pytest.raises(CheckpointError, match="does not match its checksum"):
-        checkpoint.load(export)
+        reader.load(export)
     export.write_bytes(bytes(raw[: len(raw) // 2]))
     capsys.readouterr()
     assert main(["sample", "--checkpoint", str(export)]) == 2
@@ -215,7 +217,8 @@ def test_sample_and_surprise_from_checkpoint(trained, capsys):
                  "--max-new-tokens", "12", "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "next token after the prompt" in out and out.count("%") == 5 and "The city of" in out
-    from train.generate import load_checkpoint, sample, surprise
+    from curate.models.checkpoint import load_checkpoint
+    from train.generate import sample, surprise
 
     run = load_checkpoint(ckpt)
     assert sample(run, "The city of", 12, top_k=5, seed=3) == sample(run, "The city of", 12, top_k=5, seed=3)
@@ -258,7 +261,7 @@ def test_plan_is_chinchilla_optimal():
 def test_plan_memory_per_gpu_ddp_and_fsdp(capsys):
     """DDP: 16 bytes a parameter with AdamW (fp32 weights, grads, two moments) on every GPU, counted here from the
     model itself; FSDP: that over the world plus one group in flight; Muon keeps one buffer on the block matrices."""
-    from train.model import GPTConfig
+    from curate.models.gpt import GPTConfig
     from train.plan import GIB, memory_per_gpu, preset_shapes
 
     with torch.device("meta"):
@@ -362,7 +365,7 @@ def test_checkpoint_is_weights_only_and_refuses_code(short_run, tmp_path):
     evil, marker = tmp_path / "ckpt.pt", tmp_path / "pwned"
     torch.save({"model": {}, "config": RunsCode(marker)}, evil)
     with pytest.raises(pickle.UnpicklingError):
-        checkpoint.load(evil)
+        reader.load(evil)
     with pytest.raises(pickle.UnpicklingError):
         main(["sample", "--checkpoint", str(evil)])
     assert not marker.exists()
@@ -494,7 +497,8 @@ def test_prefetched_batches_and_position_are_the_loaders(tokens):
 
 def test_sample_and_surprise_feed_the_model_on_its_device(short_run):
     """The token ids reach the model on the model's device (meta here; it was the CPU whatever the device)."""
-    from train.generate import load_checkpoint, next_token_candidates, sample, surprise
+    from curate.models.checkpoint import load_checkpoint
+    from train.generate import next_token_candidates, sample, surprise
 
     run = load_checkpoint(short_run / "ckpt.pt", "meta")
     assert run.device.type == "meta"
@@ -584,7 +588,7 @@ def other_tokenizer(tokens, tmp_path_factory):
     vocab["zz-" + name] = vocab.pop(name)
     (out / "tokenizer.json").write_text(json.dumps(tok))
     manifest = json.loads((out / "manifest.json").read_text())
-    manifest["tokenizer"]["sha256"] = checkpoint.file_sha256(out / "tokenizer.json")
+    manifest["tokenizer"]["sha256"] = reader.file_sha256(out / "tokenizer.json")
     (out / "manifest.json").write_text(json.dumps(manifest))
     return out
 
@@ -619,7 +623,7 @@ def test_a_folder_of_other_files_is_never_cleared(run3, tokens, tmp_path, capsys
     assert "does not write (data.csv)" in capsys.readouterr().err and snapshot(mine) == {"data.csv": b"1,2\n"}
     (run3 / "notes.txt").unlink()
     assert main([*cli_args(tokens, run3), "--overwrite"]) == 0  # only its own files: replaced
-    assert checkpoint.load(run3 / "ckpt.pt")["step"] == 6
+    assert reader.load(run3 / "ckpt.pt")["step"] == 6
 
 
 def test_resume_with_data_of_another_tokenizer_is_refused_and_changes_nothing(run3, other_tokenizer, capsys):
@@ -629,8 +633,8 @@ def test_resume_with_data_of_another_tokenizer_is_refused_and_changes_nothing(ru
     capsys.readouterr()
     assert main([*cli_args(other_tokenizer, run3), "--resume"]) == 2
     err = capsys.readouterr().err.strip()
-    want = checkpoint.load(run3 / "ckpt.pt")["tokenizer"]["sha256"]
-    got = checkpoint.file_sha256(other_tokenizer / "tokenizer.json")
+    want = reader.load(run3 / "ckpt.pt")["tokenizer"]["sha256"]
+    got = reader.file_sha256(other_tokenizer / "tokenizer.json")
     assert len(err.splitlines()) == 1 and want[:16] in err and got[:16] in err and str(other_tokenizer) in err, err
     assert snapshot(run3) == before
 
@@ -659,8 +663,8 @@ def test_sample_surprise_and_eval_check_the_tokenizer(run3, tokens, other_tokeni
     run = tmp_path / "copy"
     shutil.copytree(run3, run)
     shutil.copyfile(other_tokenizer / "tokenizer.json", run / "tokenizer.json")
-    want = checkpoint.load(run / "ckpt.pt")["tokenizer"]["sha256"]
-    got = checkpoint.file_sha256(run / "tokenizer.json")
+    want = reader.load(run / "ckpt.pt")["tokenizer"]["sha256"]
+    got = reader.file_sha256(run / "tokenizer.json")
     shutil.move(tokens / "tokenizer.json", tmp_path / "aside.json")  # the run's own copy is the only candidate
     try:
         text = str(shared / "text/clean_en/wikitext-2-test.txt")
@@ -691,3 +695,30 @@ def test_a_failed_checkpoint_write_is_one_line_and_leaves_the_previous_one(run3,
                       eval_every=0), resume=True)
     assert sorted(p.name for p in (run3 / "checkpoint").iterdir()) == ["latest", "step-00000003"]
     checkpoint.verify(checkpoint.latest(run3))
+
+
+def test_run_states_repetition_with_the_mix_and_beats_without_progress(tokens, tmp_path, capsys, monkeypatch):
+    """Issue 46: a run said nothing about how often it reads each unique token (4.3 passes on top of a mix that already
+    repeated the crawl 3.65 times), and with --no-progress it was silent for a minute between evaluations."""
+    import train.loop as loop
+
+    data = tmp_path / "tokens"
+    shutil.copytree(tokens, data)
+    manifest = json.loads((data / "manifest.json").read_text())
+    manifest["mix_epochs"] = {"web": 3.65}
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    n_train = manifest["splits"]["train"]["tokens"]
+    monkeypatch.setattr(loop, "HEARTBEAT_S", 0.0)
+    kw = dict(optimizer="adamw", steps=3, warmup_steps=1, micro_batch=4, seq_len=32, batch_tokens=128, eval_every=0)
+    train(cfg_for(data, tmp_path / "run", **kw))
+    out = capsys.readouterr().out
+    passes = 3 * 128 / n_train
+    assert f"{passes:.2f} passes over {n_train:,} train tokens" in out
+    assert f"seen about {passes * 3.65:.1f} times" in out and "warning: each unique token" not in out
+    assert [f"step {s}/3:" in out for s in (1, 2, 3)] == [True] * 3  # a heartbeat per step at a 0 s interval
+
+    steps = math.ceil(4.5 / 3.65 * n_train / 128)  # past 4 sightings of each token once the mix's 3.65 are counted
+    monkeypatch.setattr(loop, "HEARTBEAT_S", 1e9)
+    train(cfg_for(data, tmp_path / "long", **{**kw, "steps": steps, "stop_at": 1}))
+    out = capsys.readouterr().out
+    assert "warning: each unique token is seen about" in out and "step 1/" not in out

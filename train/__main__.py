@@ -133,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         import torch.distributed as dist
 
         from curate.core.errors import UsageError
-        from train.checkpoint import CheckpointError, ResumeError
+        from curate.models.checkpoint import CheckpointError
+        from curate.models.device import DeviceError
+        from train.checkpoint import ResumeError
         from train.config import ConfigError
         from train.data import TokenDataError
-        from train.devices import DeviceError
         from train.loop import train
         from train.sweep import sweep_lr
 
@@ -182,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             if bad:
                 print(f"python -m train sample: error: {bad}", file=sys.stderr)
                 return 2
-        from train.checkpoint import CheckpointError
-        from train.generate import format_surprise, load_checkpoint, next_token_candidates, sample, surprise
+        from curate.models.checkpoint import CheckpointError, load_checkpoint
+        from train.generate import format_surprise, next_token_candidates, sample, surprise
 
         try:
             run = load_checkpoint(args.checkpoint, args.device)
@@ -225,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("run", help="a run directory (its checkpoint/ is read, RUN/ckpt.pt written)")
         args = parser.parse_args(rest)
         from curate.core.errors import UsageError
-        from train.checkpoint import CheckpointError, export
+        from curate.models.checkpoint import CheckpointError
+        from train.checkpoint import export
 
         try:
             print(f"wrote {export(args.run)}")

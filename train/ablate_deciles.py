@@ -33,9 +33,9 @@ def _docs(curated: Path):
 
 
 def deciles(spec: Spec, text: str, classifier: str, models: list[str]) -> dict:
+    from curate.models.checkpoint import load_checkpoint
     from curate.quality.model import QualityModel
     from train.evaluate.heldout import HeldoutSet, bits_per_byte
-    from train.generate import load_checkpoint
 
     variants = {v["name"]: v for v in spec.variants}
     unknown = [n for n in [text, classifier, *models] if n not in variants]

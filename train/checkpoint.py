@@ -1,5 +1,8 @@
 """Checkpoints: the training state, sharded, written so a crash never leaves a torn one; and the single-file export.
 
+Writing both and resuming live here; reading an export (and the model and tokenizer it names) is
+`curate.models.checkpoint`'s, the one reader curation and the trainer share.
+
 Two kinds, for two readers:
 
 * **The training state** (`OUT/checkpoint/step-NNNNNNNN/`), for `--resume`: one mapping of stateful components
@@ -22,7 +25,6 @@ import errno
 import hashlib
 import json
 import os
-import pickle
 import random
 import shutil
 import warnings
@@ -42,7 +44,8 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-CKPT_NAME = "ckpt.pt"  # the export
+from curate.models.checkpoint import CKPT_NAME, CheckpointError, digest, file_sha256
+
 STATE_DIR = "checkpoint"  # the sharded training state: STATE_DIR/step-NNNNNNNN/ and STATE_DIR/latest
 CHECKSUMS = "checksums.json"
 FULL = 1 << 20  # a filesystem with less than this free after a failed write is taken for a full one
@@ -50,10 +53,6 @@ FULL = 1 << 20  # a filesystem with less than this free after a failed write is 
 
 class ResumeError(ValueError):
     """A checkpoint that this run cannot continue (another global batch, sequence length or model)."""
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be read: truncated, bit-flipped, or with a shard missing."""
 
 
 # ---------------------------------------------------------------------------------------------- components
@@ -182,14 +181,6 @@ def _dcp(call, state: dict[str, Any], path: Path) -> Any:
         return call(state, checkpoint_id=path, no_dist=not dist.is_initialized())
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def latest(out: str | Path) -> Path | None:
     """The training state `--resume` continues from: the directory `OUT/checkpoint/latest` names, if any."""
     pointer = Path(out) / STATE_DIR / "latest"
@@ -281,7 +272,7 @@ def save(state: dict[str, Any], out: str | Path, step: int) -> Path:
 
     def publish() -> None:
         nonlocal published
-        sums = {f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in sorted(tmp.iterdir())}
+        sums = {f.name: {"bytes": f.stat().st_size, "sha256": file_sha256(f)} for f in sorted(tmp.iterdir())}
         with open(tmp / CHECKSUMS, "w") as f:
             json.dump(sums, f, indent=1)
             f.flush()
@@ -347,7 +338,7 @@ def verify(path: Path) -> None:
                 problem = f"{path} is incomplete: {name} is missing (one of {len(sums)} files)"
             elif f.stat().st_size != sums[name]["bytes"]:
                 problem = f"{f}: {f.stat().st_size} bytes, {sums[name]['bytes']} written (truncated?)"
-            elif _sha256(f) != sums[name]["sha256"]:
+            elif file_sha256(f) != sums[name]["sha256"]:
                 problem = f"{f} does not match its checksum: the file is corrupt"
             if problem:
                 break
@@ -382,18 +373,6 @@ def load_state(path: Path, state: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- export
-
-
-def digest(state: dict[str, Any]) -> str:
-    """sha256 of an export's contents: every tensor's name, dtype, shape and bytes, and the other values as JSON."""
-    h = hashlib.sha256()
-    for name in sorted(state["model"]):
-        t = state["model"][name].detach().cpu().contiguous()
-        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    rest = {k: v for k, v in state.items() if k not in ("model", "sha256")}
-    h.update(json.dumps(rest, sort_keys=True, default=str).encode())
-    return h.hexdigest()
 
 
 def temp_name(path: Path) -> Path:
@@ -442,7 +421,7 @@ def export(run: str | Path) -> Path:
     """`python -m train export RUN`: the latest training state of RUN written as RUN/ckpt.pt, in one process (the
     shards of any world size are read back into the full weights)."""
     from curate.io.outputs import locked
-    from train.model import GPT, GPTConfig
+    from curate.models.gpt import GPT, GPTConfig
 
     run = Path(run)
     if latest(run) is None:
@@ -457,50 +436,6 @@ def export(run: str | Path) -> Path:
         _load({"model": weights}, path)
         write_export(run / CKPT_NAME, weights, progress)
     return run / CKPT_NAME
-
-
-def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """An exported checkpoint's state with its tensors on `map_location`, its checksum verified. Refuses anything
-    but tensors and plain values (weights_only); a truncated or corrupt file is one CheckpointError."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / CKPT_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        raise  # weights_only refused an object: a refusal, not damage
-    except (RuntimeError, EOFError, ValueError, KeyError, OSError) as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"{path} is not a readable checkpoint (truncated or corrupt: {reason})") from e
-    if "sha256" in state and digest(state) != state["sha256"]:
-        raise CheckpointError(f"{path} does not match its checksum: the file is corrupt")
-    if torch.device(map_location).type == "cpu" or "model" not in state:
-        return state
-    return {**state, "model": {k: v.to(map_location) for k, v in state["model"].items()}}
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes: a tokenizer's identity, as `curate tokenize` records it in the token manifest."""
-    return _sha256(Path(path))
-
-
-def matching_tokenizer(found: list[Path], recorded: dict[str, Any] | None, what: Path | str) -> Path:
-    """Of the tokenizer files `found`, the first that is the one `recorded` (the checkpoint's `tokenizer` entry)
-    names by sha256; without a recorded sha256 (an older checkpoint), the first. None matching: one CheckpointError
-    naming both."""
-    want = (recorded or {}).get("sha256")
-    if not want:
-        return found[0]
-    for path in found:
-        if file_sha256(path) == want:
-            return path
-    got = file_sha256(found[0])
-    raise CheckpointError(f"{what} was trained with the tokenizer of sha256 {want[:16]}…, but {found[0]} is "
-                          f"sha256 {got[:16]}…" + (f" (and {len(found) - 1} other candidate(s) differ too)"
-                                                   if len(found) > 1 else "")
-                          + ": its ids would decode into other text; put the run's own tokenizer.json beside it")
 
 
 def data_fingerprint(manifest: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ else:  # pragma: no cover
 
 import torch
 
-from train.model import PRESETS
+from curate.models.gpt import PRESETS
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 MAX_SEED = 2**31 - 1
@@ -38,7 +38,7 @@ class Config:
     out: str = "runs/default"  # checkpoints, metrics.jsonl and plots
     source_weights: dict[str, float] = field(default_factory=dict)  # re-weight sources at train time; {} = as mixed
     # model
-    model: str = "tiny"  # preset in train.model.PRESETS
+    model: str = "tiny"  # preset in curate.models.gpt.PRESETS
     n_layer: int = 0  # 0 = take from the preset
     n_head: int = 0
     n_embd: int = 0

@@ -7,54 +7,11 @@ the model's "a new document starts here" context and the first real token gets a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from tokenizers import Tokenizer
 
-from train import checkpoint
-from train.devices import resolve_device
-from train.model import GPT, GPTConfig
-
-
-@dataclass
-class Loaded:
-    model: GPT
-    tokenizer: Tokenizer
-    eos_id: int
-    step: int
-
-    @property
-    def device(self) -> torch.device:
-        return self.model.embed.weight.device
-
-    def ids(self, ids: list[int]) -> torch.Tensor:
-        """A batch of one sequence, on the model's device."""
-        return torch.tensor([ids], device=self.device)
-
-
-def load_checkpoint(path: str | Path, device: str = "cpu") -> Loaded:
-    """The model of a checkpoint, in eval mode, and its tokenizer: the copy the trainer put beside it, else the token
-    directory's; the first whose sha256 is the one the checkpoint was trained with. A tokenizer that is not that one
-    is refused (CheckpointError), since its ids would decode the model's predictions into other text."""
-    path, dev = Path(path), resolve_device(device)
-    state = checkpoint.load(path, map_location=dev)
-    with dev:
-        model = GPT(GPTConfig(**state["model_config"]))
-    model.load_state_dict(state["model"])
-    model.eval()
-    run_dir = path if path.is_dir() else path.parent
-    candidates = [run_dir / "tokenizer.json"]
-    data = state["config"].get("data")
-    if data and state.get("tokenizer"):
-        candidates.append(Path(data) / state["tokenizer"].get("file", "tokenizer.json"))
-    found = [p for p in candidates if p.is_file()]
-    if not found:
-        raise FileNotFoundError(f"no tokenizer found for {path} (looked at {', '.join(map(str, candidates))})")
-    tok_path = checkpoint.matching_tokenizer(found, state.get("tokenizer"), path)
-    return Loaded(model, Tokenizer.from_file(str(tok_path)), state["eos_id"], state["step"])
+from curate.models.checkpoint import Loaded
 
 
 def _encode(run: Loaded, text: str) -> list[int]:

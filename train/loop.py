@@ -27,13 +27,13 @@ from tqdm import tqdm
 
 from curate.core.errors import UsageError
 from curate.io import outputs
+from curate.models.gpt import GPT, GPTConfig
 from train import checkpoint
 from train.checkpoint import ResumeError
 from train.config import Config
 from train.data import Loader, TokenDataset, member
 from train.devices import init_distributed
 from train.metrics import MetricsLog, peak_flops, plot_run
-from train.model import GPT, GPTConfig
 from train.optim import build_optimizer, lr_factor, set_lr
 from train.parallel import full, grad_sync, local_bytes, parallelize
 from train.prefetch import Prefetcher
@@ -70,6 +70,34 @@ def all_mean(x: torch.Tensor, world: int) -> torch.Tensor:
         dist.all_reduce(x, op=dist.ReduceOp.SUM)  # gloo has no AVG
         x /= world
     return x
+
+
+# Past this many sightings of each unique token, repetition stops being nearly as good as new data (Muennighoff et al.,
+# "Scaling Data-Constrained Language Models", 2023: up to about 4 epochs cost little; beyond, returns fall fast).
+REPEAT_WARN = 4.0
+HEARTBEAT_S = 30.0  # with --no-progress, a line at least this often so a quiet run is seen to be alive
+
+
+def repetition(dataset: TokenDataset, steps: int, batch_tokens: int) -> tuple[str, str | None]:
+    """The line that says how often this run reads each unique token, and a warning past REPEAT_WARN.
+
+    Passes over the token folder times the repetition its `curate mix` already made (the token manifest's
+    `mix_epochs`, per source): a mix that repeats a crawl 3.65 times trained for 4.3 passes shows each of the crawl's
+    tokens about 15.7 times, which the pass count alone hides."""
+    passes = steps * batch_tokens / max(1, dataset.num_tokens)
+    mix = dataset.manifest.get("mix_epochs") or {}
+    line = f"repetition: {steps:,} steps x {batch_tokens:,} tokens = {passes:.2f} passes over {dataset.num_tokens:,} train tokens"
+    seen = passes
+    if mix:
+        worst = max(mix, key=mix.get)
+        seen = passes * mix[worst]
+        line += (f"; the mix already repeats its sources ({', '.join(f'{s} {e:.2f}x' for s, e in sorted(mix.items()))}),"
+                 f" so each unique token of {worst!r} is seen about {seen:.1f} times")
+    warn = None
+    if seen > REPEAT_WARN:
+        warn = (f"warning: each unique token is seen about {seen:.1f} times, past {REPEAT_WARN:g} (beyond it repeated "
+                "data is worth much less than new data): more unique data, fewer steps, or a smaller model")
+    return line, warn
 
 
 def host_copy(t: torch.Tensor) -> Callable[[], list[float]]:
@@ -357,6 +385,10 @@ def _train(cfg: Config, resume: bool, overwrite: bool, term: _Terminate, held: E
         f" embedding), vocab {train_set.vocab_size:,}; data: {train_set.num_tokens:,} train tokens from {cfg.data}")
     say(f"batch: {cfg.batch_tokens:,} tokens/step = micro_batch {cfg.micro_batch} x seq_len {cfg.seq_len} x "
         f"grad accumulation {accum} x world {world}; {cfg.optimizer}, {cfg.schedule} schedule, steps {step}->{stop}")
+    reps, warn = repetition(train_set, cfg.steps, cfg.batch_tokens)  # the whole run, whatever stop_at or resume
+    say(reps)
+    if warn:
+        say(warn)
     say(f"device: {device}{' (' + torch.cuda.get_device_name(device) + ')' if on_cuda else ''}, "
         f"{'bf16 autocast' if use_bf16 else 'fp32'}, compile {'per block' if compile_model else 'off'}, "
         f"{cfg.parallel if world > 1 or (cfg.parallel == 'fsdp' and dist.is_initialized()) else 'one process'}"
@@ -369,6 +401,7 @@ def _train(cfg: Config, resume: bool, overwrite: bool, term: _Terminate, held: E
     result = RunResult(step=step)
     bar = tqdm(total=stop, initial=step, disable=not (master and cfg.progress), unit="step", dynamic_ncols=True)
     train_time, interval_time, interval_steps, tokens_per_s = 0.0, 0.0, 0, 0.0
+    last_beat = time.monotonic()  # with --no-progress: when the last heartbeat line was printed
     # Steps whose loss, grad norm and SIGTERM flag the host has not read yet: (step, lr factor, reader). They are read
     # one step late, while the next step runs, so the loop never waits on the GPU just to look at three numbers.
     unread: deque[tuple[int, float, Callable[[], list[float]]]] = deque()
@@ -430,6 +463,10 @@ def _train(cfg: Config, resume: bool, overwrite: bool, term: _Terminate, held: E
             result.losses.append(loss_value)
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{optimizer_lr(cfg, scale):.2e}", refresh=False)
+            if master and not cfg.progress and time.monotonic() - last_beat >= HEARTBEAT_S:
+                last_beat = time.monotonic()
+                say(f"step {s}/{stop}: loss {loss_value:.4f}, lr {optimizer_lr(cfg, scale):.2e}, "
+                    f"{train_time:.0f} s of training so far")
             with_val = val_due and s == step
             if with_val and master:
                 bar.write(f"step {s}: val loss {result.val_loss:.4f}")

@@ -18,8 +18,8 @@ from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.distributed.tensor import DTensor
 
+from curate.models.gpt import FUSED_ROWS
 from train.config import Config
-from train.model import FUSED_ROWS
 
 # Keller Jordan's quintic Newton-Schulz coefficients (https://kellerjordan.github.io/posts/muon/).
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)

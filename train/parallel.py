@@ -20,7 +20,7 @@ from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from train.model import GPT
+from curate.models.gpt import GPT
 
 # DDP's switch for the per-forward buffer broadcast; newer torch renames it and deprecates the old name.
 NO_BUFFER_SYNC = ({"forward_sync_buffers": False} if "forward_sync_buffers" in inspect.signature(DDP).parameters

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from train.model import GPT, PRESETS, GPTConfig
+from curate.models.gpt import GPT, PRESETS, GPTConfig
 
 H100_BF16 = 989e12
 GIB = 2**30

@@ -40,6 +40,8 @@ class StepStats:
         for k, v in other.extra.items():
             if isinstance(v, (int, float)) and isinstance(self.extra.get(k), (int, float)):
                 self.extra[k] += v
+            elif k == "drop_limits" and isinstance(v, dict):  # each reason's threshold: the same in every task
+                self.extra[k] = {**v, **self.extra.get(k, {})}
             elif k.startswith("throughput") and isinstance(v, dict) and isinstance(self.extra.get(k), dict):
                 mine = self.extra[k]
                 self.extra[k] = throughput({c: mine.get(c, 0) + v.get(c, 0) for c in THROUGHPUT_COUNTS})

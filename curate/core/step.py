@@ -20,9 +20,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Reject:
-    """Returned by a step to drop a document; `rule` becomes the drop reason `step:rule`."""
+    """Returned by a step to drop a document; `rule` becomes the drop reason `step:rule`.
+
+    `measured` and `limit` are the evidence, where the rule compares a number with a threshold: the value this
+    document had (a ratio, a count, a score) and the threshold it crossed. They go beside the reason into the
+    rejected shards (`drop_measured`, `drop_limit`) and the limit into the step's stats, so `alpha_words` says
+    0.62 against 0.80 instead of only naming the rule."""
 
     rule: str
+    measured: float | None = None
+    limit: float | None = None
 
 
 # What a step returns for one document: the document (maybe rewritten) to keep it, `Reject` or None to drop
@@ -62,6 +69,11 @@ class Step:
     def finish(self, stats: StepStats) -> None:
         """Called at the end of each task with this step's stats, to record step-specific figures."""
 
+    def resources(self) -> dict[str, float]:
+        """What each task of this step needs beyond a CPU: `{"gpus": 1}` for a model on a GPU, else nothing
+        (`curate.core.resources`: the executors place tasks by it). Decided in the driver, before `setup`."""
+        return {}
+
     def __repr__(self) -> str:
         return describe(self)
 
@@ -69,12 +81,13 @@ class Step:
 class Filter(Step):
     """A step that only keeps or drops: implement `reject_rule`, returning a rule name or None to keep."""
 
-    def reject_rule(self, doc: Document) -> str | None:
+    def reject_rule(self, doc: Document) -> str | Reject | None:
+        """A rule name, or a `Reject` carrying the measured value and the limit, or None to keep."""
         raise NotImplementedError
 
     def apply(self, doc: Document) -> Result:
         rule = self.reject_rule(doc)
-        return doc if rule is None else Reject(rule)
+        return doc if rule is None else rule if isinstance(rule, Reject) else Reject(rule)
 
 
 class FunctionStep(Step):

@@ -180,6 +180,16 @@ class GPT(nn.Module):
             x = block(x, cos, sin)
         return self.head(x, targets)
 
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """The last block's output after the final norm (B, T, n_embd): what the LM head reads, and what
+        `curate.models.inference` pools into document embeddings."""
+        T = idx.size(1)
+        assert self.cfg.seq_len >= T, f"sequence of {T} tokens exceeds the model's seq_len {self.cfg.seq_len}"
+        x = self.embed(idx)
+        for block in self.blocks:
+            x = block(x, self.rope_cos[:T], self.rope_sin[:T])
+        return self.norm(x)
+
     def head(self, x: torch.Tensor, targets: torch.Tensor | None) -> torch.Tensor:
         logits = self.lm_head(self.norm(x))
         if targets is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from train.model import GPT
+from curate.models.gpt import GPT
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
+from curate.models.checkpoint import load_checkpoint
 from train.evaluate.heldout import HeldoutSet, bits_per_byte
 from train.evaluate.icl import Task, evaluate_task, primary
-from train.generate import load_checkpoint
 
 
 def bar(enabled: bool, desc: str, total: int | None, unit: str):

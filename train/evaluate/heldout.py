@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from curate.core.stats import StepStats
 from curate.io import fs, readers
-from train.evaluate.scoring import score_spans
-from train.generate import Loaded
+from curate.models.checkpoint import Loaded
+from curate.models.scoring import score_spans
 
 DIR_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".jsonl.zst", ".txt", ".txt.gz")  # read from a directory
 CHUNK_WINDOWS = 256  # windows scored per chunk: bounds memory, whatever the size of a set

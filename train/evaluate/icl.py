@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from curate.io import fs
-from train.evaluate.scoring import score_spans
-from train.generate import Loaded
+from curate.models.checkpoint import Loaded
+from curate.models.scoring import score_spans
 
 # Delimiter between the question and its answer where llm-foundry's eval gauntlet (and DCLM's CORE, which reuses it)
 # sets one; every other task uses a space.

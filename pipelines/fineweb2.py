@@ -46,7 +46,9 @@ Where it cannot be the same, and why:
   set $PENEIRA_FINEWEB2_LID=glotlid and $PENEIRA_FINEWEB2_LANGS to its labels (`por_Latn,swh_Latn`),
   which curate.lang.config maps to the same configurations.
 * Deduplication. FineWeb-2 deduplicates each language separately with its own word tokenizer. Here one
-  MinHash runs over every language; pages in two languages almost never share 5-gram shingles, so the
+  MinHash runs over every language, shingling each page from its language's words (`lang` set by step 3:
+  ICU's words through curate.lang for zh, ja, th, lo, km, my; tests/test_minhash_languages.py shows their
+  near-duplicates found as in English); pages in two languages almost never share 5-gram shingles, so the
   clusters are the same up to the rare cross-language page pair.
 * Order. FineWeb-2 deduplicates before filtering; so does this recipe. `Language` here drops what is
   below its threshold in the same pass as labelling (FineWeb-2 labels in one job and thresholds in the next).

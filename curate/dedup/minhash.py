@@ -39,6 +39,7 @@ from curate.dedup import common, components
 from curate.dedup.sketch import FAST_VERSION, SCHEMES, permutations, signatures_by_scheme
 from curate.io import fs
 from curate.io.batching import iter_batches
+from curate.lang import units_version
 
 BAND_ROW_BYTES = 24  # a band file row: bhash, idkey, doc as little-endian uint64
 MAX_CENTRES = 32  # centres tried per bucket before its unmatched members are counted as unresolved
@@ -78,6 +79,7 @@ class SignatureTask:
     parts: int
     batch_docs: int
     scheme: str = "datasketch"
+    default_lang: str = "en"
 
 
 def signature_shard(task: SignatureTask) -> dict:
@@ -91,7 +93,7 @@ def signature_shard(task: SignatureTask) -> dict:
     n = pf.metadata.num_rows
     sig_file = fs.Staged(fs.join(task.work, "sigs", f"{name}.npy"), tmp_name=f"{name}.npy.tmp.{os.getpid()}.npy")
     perms = permutations(task.num_perm, task.seed)
-    columns = [c for c in ("id", "text", "quality_score") if c in pf.schema_arrow.names]
+    columns = [c for c in ("id", "text", "quality_score", "lang") if c in pf.schema_arrow.names]
     ids, lengths, quality, texthash, shingles, band_parts = [], [], [], [], [], []
     row = 0
     try:
@@ -101,7 +103,8 @@ def signature_shard(task: SignatureTask) -> dict:
             common.reserve(sig, sig.tell() + 4 * n * task.num_perm, sig_file.tmp)  # a full disk: now, named
             for batch in iter_batches(pf, columns=columns, max_rows=task.batch_docs):
                 rec = batch.to_pydict()
-                s, counts = signatures_by_scheme(rec["text"], task.scheme, perms=perms, ngram=task.ngram)
+                s, counts = signatures_by_scheme(rec["text"], task.scheme, perms=perms, ngram=task.ngram,
+                                                 langs=rec.get("lang"), default_lang=task.default_lang)
                 sig.write(np.ascontiguousarray(s, dtype="<u4").data)
                 texthash.append(common.text_hashes(rec["text"]))
                 band_parts.extend(_band_rows(task, s, counts, rec["id"], texthash[-1], row))
@@ -374,6 +377,9 @@ class MinHash(GlobalStep):
     `scheme` "datasketch" (default) makes every signature bit for bit datasketch's (SHA-1 per shingle);
     "fast" hashes each word once and a shingle from its words' hashes (`sketch.fast_signatures`, ngram <= 8):
     other values, the same Jaccard estimate, about half the CPU of the signatures phase from raw text.
+    Words are those of each document's language (its `lang`, else `default_lang`): Chinese, Japanese, Thai, Lao,
+    Khmer and Burmese documents are shingled from `curate.lang.words` (ICU), as FineWeb-2 does per language;
+    every other language from the match form's runs of letters and digits, which are its words.
     """
 
     name: ClassVar[str] = "minhash"
@@ -382,7 +388,7 @@ class MinHash(GlobalStep):
 
     def __init__(self, bands: int = 14, rows: int = 8, threshold: float | None = None, ngram: int = 5,
                  seed: int = 1, keep: str = "smallest_id", partitions: int | None = None, batch_docs: int = 4096,
-                 scheme: str = "datasketch"):
+                 scheme: str = "datasketch", default_lang: str = "en"):
         check(self, "bands", bands, int, lo=1, hi=256)  # band numbers are stored as uint8
         check(self, "rows", rows, int, lo=1)
         check(self, "ngram", ngram, int, lo=1)
@@ -403,6 +409,8 @@ class MinHash(GlobalStep):
         self.scheme = scheme
         if scheme == "fast":  # its values changed once: fingerprinted, so a resume never mixes two versions
             self.fast_version = FAST_VERSION
+        self.default_lang = check(self, "default_lang", default_lang, str)
+        self.text_units = units_version()  # the words of zh, ja, th, lo, km, my (curate.lang): fingerprinted
 
     @classmethod
     def for_threshold(cls, threshold: float, num_perm: int = 112, **kw) -> MinHash:
@@ -442,7 +450,7 @@ class MinHash(GlobalStep):
         t = time.perf_counter()
         signed = common.run_phase(ctx, "signatures", signature_shard, [
             SignatureTask(i, p, ctx.work_dir, self.num_perm, self.seed, self.ngram, self.bands, self.rows, parts,
-                          self.batch_docs, self.scheme)
+                          self.batch_docs, self.scheme, self.default_lang)
             for i, p in enumerate(ctx.inputs)], names)
         seconds["signatures"] = time.perf_counter() - t
 

@@ -35,7 +35,17 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from curate.dedup.text import MAPPED, PYTHON, WORD, _assigned, _tables, char_classes, match_form_batch, second_parts
+from curate.dedup.text import (
+    MAPPED,
+    PYTHON,
+    WORD,
+    _assigned,
+    _tables,
+    char_classes,
+    match_form_batch,
+    second_parts,
+    spaced,
+)
 
 IMPLEMENTATIONS = ("sha-ni", "portable")
 
@@ -368,14 +378,16 @@ def signatures_of_match_form(data: np.ndarray, offsets: np.ndarray, num_perm: in
 
 def signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram: int = 5,
                perms: tuple[np.ndarray, np.ndarray] | None = None,
-               impl: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+               impl: str | None = None, langs: list[str | None] | None = None,
+               default_lang: str = "en") -> tuple[np.ndarray, np.ndarray]:
     """Signatures (len(texts), num_perm) uint32 and shingle counts for raw texts.
 
-    Equal to `datasketch.MinHash(num_perm, seed)` updated with `text.shingles(t, ngram)`; documents
+    Equal to `datasketch.MinHash(num_perm, seed)` updated with `text.shingles(t, ngram, lang)`; documents
     with no word get an all-0xFFFFFFFF row and a count of 0 (datasketch's empty sketch). `impl`
-    ("sha-ni" or "portable"; default `implementation()`) only changes the speed.
+    ("sha-ni" or "portable"; default `implementation()`) only changes the speed. `langs` (else `default_lang`):
+    each document's language, whose words `text.spaced` gives where the language does not space them.
     """
-    data, offsets = match_form_batch(texts)
+    data, offsets = match_form_batch(spaced(texts, langs, default_lang))
     return signatures_of_match_form(data, offsets, num_perm, seed, ngram, perms, impl)
 
 
@@ -1000,14 +1012,18 @@ def _utf8_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fast_signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram: int = 5,
-                    perms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    perms: tuple[np.ndarray, np.ndarray] | None = None, langs: list[str | None] | None = None,
+                    default_lang: str = "en") -> tuple[np.ndarray, np.ndarray]:
     """Signatures of the "fast" scheme: the same shingles (word n-grams of the match form, `text.shingles`) and the
     same permutations as `signatures`, but each shingle hashed from 64-bit word hashes instead of SHA-1, so the
     values differ from datasketch's while estimating the same Jaccard similarity. Each document is folded to its
     match form from `text`'s per-code-point tables, 32 ASCII bytes at a time (`_fold_text`), its words hashed by 8-byte
     pieces (`_word_hashes`) and signed (`_sign`); in a document with characters that need Python's NFKC in context
     (`text._tables`' PYTHON kind), only the stretches around them go through Python (`_nfkc_stretches`), and a
-    second pass folds the rest from the tables and those from Python's text. `FAST_VERSION` names these values."""
+    second pass folds the rest from the tables and those from Python's text. `FAST_VERSION` names these values.
+    A document in a language that does not space its words (`langs`, else `default_lang`) is folded from its words
+    (`text.spaced`, ICU through `curate.lang`), every other one from its raw text as before."""
+    texts = spaced(texts, langs, default_lang)
     if not 1 <= ngram <= len(_POSITION):
         raise ValueError(f"the fast scheme takes ngram 1..{len(_POSITION)}; got {ngram}")
     if sys.byteorder != "little":
@@ -1029,9 +1045,10 @@ def fast_signatures(texts: list[str], num_perm: int = 112, seed: int = 1, ngram:
 
 def signatures_by_scheme(texts: list[str], scheme: str = "datasketch", num_perm: int = 112, seed: int = 1,
                          ngram: int = 5, perms: tuple[np.ndarray, np.ndarray] | None = None,
+                         langs: list[str | None] | None = None, default_lang: str = "en",
                          ) -> tuple[np.ndarray, np.ndarray]:
     """`signatures` (datasketch's values, bit for bit) or `fast_signatures`, by name (`SCHEMES`)."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
     fn = signatures if scheme == "datasketch" else fast_signatures
-    return fn(texts, num_perm=num_perm, seed=seed, ngram=ngram, perms=perms)
+    return fn(texts, num_perm=num_perm, seed=seed, ngram=ngram, perms=perms, langs=langs, default_lang=default_lang)

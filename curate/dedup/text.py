@@ -28,6 +28,9 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from curate.lang import is_segmented, words
+from curate.lang.units import NOSPACE_CHAR
+
 SEP, WORD, DIGIT = 0, 1, 2
 MAPPED, PYTHON = 3, 4  # kinds of `_tables`: replaced by a pool entry; document goes through Python
 
@@ -290,13 +293,38 @@ def match_form(text: str) -> str:
     return data.tobytes().decode("utf-8")
 
 
-def shingles(text: str, n: int = 5) -> list[bytes]:
+def spaced(texts: list[str], langs: list[str | None] | None = None, default_lang: str = "en") -> list[str]:
+    """The texts with the words of their language (`curate.lang.words`) separated by spaces, where the language
+    does not space its words: what MinHash shingles (and `shingles` cuts) instead of the raw text.
+
+    The match form's words are runs of letters, marks and numbers between separators, right for every language
+    that spaces its words; in Chinese, Japanese, Thai, Lao, Khmer and Burmese such a run is a whole clause, so a
+    near-duplicate with one word changed in fifty shared almost no 5-gram. Those documents (by `langs`, else
+    `default_lang`; `curate.lang.is_segmented`) holding a character of those scripts get ICU's words joined by
+    spaces, which the match form keeps as word boundaries; every other text is returned as it is, so the
+    compiled passes run on it unchanged (with no `langs` and a spaced `default_lang`, the list itself)."""
+    if langs is None:
+        langs = [None] * len(texts)
+    if len(langs) != len(texts):
+        raise ValueError(f"{len(texts)} texts but {len(langs)} languages")
+    segmented = {lang for lang in set(langs) if is_segmented(lang or default_lang)}  # a few distinct values
+    if not segmented:
+        return texts
+    out = list(texts)
+    for i, lang in enumerate(langs):
+        if lang in segmented and NOSPACE_CHAR.search(texts[i]):
+            out[i] = " ".join(words(texts[i], lang or default_lang))
+    return out
+
+
+def shingles(text: str, n: int = 5, lang: str | None = None) -> list[bytes]:
     """Word n-grams of the normalised text, UTF-8 encoded: the reference definition, one text at a time.
 
     A text shorter than `n` words is one shingle of all its words; an empty one has none. The
-    vectorised signature code hashes exactly these byte strings without building them.
+    vectorised signature code hashes exactly these byte strings without building them. A text in a language
+    that does not space its words is first given its words (`spaced`).
     """
-    norm = match_form(text)
+    norm = match_form(spaced([text], [lang])[0])
     words = norm.split(" ") if norm else []
     if len(words) <= n:
         return [norm.encode()] if words else []

@@ -179,7 +179,8 @@ def test_brute_force_itself():
 
 
 @pytest.mark.parametrize("keep", ["none", "first"])
-def test_planted_every_script_equals_brute_force(tmp_path, keep):
+def test_planted_every_script_equals_brute_force(tmp_path, keep, monkeypatch):
+    monkeypatch.setattr(sub, "CHUNK", 97)  # repeats collected 97 positions at a time: chunk edges everywhere
     texts = planted()
     stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=24, keep=keep))
     check(texts, tmp_path / "out", 24, keep)
@@ -288,3 +289,19 @@ def test_resume_after_interrupted_pairs(tmp_path, monkeypatch):
     stats = run(texts, tmp_path / "out", step)
     assert stats["extra"]["pair_tasks"] >= 3 and len(seen) == 1  # only the task that failed runs again
     check(texts, tmp_path / "out", 24, "none")
+
+
+def test_chunks_change_nothing(monkeypatch):
+    """Repeats are collected CHUNK positions at a time: intervals across chunk edges merge as in one pass."""
+    rng = np.random.default_rng(1)
+    words = [w.encode() for w in ["ab", "çé", "数据", "😀", "ก", " "]]
+    docs = [b"".join(rng.choice(words, rng.integers(0, 200))) for _ in range(150)]
+    text = np.frombuffer(bytearray(b"".join(d + b"\xff" for d in docs)), dtype=np.uint8)
+    starts = np.cumsum([0] + [len(d) + 1 for d in docs[:-1]])
+    for keep in ("none", "first"):
+        best = sub.longest_repeats(text, keep)
+        whole = sub.intervals(text, starts, best, 9)
+        monkeypatch.setattr(sub, "CHUNK", 37)
+        chunked = sub.intervals(text, starts, best, 9)
+        monkeypatch.undo()
+        assert len(whole[0]) > 50 and all((a == b).all() for a, b in zip(whole, chunked, strict=True))

@@ -75,6 +75,7 @@ class TextTask:
 
 def text_shard(task: TextTask) -> dict:
     """Write one shard's texts and offsets, a batch at a time; cut it into pieces of at most `part_bytes`."""
+    cpu = time.process_time()
     pf = fs.parquet_file(task.path)
     pieces, piece_row, piece_byte, oversize = [], 0, 0, 0
     row = total = 0
@@ -103,7 +104,7 @@ def text_shard(task: TextTask) -> dict:
         pieces.append([piece_row, row, piece_byte, total])
     text_out.commit()
     off_out.commit()
-    return {"rows": row, "bytes": total, "pieces": pieces, "oversize": oversize}
+    return {"rows": row, "bytes": total, "pieces": pieces, "oversize": oversize, "cpu": time.process_time() - cpu}
 
 
 def plan_parts(shards: list[dict], part_bytes: int) -> list[list[list[int]]]:
@@ -212,7 +213,7 @@ def _merge(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def pair_task(task: PairTask) -> dict:
     """Phase 2: the repeated intervals of two parts' text (or one part's), as (shard, row, start, end) in bytes."""
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), time.process_time()
     text, starts, shard, row = load_segments(task)
     best = longest_repeats(text, task.keep)
     lo, hi = intervals(text, starts, best, task.min_length)
@@ -222,7 +223,7 @@ def pair_task(task: PairTask) -> dict:
                       "end": (hi - starts[doc]).astype(np.int64)})
     common.write_table(table, task.out, segments=["shard"])
     return {"bytes": len(text), "intervals": len(lo), "covered": int((hi - lo).sum()),
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, "cpu": time.process_time() - cpu}
 
 
 # ---------------------------------------------------------------- phase 3: rewrite
@@ -282,7 +283,7 @@ def strike(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[str]]:
 
 def rewrite_shard(task: RewriteTask) -> dict:
     """Phase 3: strike each document's repeated spans; count them per document and write them for the report."""
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), time.process_time()
     schema = pa.ipc.read_schema(pa.py_buffer(task.schema_bytes))
     pf = fs.parquet_file(task.path)
     if pf.metadata.num_rows != task.rows:
@@ -315,7 +316,7 @@ def rewrite_shard(task: RewriteTask) -> dict:
             start += table.num_rows
     common.write_table(pa.table({"hash": pa.array(found["hash"], pa.uint64()), "bytes": pa.array(found["bytes"], pa.int64()),
                                  "text": pa.array(found["text"], pa.string())}), task.struck)
-    return {**em.stats, "seconds": time.perf_counter() - t0}
+    return {**em.stats, "seconds": time.perf_counter() - t0, "cpu": time.process_time() - cpu}
 
 
 # ---------------------------------------------------------------- phase 4: the most repeated regions
@@ -430,14 +431,16 @@ class Substrings(GlobalStep):
             "keep": self.keep, "min_length": self.min_length, "part_bytes": self.part_bytes, "parts": len(parts),
             "pair_tasks": len(paired), "bytes": sum(s["bytes"] for s in shards),
             "oversize_docs": sum(s["oversize"] for s in shards),
-            "max_pair_bytes": max((p["bytes"] for p in paired), default=0), "regions": top["regions"]})
+            "max_pair_bytes": max((p["bytes"] for p in paired), default=0), "regions": top["regions"],
+            "cpu_seconds": {name: round(sum(r.get("cpu", 0.0) for r in rs), 3)  # CPU of the tasks, on any worker
+                            for name, rs in (("text", shards), ("pairs", paired), ("rewrite", written))}})
 
     def _stats(self, results: list[dict], seconds: dict[str, float], extra: dict) -> list[StepStats]:
         st = StepStats(self.name)
         total: dict[str, int] = {}
         for r in results:
             for k, v in r.items():
-                if k != "seconds":
+                if k not in ("seconds", "cpu"):
                     total[k] = total.get(k, 0) + v
         st.docs_in, st.docs_out = total.get("docs_in", 0), total.get("docs_out", 0)
         st.chars_in, st.chars_out = total.get("chars_in", 0), total.get("chars_out", 0)

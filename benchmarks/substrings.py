@@ -1,0 +1,178 @@
+"""dedup.Substrings: MB/s per core of its phases and peak RSS against corpus size, dedup.Exact as the baseline.
+
+Corpus: the real text of ../shared/data (web_cc's Common Crawl documents, the extraction gold texts, wikitext-2,
+Botchan, Shakespeare, Portuguese Bosque), cut into documents of at most 8,000 characters and drawn in turn until the
+corpus has SIZE MB of UTF-8; every copy after the first has 2% of its words replaced by random numbers, so copies
+share spans of about 50 words (what substring dedup removes) but are rarely equal whole. About 3 MB of distinct text,
+so a 100 MB corpus is mostly repeats: a heavy case for the rewrite.
+
+Each (size, part size) runs in a process of its own on one worker (`LocalExecutor(1)`: every phase on one core), so
+its peak RSS is that process's `ru_maxrss`, and a phase's MB/s is MB per core. Phases: `text` (shards to UTF-8 and
+offsets), `pairs` (the suffix and LCP arrays of each pair of parts and the repeats found: the cross-part scheme),
+`rewrite` (strike, write the shards), `top`. `sa MB/s`: libdivsufsort + Kasai's LCP (+ the longest previous factor
+for keep="first") alone on one pair's text, CPU time. dedup.Exact on the same shards is the baseline in the same
+run (its whole run's MB/s).
+
+    .venv/bin/python benchmarks/substrings.py --sizes 10 30 100 --part-mb 16 --json benchmarks/substrings.json
+    .venv/bin/python benchmarks/substrings.py --markdown benchmarks/substrings.json   # the docs' table
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _data import DATA
+
+MB = 1_000_000
+
+
+def real_texts() -> list[str]:
+    """The shared data's real texts, as documents of at most 8,000 characters."""
+    texts = []
+    for path in sorted((DATA / "text/web_cc").glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            texts += [json.loads(line)["text"] for line in f]
+    for gold in sorted((DATA / "extraction").glob("*/gold.jsonl")):
+        texts += [json.loads(line)["text"] for line in gold.open(encoding="utf-8")]
+    for name in ("clean_en/wikitext-2-test.txt", "clean_en/botchan_gutenberg8868.txt", "clean_en/tinyshakespeare.txt"):
+        texts.append((DATA / "text" / name).read_text(encoding="utf-8", errors="replace"))
+    texts += [json.loads(line)["text"] for line in (DATA / "text/pt/bosque_docs.jsonl").open(encoding="utf-8")]
+    return [t[i:i + 8000] for t in texts if t and t.strip() for i in range(0, len(t), 8000)]
+
+
+def write_corpus(folder: Path, size_mb: float, files: int = 8, seed: int = 0) -> int:
+    """JSONL files of about `size_mb` MB of text; returns the text's UTF-8 bytes."""
+    rng = random.Random(seed)
+    base = real_texts()
+    outs = [(folder / f"in-{k}.jsonl").open("w", encoding="utf-8") for k in range(files)]
+    total, n = 0, 0
+    while total < size_mb * MB:
+        text = base[n % len(base)]
+        if n >= len(base):
+            words = text.split(" ")
+            for _ in range(len(words) // 50):
+                words[rng.randrange(len(words))] = str(rng.randrange(10**6))
+            text = " ".join(words)
+        outs[n % files].write(json.dumps({"id": f"d{n:08d}", "text": text}) + "\n")
+        total += len(text.encode())
+        n += 1
+    for f in outs:
+        f.close()
+    return total
+
+
+def one(args) -> dict:
+    """One size and part size in this process: the pipeline, then the baseline; prints a JSON line."""
+    from curate import Pipeline, dedup, readers
+    from curate.run.executors.local import LocalExecutor
+
+    tmp = Path(tempfile.mkdtemp(prefix="substr-bench-"))
+    try:
+        nbytes = write_corpus(tmp, args.one)
+        inputs = sorted(str(p) for p in tmp.glob("in-*.jsonl"))
+        shards_run = Pipeline(name="read", reader=readers.Jsonl(), steps=[])
+        shards_run.run(inputs=inputs, output=str(tmp / "read"), executor=LocalExecutor(1, progress=False), progress=False)
+        shards = sorted(str(p) for p in (tmp / "read" / "data").glob("*.parquet"))
+        step = dedup.Substrings(min_length=100, keep=args.keep, part_bytes=int(args.part_mb * MB))
+        t, cpu = time.perf_counter(), time.process_time()
+        Pipeline(name="sub", reader=readers.Parquet(), steps=[step]).run(
+            inputs=shards, output=str(tmp / "sub"), executor=LocalExecutor(1, progress=False), progress=False)
+        wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+        st = json.loads((tmp / "sub" / "stats.json").read_text())["steps"][-1]
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        t = time.process_time()
+        Pipeline(name="exact", reader=readers.Parquet(), steps=[dedup.Exact()]).run(
+            inputs=shards, output=str(tmp / "exact"), executor=LocalExecutor(1, progress=False), progress=False)
+        exact = time.process_time() - t
+        ex = st["extra"]
+        return {"size_mb": round(nbytes / MB, 1), "part_mb": args.part_mb, "keep": args.keep, "parts": ex["parts"],
+                "pair_tasks": ex["pair_tasks"], "max_pair_mb": round(ex["max_pair_bytes"] / MB, 1),
+                "seconds": ex["seconds"], "cpu_seconds": ex["cpu_seconds"], "wall": round(wall, 2), "cpu": round(cpu, 2),
+                "exact_cpu": round(exact, 2), "load": round(os.getloadavg()[0], 1),
+                "peak_rss_mb": round(rss / MB, 1), "chars_struck_pct": round(100 * ex["chars_struck"] / st["chars_in"], 1),
+                "docs": st["docs_in"], "docs_emptied": ex["docs_emptied"]}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sa_rate(part_mb: float, keep: str) -> float:
+    """MB/s (CPU time) of the suffix and LCP arrays (and the longest previous factor) on one pair's real text."""
+    import numpy as np
+
+    from curate.dedup.substrings import longest_repeats
+
+    raw = "\xff".join(real_texts()).encode()
+    n = int(2 * part_mb * MB)
+    text = np.frombuffer(bytearray((raw * (n // len(raw) + 1))[:n]), dtype=np.uint8)
+    t = time.process_time()
+    longest_repeats(text, keep)
+    return n / MB / (time.process_time() - t)
+
+
+def rates(r: dict) -> dict:
+    s, mb = r["cpu_seconds"], r["size_mb"]
+    return {k: round(mb / s[k], 1) if s.get(k) else None for k in ("text", "pairs", "rewrite")} | {
+        "total": round(mb / r["cpu"], 2), "exact": round(mb / r["exact_cpu"], 2)}
+
+
+def markdown(path: str) -> str:
+    doc = json.loads(Path(path).read_text())
+    lines = [f"Machine: {doc['machine']}; `{doc['command']}`; `keep=\"{doc['runs'][0]['keep']}\"`, min_length 100, "
+             "one worker; MB/s per core: corpus MB over CPU seconds (a phase's tasks' own, the step's and dedup.Exact's "
+             "process), as the machine is shared (load average in the last column).", "",
+             "| corpus MB | part MB | parts | pair tasks | text MB/s | pairs MB/s | rewrite MB/s | step MB/s | "
+             "dedup.Exact MB/s | peak RSS MB | struck | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["runs"]:
+        q = rates(r)
+        lines.append(f"| {r['size_mb']} | {r['part_mb']} | {r['parts']} | {r['pair_tasks']} | {q['text']} | {q['pairs']} | "
+                     f"{q['rewrite']} | {q['total']} | {q['exact']} | {r['peak_rss_mb']} | {r['chars_struck_pct']}% | {r['load']} |")
+    lines += ["", "Suffix + LCP arrays alone (libdivsufsort, one pair's text, CPU time): " +
+              ", ".join(f"{k}: {v:.1f} MB/s" for k, v in doc["sa_mb_s"].items())]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", type=float, nargs="*", default=[10, 30, 100])
+    ap.add_argument("--part-mb", type=float, default=16)
+    ap.add_argument("--whole", action="store_true", help="also one part holding the whole corpus, per size")
+    ap.add_argument("--keep", default="none")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown", metavar="JSON")
+    ap.add_argument("--one", type=float, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.markdown:
+        print(markdown(args.markdown))
+        return
+    if args.one:
+        print(json.dumps(one(args)))
+        return
+    runs = []
+    for size in args.sizes:
+        for part in [args.part_mb] + ([round(size * 1.1, 1)] if args.whole else []):
+            out = subprocess.run([sys.executable, __file__, "--one", str(size), "--part-mb", str(part), "--keep", args.keep],
+                                 check=True, capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+            print(json.dumps(runs[-1] | {"mb_s": rates(runs[-1])}), flush=True)
+    doc = {"machine": f"{platform.node()} {platform.processor() or platform.machine()}, {platform.python_version()}",
+           "command": " ".join(["benchmarks/substrings.py", *sys.argv[1:]]),
+           "sa_mb_s": {k: sa_rate(args.part_mb, k) for k in ("none", "first")}, "runs": runs}
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+    print(markdown(args.json) if args.json else json.dumps(doc))
+
+
+if __name__ == "__main__":
+    main()

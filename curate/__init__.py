@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,6 +24,37 @@ _MODULES = {"readers": "curate.io.readers", "writers": "curate.io.writers", "ext
 # runs this file, and must not pay for the pipeline machinery (~30 MiB resident) it never uses.
 _NAMES = {"Document": "curate.core.document", "Filter": "curate.core.step", "GlobalStep": "curate.core.step",
           "Reject": "curate.core.step", "Step": "curate.core.step", "Pipeline": "curate.run.pipeline"}
+
+
+def _numba_cache_dir(package: str, user: str, environ: os._Environ | dict) -> str | None:
+    """Where numba must cache the compiled kernels of curate.dedup (`cache=True`), if not where it would.
+
+    numba writes its cache beside the source (`package`/__pycache__), else under the user's cache folder (`user`,
+    ~/.cache/numba), and raises at import when it can write to neither: a read-only install whose home is
+    read-only too (a container image, a cluster's shared software tree) could not import curate.dedup at all.
+    There, and only there, the kernels go to the temporary folder (compiled once per machine, then loaded);
+    NUMBA_CACHE_DIR, when set, is left to decide."""
+    if environ.get("NUMBA_CACHE_DIR") or _writable(os.path.join(package, "__pycache__")) or _writable(user):
+        return None
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"peneira-numba-{os.getuid() if hasattr(os, 'getuid') else 0}")
+
+
+def _writable(folder: str) -> bool:
+    """Whether `folder` can be written, or created: its nearest existing ancestor is a folder we may write."""
+    while not os.path.exists(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+    return os.path.isdir(folder) and os.access(folder, os.W_OK)
+
+
+_cache = _numba_cache_dir(os.path.join(os.path.dirname(__file__), "dedup"), os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "numba"), os.environ)
+if _cache:
+    os.environ["NUMBA_CACHE_DIR"] = _cache
 
 
 def __getattr__(name: str) -> Any:

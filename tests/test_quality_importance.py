@@ -10,6 +10,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import xxhash
@@ -72,7 +73,7 @@ def _run(corpus: dict, out: Path, step, shards: int = 1, workers: int = 1) -> di
 
 def _grams(text: str, lang: str | None, buckets: int) -> list[int]:
     """Buckets of a text's unigrams and bigrams by the documented hash, in Python integers."""
-    ws = [w.lower() for w in words(text, lang)]
+    ws = words(text.lower(), lang)
     h = [xxhash.xxh3_64_intdigest(w.encode()) for w in ws]
     out = [x % buckets for x in h]
     for a, b in zip(h, h[1:], strict=False):
@@ -100,7 +101,7 @@ def _reference(target: list[tuple[str, str | None]], pool: list[dict], buckets: 
     for r in pool:
         if grams[r["id"]]:
             u = ((xxhash.xxh3_64_intdigest(r["id"].encode(), seed=seed) >> 11) + 0.5) / 2.0**53
-            keys.append((lw[r["id"]] - math.log(-math.log(u)), r["id"], len(words(r["text"], r["lang"]))))
+            keys.append((lw[r["id"]] - math.log(-math.log(u)), r["id"], len(words(r["text"].lower(), r["lang"]))))
     return lw, sorted(keys, reverse=True)
 
 
@@ -152,9 +153,9 @@ def test_weights_and_token_budget_equal_brute_force(corpus, by_tokens):
 def test_planted_target_selects_the_clean_part(corpus, by_tokens):
     """The pool is a third clean English (116 documents of 150 words from the novel's second half), the rest SMS and
     Portuguese news; the target is the novel's first half. A uniform sample would be about a third clean. Measured:
-    73 of the 74 documents kept are clean (98.6%): the median clean document's log weight is -8 nats, the highest
-    SMS one's -33 and the median Portuguese one's -118, and the cut key is near -15, so another document enters only
-    on Gumbel noise of +18 nats or more (probability about e^-18 each). The floor, 90%, is nearly three times the
+    74 of the 75 documents kept are clean (98.7%): the median clean document's log weight is -7 nats, the highest
+    SMS one's -33 and the median Portuguese one's -118, and the cut key is near -16, so another document enters only
+    on Gumbel noise of +17 nats or more (probability about e^-17 each). The floor, 90%, is nearly three times the
     uniform share and leaves room for a different hash of the same rule."""
     kept = by_tokens["kept"]
     clean = sum(r["id"].startswith("clean-") for r in kept)
@@ -233,3 +234,39 @@ def test_parameters_are_checked():
             quality.Importance("t.txt", **kwargs)
     with pytest.raises(UsageError, match="target"):
         quality.Importance(None, docs=1)
+
+
+def test_weights_equal_the_authors_featurizer(corpus, by_tokens, monkeypatch):
+    """The authors' package (`data-selection`, PyPI) as the reference: its `get_ngram_counts` enumerates and counts
+    each text's unigrams and bigrams (lower-cased, then cut, bigrams joined by a space), given curate.lang's words as
+    its tokenizer and this step's bucket hash in place of its sha256 (the only two parts swapped: the step hashes
+    with xxh3 for speed). Its fit is unsmoothed (`log(p + 1e-8)`), so the step's add-1 smoothing is applied to its
+    counts here; each weight is then its `importance_estimator`, a dot product of counts and log ratios."""
+    ds = pytest.importorskip("data_selection.hashed_ngram_dsir")
+    monkeypatch.setattr(ds, "hash_buckets", _their_hash)
+    counts = lambda text, lang, acc=None: ds.get_ngram_counts(  # noqa: E731
+        text, n=2, num_buckets=10_000, counts=acc, tokenizer=lambda s: words(s, lang))
+    target = None
+    for line, lang in _target_lines(corpus):
+        target = counts(line, lang, target)
+    rows = by_tokens["kept"] + by_tokens["rejected"]
+    feats = {r["id"]: counts(r["text"], r["lang"]) for r in rows}
+    pool = sum(feats.values())
+    smooth = lambda c: np.log(c + 1.0) - np.log(c.sum() + 10_000.0)  # noqa: E731
+    log_diff = smooth(target) - smooth(pool)
+    for r in rows:
+        want = float(np.dot(log_diff, feats[r["id"]]))
+        got = r[importance.COLUMN]
+        assert (got is None and not feats[r["id"]].any()) or got == pytest.approx(want, rel=1e-9, abs=1e-9), r["id"]
+
+
+def _their_hash(text: str, num_buckets: int = 10_000) -> int:
+    """This step's bucket of an n-gram string as the authors' code passes it (a bigram is "w1 w2")."""
+    parts = text.split(" ")
+    h = [xxhash.xxh3_64_intdigest(p.encode()) for p in parts]
+    if len(h) == 1:
+        return h[0] % num_buckets
+    x = (h[0] * 0x9E3779B97F4A7C15 + h[1]) & M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return (x ^ (x >> 31)) % num_buckets

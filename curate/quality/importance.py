@@ -1,8 +1,8 @@
 """Importance resampling (DSIR, Xie et al. 2023): keep the documents of the pool that look most like a target
 corpus, sampled without replacement in proportion to their importance weights, up to a budget.
 
-Features. A document is a bag of hashed n-grams: the unigrams and bigrams of its words (`curate.lang.words` for
-the document's language, lower-cased, punctuation tokens included, as DSIR's WordPunct tokens are), each hashed
+Features. A document is a bag of hashed n-grams: the unigrams and bigrams of its words (`curate.lang.words` of the
+lower-cased text in the document's language, punctuation tokens included, as DSIR's WordPunct tokens are), each hashed
 into one of `buckets` (10,000 as in the paper). A unigram's bucket is `xxh3_64(word) % buckets`; a bigram's is
 `splitmix64(h1 * GOLDEN + h2) % buckets` of its two words' xxh3 hashes (uint64 arithmetic), so a bigram costs no
 second string hash. A document without a language (`lang` null) is cut by the spaced-language rules
@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from curate.core.document import rejected_schema
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep
@@ -74,10 +75,10 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 def doc_buckets(text: str, lang: str | None, buckets: int) -> np.ndarray:
     """The hashed unigram and bigram buckets of one text (int64, one entry per n-gram occurrence)."""
-    ws = words(text, lang)
+    ws = words(text.lower(), lang)  # lower-cased first, then cut, as DSIR's featurizer does
     if not ws:
         return np.empty(0, np.int64)
-    h = np.fromiter((xxhash.xxh3_64_intdigest(w.lower().encode("utf-8", "surrogatepass")) for w in ws),
+    h = np.fromiter((xxhash.xxh3_64_intdigest(w.encode("utf-8", "surrogatepass")) for w in ws),
                     dtype=np.uint64, count=len(ws))
     with np.errstate(over="ignore"):
         bi = _splitmix64(h[:-1] * GOLDEN + h[1:])
@@ -350,7 +351,7 @@ def filter_shard(task: FilterTask) -> dict:
     keep = cand & (z["key"] >= np.uint64(task.cut)) if task.cut is not None else np.zeros(len(cand), bool)
     stats = StepStats(task.name)
     out = task.writer.open_file(task.output, task.schema)
-    rej_schema = task.schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    rej_schema = rejected_schema(task.schema)
     rej = task.writer.open_file(task.rejected, rej_schema) if task.rejected else None
     with together(out, rej):
         rows = _route(task, z["log_weight"], keep, cand, stats, out, rej)

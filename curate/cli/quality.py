@@ -1,5 +1,6 @@
 """curate quality train|eval: learn a fastText quality model from example documents, and measure it;
-curate quality annotate: grade a sample of documents by a served teacher model (docs/quality.md)."""
+curate quality annotate: grade a sample of documents by a served teacher model; curate quality fit: a head on
+frozen embeddings trained on those grades, for quality.NeuralClassifier (docs/quality.md)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,61 @@ def add_parser(sub):
     _add_inputs(e)
     e.add_argument("--threshold", type=float, default=0.5, help="decision threshold for precision/recall/F1")
     _add_annotate(qsub)
+    _add_fit(qsub)
     return p
+
+
+def _add_fit(qsub) -> None:
+    f = qsub.add_parser("fit", help="fit a head on frozen embeddings to the grades of `curate quality annotate`; "
+                                    "prints held-out metrics; the folder is a model for quality.NeuralClassifier")
+    f.add_argument("inputs", nargs="+", help="annotate output folders (or their annotations.parquet)")
+    f.add_argument("--encoder", required=True,
+                   help="a Hugging Face encoder (folder or hub id) or this project's checkpoint (ckpt.pt or its run)")
+    f.add_argument("--out", required=True, help="the model folder to write (head.json, head.npz, metrics.json)")
+    f.add_argument("--head", choices=["ridge", "logistic"], default="ridge",
+                   help="ridge: a regression head (FineWeb-Edu's shape); logistic: one class per integer score")
+    f.add_argument("--holdout", type=float, default=0.2, help="share of the graded documents held out (by id)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--keep-at", type=float, default=3, help="the integer score kept at or above, for F1 (default 3)")
+    f.add_argument("--min-score", type=float, default=0)
+    f.add_argument("--max-score", type=float, default=5)
+    f.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    f.add_argument("--max-tokens", type=int, default=None, help="tokens of each document read (default: the context)")
+    f.add_argument("--revision", default=None, help="a hub encoder's revision")
+    f.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    add_overwrite(f)
+    add_progress(f)
+
+
+def _fit(args) -> int:
+    from curate.quality.fit import fit
+
+    if args.min_score > args.max_score or args.keep_at < args.min_score or args.keep_at > args.max_score:
+        raise UsageError("--keep-at must lie in [--min-score, --max-score]")
+    bar = _bar(None, "fit: embed") if args.progress else None
+    try:
+        report = fit(args.inputs, args.encoder, args.out, head=args.head, holdout=args.holdout, seed=args.seed,
+                     keep_at=args.keep_at, low=args.min_score, high=args.max_score, device=args.device,
+                     max_tokens=args.max_tokens, revision=args.revision, overwrite=args.overwrite,
+                     progress=bar.update if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"fitted a {args.head} head on {report['encoder']} ({report['embedding_dim']} dimensions) into {args.out}")
+    print(f"  graded documents: {report['graded']} ({report['unscored_left_out']} without a score left out)")
+    for split in ("heldout", "train"):
+        m = report[split]
+        print(f"  {split:<8} {m['documents']} documents: Spearman {m['spearman']}, keep at >= {m['keep_at']}: "
+              f"precision {m['precision']}, recall {m['recall']}, F1 {m['f1']}, mean abs error {m['mean_abs_error']}")
+    cm = report["heldout"]["confusion"]
+    print("  held-out confusion by integer score (rows: teacher, columns: head)")
+    print("        " + "".join(f"{s:>6}" for s in cm["scores"]))
+    for s, row in zip(cm["scores"], cm["rows_teacher_columns_head"], strict=True):
+        print(f"  {s:>6}" + "".join(f"{v:>6}" for v in row))
+    return 0
 
 
 def _add_annotate(qsub) -> None:
@@ -109,7 +164,7 @@ def _annotate(args) -> int:
                         {**params, "max_chars": args.max_chars}, args.n, args.seed)
     client = ChatClient(args.endpoint, args.model, api_key=key, params=params, timeout=args.timeout,
                         concurrency=args.concurrency, rate=args.rate)
-    bar = _bar(args.n) if args.progress else None
+    bar = _bar(args.n, "annotate") if args.progress else None
     try:
         summary = annotate(args.inputs, args.out, client, template, rule, settings, concurrency=args.concurrency,
                            overwrite=args.overwrite, progress=bar.update if bar else None)
@@ -128,10 +183,10 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _bar(total: int):
+def _bar(total: int | None, desc: str):
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="doc", desc="annotate", file=sys.stderr)
+    return tqdm(total=total, unit="doc", desc=desc, file=sys.stderr)
 
 
 def _print(title: str, metrics, examples: dict, extra: dict, hist: dict | None, warnings: list[str],
@@ -192,6 +247,8 @@ def _check_plot(path: str) -> None:
 def main(args) -> int:
     if args.quality_command == "annotate":
         return _annotate(args)
+    if args.quality_command == "fit":
+        return _fit(args)
     from curate.quality import TrainConfig, evaluate_model, load_examples, plot_pr, score_histogram, train
     from curate.quality.text import CHUNK_WORDS
 

@@ -1,0 +1,92 @@
+"""Make your own classifier, end to end without network: a fake teacher grades by a planted rule (clean English
+from the shared data = 4, low-quality web postings = 1) -> `curate quality annotate` -> `curate quality fit` on a
+tiny random encoder -> the fitted head as a pipeline step keeps the planted-good documents."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from _chatserver import TEMPLATE, ChatServer
+from _models import bpe, clean_texts, hf_encoder
+
+from curate import Pipeline, quality, readers
+from curate.cli.main import main as curate_main
+from curate.quality.fit import heldout_mask, metrics
+
+pytest.importorskip("transformers")
+pytest.importorskip("sklearn")
+
+
+def _low_quality(shared) -> list[str]:
+    """nltk's webtext (forum posts, chat, singles ads) in runs of 8 lines: real low-quality web text."""
+    out = []
+    with zipfile.ZipFile(shared / "text/low_quality/nltk_webtext.zip") as z:
+        for name in sorted(n for n in z.namelist() if n.endswith(".txt")):
+            lines = [x.strip() for x in z.read(name).decode("latin-1").splitlines() if x.strip()]
+            out += [" ".join(lines[i : i + 8]) for i in range(0, len(lines) - 8, 8)]
+    return out
+
+
+def test_metrics_against_hand_counts():
+    true = np.array([4, 4, 1, 1, 3, 0], float)
+    pred = np.array([3.6, 2.4, 1.2, 3.1, 2.6, 0.4])
+    m = metrics(true, pred, keep_at=3, low=0, high=5)
+    # teacher keeps 0, 1, 4; head (ints 4, 2, 1, 3, 3, 0) keeps 0, 3, 4: 2 right of 3 each way
+    assert (m["precision"], m["recall"], m["f1"]) == (0.6667, 0.6667, 0.6667)
+    assert m["confusion"]["rows_teacher_columns_head"][4] == [0, 0, 1, 0, 1, 0]  # two 4s: predicted 4 and 2
+    def ranks(v):  # average ranks for ties, by counting
+        return np.array([(v < x).sum() + ((v == x).sum() + 1) / 2 for x in v])
+
+    assert m["spearman"] == round(float(np.corrcoef(ranks(true), ranks(pred))[0, 1]), 4)
+
+
+def test_heldout_split_is_by_id_and_seeded():
+    ids = [f"d{i}" for i in range(2000)]
+    a, b = heldout_mask(ids, 0.2, 1), heldout_mask(ids[::-1], 0.2, 1)[::-1]
+    assert (a == b).all() and 0.17 < a.mean() < 0.23 and (a != heldout_mask(ids, 0.2, 2)).any()
+
+
+@pytest.mark.slow
+def test_annotate_fit_and_keep(tmp_path, shared):
+    rng = np.random.default_rng(0)
+    good_pool, bad_pool = clean_texts(shared), _low_quality(shared)
+    good = [good_pool[i] for i in rng.choice(len(good_pool), 100, replace=False)]
+    bad = [bad_pool[i] for i in rng.choice(len(bad_pool), 100, replace=False)]
+    planted = {t: 4 for t in good} | {t: 1 for t in bad}
+    docs = [{"id": f"g{i}", "text": t} for i, t in enumerate(good[:80])] + \
+           [{"id": f"b{i}", "text": t} for i, t in enumerate(bad[:80])]
+    (tmp_path / "pool.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "prompt.txt").write_text(TEMPLATE)
+    encoder = hf_encoder(bpe(good_pool[300:], vocab=400), tmp_path / "encoder")  # tokenizer: other paragraphs
+
+    def teacher(doc_id: str, text: str) -> str:
+        return f"The extract is ...\nEducational score: {planted[text]}"
+
+    with ChatServer(teacher) as server:
+        assert curate_main(["quality", "annotate", str(tmp_path / "pool.jsonl"), "--out", str(tmp_path / "ann"),
+                            "--endpoint", server.url, "--model", "teacher", "--template", str(tmp_path / "prompt.txt"),
+                            "-n", "160", "--no-progress"]) == 0
+    assert curate_main(["quality", "fit", str(tmp_path / "ann"), "--encoder", str(encoder), "--out",
+                        str(tmp_path / "head"), "--holdout", "0.25", "--device", "cpu", "--no-progress"]) == 0
+    report = json.loads((tmp_path / "head/metrics.json").read_text())
+    held = report["heldout"]
+    # binary truth: a head that ranks at chance has Spearman ~ N(0, 1/sqrt(n-1)), about 0.18 at the 32 documents
+    # held out; 0.5 is near three such deviations above chance (the random 64-dimensional encoder reaches 0.78)
+    assert held["documents"] >= 25 and held["spearman"] > 0.5
+    assert report["graded"] == 160 and report["train"]["documents"] + held["documents"] == 160
+    # the fitted folder is a step: fresh documents (never annotated) kept by integer score >= 3
+    fresh = [{"id": f"G{i}", "text": t} for i, t in enumerate(good[80:])] + \
+            [{"id": f"B{i}", "text": t} for i, t in enumerate(bad[80:])]
+    (tmp_path / "fresh.jsonl").write_text("".join(json.dumps(d) + "\n" for d in fresh))
+    step = quality.NeuralClassifier(str(tmp_path / "head"), column="edu", threshold=3, device="cpu")
+    pipe = Pipeline(name="edu", reader=readers.Jsonl(source="web", unique_ids=False), steps=[step])
+    pipe.run(inputs=str(tmp_path / "fresh.jsonl"), output=str(tmp_path / "run"), executor="local", progress=False)
+    kept = {r["id"] for r in pq.read_table(tmp_path / "run/data").to_pylist()}
+    good_kept = sum(i.startswith("G") for i in kept) / 20
+    bad_kept = sum(i.startswith("B") for i in kept) / 20
+    # chance: both shares equal, their difference ~ N(0, 0.16) at 20 + 20 documents (this head: 0.9 and 0.05)
+    assert good_kept >= 0.7 and good_kept - bad_kept >= 0.5, (good_kept, bad_kept)

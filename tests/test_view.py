@@ -112,6 +112,7 @@ def rows(run: Path) -> list[dict]:
 
 
 def total(page: str) -> int:
+    assert "<span id=\"total\">" in page, page[-1500:]
     return int(re.search(r'<span id="total">([\d,]+)</span>', page).group(1).replace(",", ""))
 
 

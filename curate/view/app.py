@@ -77,9 +77,10 @@ class App:
         stats = run.stats()
         cols = run.columns()
         scores = [c for c in ("lang_score", "quality_score") if c in cols]
-        return self.page("run.html", i=i, run=run, stats=stats, langs=query.counts(run, "lang"),
-                         sources=query.counts(run, "source"), lengths=query.length_bars(run),
-                         scores={c: query.score_bars(run, c) for c in scores})
+        figures = run.cached("run", lambda: {
+            "langs": query.counts(run, "lang"), "sources": query.counts(run, "source"),
+            "lengths": query.length_bars(run), "scores": {c: query.score_bars(run, c) for c in scores}})
+        return self.page("run.html", i=i, run=run, stats=stats, **figures)
 
     def docs_page(self, request: Request):
         i, run = self.run(request)

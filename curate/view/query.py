@@ -9,7 +9,9 @@ back into Python. Memory is bounded by the page and Polars' batches, not by the 
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -61,9 +63,9 @@ class Filters:
                 f.ranges[col] = (lo, hi)
         return f
 
-    def expr(self, columns: set[str]) -> pl.Expr:
-        """One predicate; Polars pushes the column ones down into the Parquet scan."""
-        conds = [pl.lit(True)]
+    def expr(self, columns: set[str]) -> pl.Expr | None:
+        """One predicate (None: no filter); Polars pushes the column ones down into the Parquet scan."""
+        conds = []
         for name, col in (("status", "status"), ("step", "step"), ("reason", "drop_reason"), ("lang", "lang"),
                           ("source", "source")):
             if getattr(self, name) and col in columns:
@@ -81,7 +83,7 @@ class Filters:
                 conds.append(pl.col(col) >= lo)
             if hi is not None:
                 conds.append(pl.col(col) < hi)
-        return pl.all_horizontal(conds)
+        return functools.reduce(operator.and_, conds) if conds else None
 
     def query_string(self, **change) -> list[tuple[str, str]]:
         """The filters as query parameters (for links to the next page, a sorted column), with `change` applied."""
@@ -125,6 +127,16 @@ class Run:
 
             raise UsageError(f"{path} is not a run folder (no data/ and no stats.json)")
         self._schemas: dict[str, dict[str, pl.DataType]] = {}  # shard path -> its columns (shards never change)
+        self._cache: dict[tuple, object] = {}
+
+    def cached(self, key: str, compute):
+        """`compute()` once per set of published shards: the Run page's figures read every text of the run, so
+        they are kept until a shard appears or goes (a run being written), not recomputed on every visit."""
+        stamp = (key, tuple(self.shards("data")), tuple(self.shards("rejected")))
+        if stamp not in self._cache:
+            self._cache = {k: v for k, v in self._cache.items() if k[0] != key}
+            self._cache[stamp] = compute()
+        return self._cache[stamp]
 
     def shards(self, part: str) -> list[str]:
         folder = fs.join(self.path, part)
@@ -149,23 +161,29 @@ class Run:
                 self._schemas[shard] = dict(pl.DataFrame(arrow.empty_table()).schema)
         return self._schemas[shard]
 
+    def _union(self, files: list[str]) -> dict[str, pl.DataType]:
+        schema: dict[str, pl.DataType] = {}
+        for f in files:
+            for k, v in self._schema(f).items():
+                schema.setdefault(k, v)
+        return schema
+
     def _scan(self, part: str) -> pl.LazyFrame | None:
         """The shards of `data/` or `rejected/` as one lazy frame over the union of their columns (a shard
         without a column reads it as null)."""
         files = self.shards(part)
         if not files:
             return None
-        schema: dict[str, pl.DataType] = {}
-        for f in files:
-            for k, v in self._schema(f).items():
-                schema.setdefault(k, v)
+        schema = self._union(files)
         if any(fs.is_url(f) for f in files):
             return pl.scan_pyarrow_dataset(fs.dataset(files, format="parquet"))
         return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore")
 
     def frame(self, status: str = "") -> pl.LazyFrame:
-        """Kept and dropped documents as one frame, with the columns every page filters on: `status`,
-        `drop_reason`, `step` (the drop's step), `length` (characters of text)."""
+        """Kept and dropped documents (or those of one `status`) as one frame with every column of the run (those
+        of rejected shards only, `drop_reason`, `drop_measured`..., null for kept ones) and the columns every page
+        filters on: `status`, `step` (the drop's step), `length` (characters of text)."""
+        every = self._union(self.shards("data") + self.shards("rejected"))
         parts = []
         for part, label in (("data", "kept"), ("rejected", "dropped")):
             if status and status != label:
@@ -173,9 +191,10 @@ class Run:
             lf = self._scan(part)
             if lf is None:
                 continue
-            lf = lf.with_columns(status=pl.lit(label))
-            if "drop_reason" not in lf.collect_schema():
-                lf = lf.with_columns(drop_reason=pl.lit(None, pl.String))
+            have = lf.collect_schema()
+            lf = lf.with_columns(pl.lit(label).alias("status"), *(pl.lit(None, t).alias(c) for c, t in
+                                                                 {"drop_reason": pl.String, **every}.items()
+                                                                 if c not in have))
             parts.append(lf)
         if not parts:
             return pl.LazyFrame(schema={"id": pl.String, "text": pl.String, "status": pl.String,
@@ -199,21 +218,31 @@ class Run:
 
 
 def documents(run: Run, f: Filters) -> Page:
-    """One page of the documents `f` selects, and how many it selects (two queries, one streaming pass each)."""
+    """One page of the documents `f` selects, and how many it selects.
+
+    In two steps, because text is most of a shard: the filters, sort and page over the narrow columns give the
+    page's ids (text is read only where a filter or the sort needs it: length, full-text search), then the
+    text of those ids alone gives their lengths and snippets (row groups without one are not decoded)."""
     cols = run.columns()
-    shown = [c for c in ("id", "status", "drop_reason", "url", "source", "lang") if c in cols]
-    shown += ["length", *run.numeric()]
-    sortable = set(shown)
-    if f.sort and f.sort not in sortable:
-        raise ViewError(f"cannot sort by {f.sort!r}: one of {', '.join(sorted(sortable))}")
-    lf = run.frame(f.status).filter(f.expr(set(cols)))
-    page = lf.select(*shown, snippet=pl.col("text").str.slice(0, SNIPPET))
+    base = [c for c in ("id", "status", "drop_reason", "url", "source", "lang") if c in cols]
+    narrow, shown = [*base, *run.numeric()], [*base, "length", *run.numeric()]
+    if f.sort and f.sort not in shown:
+        raise ViewError(f"cannot sort by {f.sort!r}: one of {', '.join(sorted(shown))}")
+    conds = f.expr(set(cols))
+    lf = run.frame(f.status)
+    lf = lf if conds is None else lf.filter(conds)
+    page = lf.select(*narrow, *(["length"] if f.sort == "length" else []))
     if f.sort:
         page = page.sort(f.sort, descending=f.desc, nulls_last=True, maintain_order=True)
     page = page.slice(f.page * PAGE, PAGE)
     with guarded(run.path):
         rows, total = pl.collect_all([page, lf.select(pl.len())], engine="streaming")
-    return Page(rows.to_dicts(), int(total.item()), shown)
+        ids = rows["id"].to_list()
+        texts = run.frame(f.status).filter(pl.col("id").is_in(ids)).select(
+            "id", "length", snippet=pl.col("text").str.slice(0, SNIPPET)).collect(engine="streaming")
+    by_id = {r["id"]: r for r in texts.iter_rows(named=True)}
+    out = [{**r, **by_id.get(r["id"], {})} for r in rows.iter_rows(named=True)]
+    return Page(out, int(total.item()), shown)
 
 
 def document(run: Run, doc_id: str) -> dict | None:

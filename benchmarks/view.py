@@ -1,0 +1,143 @@
+"""`curate view` on a run of a million documents: response time of each page and the server's peak RSS.
+
+Synthesizes the run (text shards with the project's schema, zstd, row groups of 10,000 documents as
+`writers.Parquet` writes them; 90% kept in data/, 10% dropped in rejected/ with a reason), starts the real server
+(`curate view RUN --port 0`, its own process), times each request over HTTP (median of --reps, wall clock: the
+server's queries use every core) and reads the server's peak RSS (VmHWM) after all of them. Texts are drawn from a
+pool of sentences, so they compress like prose, not like noise.
+
+    .venv/bin/python benchmarks/view.py --docs 1000000 [--dir /tmp/view-bench] [--json benchmarks/view.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.core.document import TEXT_SCHEMA
+from curate.core.stats import StepStats
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARD_DOCS = 50_000
+REASONS = ["gopher_quality:too_few_words", "c4:too_few_sentences", "language:low_score", "exact:duplicate"]
+
+def queries(docs: int) -> list[tuple[str, str]]:
+    """(label, path) of each request timed: pages, each kind of filter, sorts, one document, the Run page."""
+    return [
+        ("Documents, first page", "/run/0/docs"),
+        (f"Documents, page at offset {docs // 2:,}", f"/run/0/docs?page={docs // 100}"),
+        ("kept, lang=pt", "/run/0/docs?status=kept&lang=pt"),
+        ("dropped, one reason", "/run/0/docs?status=dropped&reason=c4%3Atoo_few_sentences"),
+        ("quality_score in [0.9, 1)", "/run/0/docs?min%3Aquality_score=0.9"),
+        ("length in [2000, 5000)", "/run/0/docs?min%3Alength=2000&max%3Alength=5000"),
+        ("URL contains 'site-7/'", "/run/0/docs?url=site-7%2F"),
+        ("text contains a phrase", "/run/0/docs?q=harbour+committee"),
+        ("sorted by length, descending", "/run/0/docs?sort=length&desc=1"),
+        ("sorted by quality_score, page 2", "/run/0/docs?sort=quality_score&page=1"),
+        ("Document by id", f"/run/0/doc?id=doc-{int(docs * 0.654321):07d}"),
+        ("Run page (funnel, languages, lengths, scores)", "/run/0"),
+    ]
+
+
+def synthesize(out: Path, docs: int, seed: int = 0) -> None:
+    """`docs` documents in shards of SHARD_DOCS, kept or dropped at random; skipped if already there."""
+    if (out / "stats.json").exists():
+        return
+    rng = np.random.default_rng(seed)
+    words = ["harbour", "committee", "river", "school", "garden", "market", "council", "project", "water", "years",
+             "people", "village", "money", "bridge", "weather", "library", "family", "report", "music", "road"]
+    sentences = [" ".join(rng.choice(words, size=rng.integers(6, 18))).capitalize() + "." for _ in range(5000)]
+    for part in ("data", "rejected"):
+        (out / part).mkdir(parents=True, exist_ok=True)
+    kept_total = 0
+    for s, start in enumerate(range(0, docs, SHARD_DOCS)):
+        n = min(SHARD_DOCS, docs - start)
+        k = rng.integers(1, 40, size=n)  # sentences a document
+        idx = rng.integers(0, len(sentences), size=int(k.sum()))
+        bounds = np.concatenate([[0], np.cumsum(k)])
+        texts = [" ".join(sentences[j] for j in idx[bounds[i]:bounds[i + 1]]) for i in range(n)]
+        cols = {"id": [f"doc-{start + i:07d}" for i in range(n)], "text": texts, "source": ["web"] * n,
+                "url": [f"https://site-{rng.integers(0, 1000)}/page/{start + i}" for i in range(n)],
+                "date": [None] * n, "lang": rng.choice(["en", "pt", "es", "fr"], size=n, p=[.6, .2, .1, .1]).tolist(),
+                "lang_score": rng.uniform(0.5, 1, n).astype(np.float32), "metadata": ["{}"] * n,
+                "quality_score": rng.uniform(0, 1, n).astype(np.float32)}
+        table = pa.table(cols, schema=TEXT_SCHEMA)
+        dropped = rng.uniform(size=n) < 0.1
+        kept_total += int((~dropped).sum())
+        name = f"part-{s:05d}-000.parquet"
+        pq.write_table(table.filter(pa.array(~dropped)), out / "data" / name, compression="zstd",
+                       row_group_size=10_000)
+        rej = table.filter(pa.array(dropped))
+        rej = rej.append_column("drop_reason", pa.array(rng.choice(REASONS, size=rej.num_rows).tolist()))
+        pq.write_table(rej, out / "rejected" / name, compression="zstd", row_group_size=10_000)
+    dropped = Counter({r: (docs - kept_total) // len(REASONS) for r in REASONS})  # the funnel's shape only
+    steps = [StepStats("read", docs, docs), StepStats("filters", docs, kept_total, dropped=dropped)]
+    (out / "stats.json").write_text(json.dumps({"pipeline": "bench", "steps": [s.to_dict() for s in steps]}))
+
+
+def peak_rss_mib(pid: int) -> tuple[float, float]:
+    """(current, peak) resident set of a process, MiB, from /proc (VmRSS, VmHWM)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return tuple(int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024 for k in ("VmRSS", "VmHWM"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=1_000_000)
+    ap.add_argument("--dir", default="/tmp/view-bench")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args()
+    run = Path(args.dir) / f"run-{args.docs}"
+    t = time.perf_counter()
+    synthesize(run, args.docs)
+    size = sum(f.stat().st_size for f in run.rglob("*.parquet"))
+    print(f"run: {args.docs:,} documents, {size / 2**20:,.0f} MiB of shards ({time.perf_counter() - t:.0f} s)")
+    proc = subprocess.Popen([sys.executable, "-m", "curate", "view", str(run), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        base = re.search(r"http://[^/]+", proc.stdout.readline()).group()
+        idle = peak_rss_mib(proc.pid)[0]
+        results = []
+        for label, path in queries(args.docs):
+            times = []
+            for _ in range(args.reps):
+                t = time.perf_counter()
+                r = httpx.get(base + path, timeout=600)
+                times.append(time.perf_counter() - t)
+                assert r.status_code == 200, (path, r.status_code, r.text[:300])
+            m = re.search(r'<span id="total">([\d,]+)</span>', r.text)
+            results.append({"query": label, "path": path, "first_s": round(times[0], 3),
+                            "median_s": round(statistics.median(times), 3),
+                            "matches": int(m.group(1).replace(",", "")) if m else None})
+            print(f"{label:48s} first {times[0]:6.2f} s  median {statistics.median(times):6.2f} s  "
+                  f"{results[-1]['matches'] if m else ''}", flush=True)
+        rss, peak = peak_rss_mib(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    print(f"server RSS: {idle:.0f} MiB idle, {rss:.0f} MiB after, peak {peak:.0f} MiB")
+    if args.json:
+        load = os.getloadavg()[0]
+        Path(args.json).write_text(json.dumps({"docs": args.docs, "shard_mib": round(size / 2**20), "reps": args.reps,
+                                               "cpus": os.cpu_count(), "load_average": round(load, 1),
+                                               "rss_idle_mib": round(idle), "rss_peak_mib": round(peak),
+                                               "queries": results}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -270,3 +270,23 @@ def _their_hash(text: str, num_buckets: int = 10_000) -> int:
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
     return (x ^ (x >> 31)) % num_buckets
+
+
+def test_targets_from_an_object_store_and_from_a_runs_shards(corpus, by_tokens, tmp_path):
+    """The same target as gzip text on an fsspec store (memory://) selects what the local file selected; a run's
+    Parquet shards are read as a target with their `lang` column."""
+    import gzip
+
+    import fsspec
+
+    with fsspec.open("memory://dsir-target/target.txt.gz", "wb") as f:
+        f.write(gzip.compress(Path(corpus["target"]).read_bytes()))
+    run = _run(corpus, tmp_path / "mem", quality.Importance("memory://dsir-target/*.txt.gz", tokens=20_000,
+                                                            target_lang="en"))
+    assert {r["id"] for r in run["kept"]} == {r["id"] for r in by_tokens["kept"]}
+    assert run["stats"]["extra"]["target"] == by_tokens["stats"]["extra"]["target"]
+    shards = corpus["tmp"] / "tokens" / "data"
+    run = _run(corpus, tmp_path / "pq", quality.Importance(str(shards), docs=10))
+    target = run["stats"]["extra"]["target"]
+    assert target["records"] == len(by_tokens["kept"]) and len(run["kept"]) == 10
+    assert target["no_lang"] == sum(r["lang"] is None for r in by_tokens["kept"])

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from _models import bpe, clean_texts, hf_encoder, web_texts
 
-from curate import Pipeline, quality, readers
+from curate import Pipeline, Step, quality, readers
 from curate.quality.neural import int_scores, reduce_outputs
 
 pytest.importorskip("transformers")
@@ -100,3 +101,40 @@ def test_steps_in_a_pipeline_keep_by_threshold_and_max_score(models, texts, logi
     assert all(r["bucket"] == want[r["id"]] for r in rows)
     stats = json.loads((tmp_path / "out/stats.json").read_text())
     assert "throughput" in json.dumps(stats)
+
+
+class Plant(Step):
+    """Two planted score columns from the document id (`"<i>"`): a permutation each, so every score is distinct."""
+
+    name = "plant"
+    columns = {"s1": pa.float32(), "s2": pa.float32()}
+
+    def __init__(self, s1: dict, s2: dict):
+        self.s1, self.s2 = s1, s2
+
+    def apply(self, doc):
+        doc.extra["s1"], doc.extra["s2"] = self.s1[doc.id], self.s2[doc.id]
+        return doc
+
+
+def test_percentile_buckets_against_brute_force(tmp_path, shared):
+    texts = clean_texts(shared)[:300]
+    n = len(texts)
+    rng = np.random.default_rng(3)
+    s1, s2 = rng.permutation(n).astype(float) * 0.37 - 20, rng.permutation(n).astype(float) ** 1.5
+    ids = [str(i) for i in range(n)]
+    for k, part in enumerate((range(0, 170), range(170, n))):  # two input files: two shards to count over
+        (tmp_path / f"in{k}.jsonl").write_text("".join(json.dumps({"id": ids[i], "text": texts[i]}) + "\n" for i in part))
+
+    def pct(s):  # each score's share of the run strictly below it, in 20 bins
+        return np.array([min(19, int(np.floor(20 * (s < x).sum() / n))) for x in s])
+
+    want = np.maximum(pct(s1), pct(s2))
+    steps = [Plant(dict(zip(ids, s1.tolist(), strict=True)), dict(zip(ids, s2.tolist(), strict=True))),
+             quality.PercentileBuckets(["s1", "s2"], bins=20, threshold=15, keep_ints=True)]
+    pipe = Pipeline(name="b", reader=readers.Jsonl(source="web", unique_ids=False), steps=steps)
+    pipe.run(inputs=str(tmp_path / "in*.jsonl"), output=str(tmp_path / "out"), rejected=True, progress=False)
+    rows = pq.read_table(tmp_path / "out/data").to_pylist()
+    assert sorted(int(r["id"]) for r in rows) == [i for i in range(n) if want[i] >= 15]
+    assert all(r["quality_bucket"] == want[int(r["id"])] and r["s1_pct"] == pct(s1)[int(r["id"])] for r in rows)
+    assert (pct(s1) == np.repeat(np.arange(20), 15)[np.argsort(np.argsort(s1))]).all()  # 5% a bin, as intended

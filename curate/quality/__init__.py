@@ -3,10 +3,12 @@
 `Classifier(model_path, threshold=…)` (streaming) or `TopFraction(model_path, fraction=…)` (global) is the
 pipeline step (`Importance(target, tokens=…)`: DSIR importance resampling toward a target corpus, global;
 `NeuralClassifier(model, column=…, threshold=…)`: a Hugging Face or `curate quality fit` classifier, and
-`MaxScore(columns)`: several classifiers' integer scores combined into buckets, as Nemotron-CC does);
+`MaxScore(columns)` and `PercentileBuckets(columns, bins=20)` (global): several classifiers' scores combined
+into buckets, as Nemotron-CC does);
 `train` and `evaluate_model` are the library behind `curate quality train|eval`. See docs/quality.md.
 """
 
+from curate.quality.buckets import PercentileBuckets
 from curate.quality.confounds import confounds
 from curate.quality.importance import Importance
 from curate.quality.metrics import Metrics, evaluate, format_histogram, plot_pr, pr_curve, roc_auc, score_histogram
@@ -17,7 +19,7 @@ from curate.quality.text import CHUNK_WORDS, MAX_CHARS, Examples, chunk_text, cl
 
 __all__ = [
     "CHUNK_WORDS", "HQ", "LQ", "MAX_CHARS", "Classifier", "Examples", "Importance", "MaxScore", "Metrics",
-    "NeuralClassifier", "QualityModel",
+    "NeuralClassifier", "PercentileBuckets", "QualityModel",
     "TopFraction", "TrainConfig", "TrainResult", "chunk_text", "classifier_text", "confounds", "evaluate", "evaluate_model",
     "format_histogram", "load_examples", "load_model", "plot_pr", "pr_curve", "roc_auc", "score_histogram", "train",
 ]

@@ -95,6 +95,16 @@ def throughput(counts: dict[str, Any]) -> dict[str, Any]:
             "padding_share": round(c["padding"] / positions, 4) if positions else 0.0}
 
 
+class Throughput(Counter):
+    """What a step's model calls did (`curate.models.inference` counts into it): docs, tokens (without padding),
+    padding (pad positions), truncated (texts cut) and seconds. A Counter, so it adds up, pickles, and is put back
+    by the runner when a batch is retried document by document (a step's `_`-prefixed Counters)."""
+
+    def record(self) -> dict[str, Any]:
+        """The counts and their rates, for `StepStats.extra["throughput"]` (merged across tasks and workers)."""
+        return throughput(dict(self))
+
+
 def merge_step_lists(lists: list[list[StepStats]]) -> list[StepStats]:
     """Merge per-task stats lists step by step (by position and name, keeping pipeline order)."""
     merged: dict[str, StepStats] = {}

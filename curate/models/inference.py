@@ -43,7 +43,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,23 +51,13 @@ import torch
 import torch.nn.functional as F
 
 from curate.core.errors import UsageError
-from curate.core.stats import throughput
+from curate.core.stats import Throughput
 from curate.models.device import check_available, inference_dtype, resolve_device
 from curate.models.spec import ModelSpec
 
 TOKEN_BUDGET = 16384  # padded tokens per forward pass
 WINDOW = 1024  # rows sorted together: bounds how far a row moves from its place in the input
 MAX_ROWS = 256  # rows per batch, whatever their length
-
-
-class Throughput(Counter):
-    """What a step's model calls did: docs, tokens (without padding), padding (pad positions), truncated (texts
-    cut at `max_tokens` or the model's context) and seconds in the model. A Counter, so it adds up, pickles, and
-    is put back by the runner when a batch is retried document by document (its `_`-prefixed Counters)."""
-
-    def record(self) -> dict[str, Any]:
-        """The counts and their rates, for `StepStats.extra["throughput"]` (merged across tasks and workers)."""
-        return throughput(dict(self))
 
 
 def plan_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET, window: int = WINDOW,

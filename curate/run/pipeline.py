@@ -30,6 +30,7 @@ import cloudpickle
 
 from curate.core.document import Document, shard_schema
 from curate.core.errors import CorruptState, StepFailed, UsageError
+from curate.core.resources import stage_resources
 from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
 from curate.io import fs, state
@@ -501,9 +502,10 @@ class Run:
         todo = [t for t in tasks if t.tag not in records]
         ran = {}
         if todo:
-            ran = dict(zip((t.tag for t in todo),
-                           self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.label for t in todo]),
-                           strict=True))
+            place = stage_resources(stage.steps)  # a model step on a GPU: each task placed on one
+            results = self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.label for t in todo],
+                                  **({"resources": place} if place else {}))
+            ran = dict(zip((t.tag for t in todo), results, strict=True))
         ran.update(records)
         results = [ran[t.tag] for t in tasks]
         stats = merge_step_lists([[StepStats.from_dict(d) for d in r["steps"]] for r in results])

@@ -149,11 +149,16 @@ class Progress:
 
 
 class Executor:
-    """Runs `fn(item)` for every item and returns the results in item order."""
+    """Runs `fn(item)` for every item and returns the results in item order.
+
+    `resources` (given only when a task needs more than a CPU: `{"gpus": n}`, from `Step.resources()`, see
+    `curate.core.resources`) says what each task needs; each executor places tasks by it: the local one on a pool
+    of one worker per visible GPU, Ray with `num_gpus`, Slurm with `--gres=gpu:n`."""
 
     progress: bool = True
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], desc: str = "tasks", labels: Sequence[str] = ()) -> list:
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], desc: str = "tasks", labels: Sequence[str] = (),
+            resources: dict[str, float] | None = None) -> list:
         raise NotImplementedError
 
     def close(self) -> None:

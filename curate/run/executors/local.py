@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -28,6 +29,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from curate.core.resources import visible_gpus
 from curate.run.executors.base import LIVE_FIGURES, Executor, Progress, accepts_progress, call_captured
 
 # Live counts (documents, bytes fetched, retries) from pool workers: each worker process gets the parent's shared counter once,
@@ -38,9 +40,11 @@ _WORKER_COUNTER: Any = None
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _init_pool_worker(counter: Any, parent: int | None = None, driver: Any = None) -> None:
+def _init_pool_worker(counter: Any, parent: int | None = None, driver: Any = None, gpus: Any = None) -> None:
     global _WORKER_COUNTER
     _WORKER_COUNTER = counter
+    if gpus is not None:  # a pool of GPU workers: this one's devices, before anything in it starts CUDA
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get(timeout=60)
     die_with_parent(parent)
     if driver is not None:
         threading.Thread(target=_die_with_driver, args=(driver,), name="peneira-driver-watch", daemon=True).start()
@@ -209,6 +213,18 @@ def _guarded(path: str, line: int) -> bool:
     return False
 
 
+def gpu_groups(resources: dict | None) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES of each GPU worker for tasks needing `resources["gpus"]` GPUs each: the visible
+    GPUs (`visible_gpus`, PENEIRA_GPUS fakes them) cut into groups of that many; none when nothing is asked or
+    visible (the tasks then run on the CPU pool). A task that asks for more GPUs than are visible gets them all."""
+    need = int(math.ceil((resources or {}).get("gpus", 0) or 0))
+    ids = visible_gpus() if need else []
+    if not ids:
+        return []
+    need = min(need, len(ids))
+    return [",".join(ids[k : k + need]) for k in range(0, len(ids) - need + 1, need)]
+
+
 class _PoolProgress:
     """The `progress` callable a pool task gets: picklable, it adds to its worker's shared counter."""
 
@@ -225,6 +241,12 @@ class LocalExecutor(Executor):
     every task runs in a pool process, even the only task of a phase: run here, a phase of one task
     (one hash partition) made the driver's peak memory grow with the corpus (issue 22.16).
 
+    A `map` whose tasks need GPUs (`resources={"gpus": n}`, from `Step.resources()`) runs on a pool of its own
+    where GPUs are visible (`curate.core.resources.visible_gpus`): one worker per `n` visible GPUs, whatever
+    `workers` (which sizes the CPU stages), each started with its own `CUDA_VISIBLE_DEVICES`, so every model
+    is loaded once per worker on its own GPU (`gpu_groups`). With one GPU group and `workers=1` the tasks run
+    in this process; with none visible, on the CPU pool as any other map.
+
     One pool serves every `map` of the executor (the stages of a run, the phases of dedup, mix's two
     passes): a pool per `map` started and imported its workers anew for each of MinHash's eight phases
     (issue 35.7). `close()` (or leaving `with executor:`) ends it; a `map` that is stopped or fails in the
@@ -238,37 +260,42 @@ class LocalExecutor(Executor):
         self.workers = workers
         self.progress = progress
         self._pool: ProcessPoolExecutor | None = None
+        self._gpu_pool: tuple[tuple[str, ...], ProcessPoolExecutor] | None = None  # (its workers' devices, pool)
         self._counter: Any = None
         self._alive: tuple[Any, Any] | None = None
 
-    def map(self, fn, items, desc="tasks", labels=()):
+    def map(self, fn, items, desc="tasks", labels=(), resources=None):
         live = accepts_progress(fn)
         bar = Progress(len(items), desc, self.progress, live=live)
         outcomes: list[tuple[bool, Any]] = [(False, ("not run", ""))] * len(items)
+        groups = gpu_groups(resources)
         try:
-            if self.workers == 1 or not items:
+            if not items or (self.workers == 1 and len(groups) <= 1):
                 for i, item in enumerate(items):
                     outcomes[i] = call_captured(fn, item, bar.add if live else None)
                     bar.done(outcomes[i][1] if outcomes[i][0] else None)
             else:
-                self._pool_map(fn, items, outcomes, bar, live)
+                self._pool_map(fn, items, outcomes, bar, live, tuple(groups) if groups else None)
         finally:
             bar.close()
         return self._collect(outcomes, labels)
 
     def close(self) -> None:
-        """End the pool, if one is running: its workers finish (they are idle between maps) and are reaped."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
+        """End the pools, if running: their workers finish (they are idle between maps) and are reaped."""
+        for pool in self._take_pools():
             pool.shutdown(wait=True)
         self._release()
 
     def stop(self) -> None:
-        """Kill the pool's workers now (`stop_pool`): what every error path of a run does."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
+        """Kill the pools' workers now (`stop_pool`): what every error path of a run does."""
+        for pool in self._take_pools():
             stop_pool(pool)
         self._release()
+
+    def _take_pools(self) -> list[ProcessPoolExecutor]:
+        pools = [p for p in (self._pool, self._gpu_pool[1] if self._gpu_pool else None) if p is not None]
+        self._pool = self._gpu_pool = None
+        return pools
 
     def _release(self) -> None:
         if self._alive is not None:
@@ -276,19 +303,33 @@ class LocalExecutor(Executor):
                 end.close()
         self._alive = self._counter = None
 
-    def _started_pool(self) -> ProcessPoolExecutor:
-        """The running pool, started on first use: `self.workers` processes at most, forked as tasks need them."""
-        if self._pool is None:
+    def _started_pool(self, gpus: tuple[str, ...] | None = None) -> ProcessPoolExecutor:
+        """The running pool, started on first use: `self.workers` processes at most, forked as tasks need them;
+        with `gpus`, the GPU pool: one process per entry, each with that entry as its CUDA_VISIBLE_DEVICES."""
+        ctx = mp.get_context("forkserver")
+        if self._counter is None:
             check_main_guard()
-            ctx = mp.get_context("forkserver")
             self._counter = ctx.Array("q", len(LIVE_FIGURES))
             self._alive = ctx.Pipe(duplex=False)  # its write end stays here: its end of file is this process's death
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_pool_worker,
-                                             initargs=(self._counter, _forkserver_pid(), self._alive[0]))
-        return self._pool
+        if gpus is None:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_pool_worker,
+                                                 initargs=(self._counter, _forkserver_pid(), self._alive[0]))
+            return self._pool
+        if self._gpu_pool is not None and self._gpu_pool[0] != gpus:  # other devices asked: a pool for them
+            stop_pool(self._gpu_pool[1])
+            self._gpu_pool = None
+        if self._gpu_pool is None:
+            queue = ctx.Queue()
+            for g in gpus:
+                queue.put(g)
+            pool = ProcessPoolExecutor(len(gpus), mp_context=ctx, initializer=_init_pool_worker,
+                                       initargs=(self._counter, _forkserver_pid(), self._alive[0], queue))
+            self._gpu_pool = (gpus, pool)
+        return self._gpu_pool[1]
 
-    def _pool_map(self, fn, items, outcomes, bar, live: bool) -> None:
-        pool = self._started_pool()
+    def _pool_map(self, fn, items, outcomes, bar, live: bool, gpus: tuple[str, ...] | None = None) -> None:
+        pool = self._started_pool(gpus)
         counter = self._counter
         with counter.get_lock():
             counter[:] = [0] * len(LIVE_FIGURES)  # every task of the previous map has finished: the pool is idle

@@ -103,14 +103,21 @@ class RayExecutor(Executor):
         cpus = ray.cluster_resources().get("CPU", 0)  # changes as an autoscaler adds or removes nodes
         return max(2, 2 * int(cpus / max(self.num_cpus_per_task, 1e-3)))
 
-    def map(self, fn, items, desc="tasks", labels=()):
-        if not items:
-            return []
-        ray = self._ray()
+    def task_options(self, resources: dict[str, float] | None = None) -> dict[str, Any]:
+        """The Ray task options of a map: CPUs (and memory) per task, and `num_gpus` where its tasks need GPUs
+        (Ray then sets each task's CUDA_VISIBLE_DEVICES to the GPUs it reserved)."""
         options: dict[str, Any] = {"num_cpus": self.num_cpus_per_task, "max_retries": 0}
         if self.memory_per_task:
             options["memory"] = self.memory_per_task
-        remote = ray.remote(_attempt).options(**options)
+        if (resources or {}).get("gpus"):
+            options["num_gpus"] = resources["gpus"]
+        return options
+
+    def map(self, fn, items, desc="tasks", labels=(), resources=None):
+        if not items:
+            return []
+        ray = self._ray()
+        remote = ray.remote(_attempt).options(**self.task_options(resources))
         fn_ref = ray.put(fn)  # shipped once, not once per task
         window, window_at = self._window(ray), time.monotonic()
         outcomes: list[tuple[bool, Any]] = [(False, ("not run", ""))] * len(items)

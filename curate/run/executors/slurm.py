@@ -83,10 +83,10 @@ class SlurmExecutor(Executor):
         self._max_array: int | None = None
         self._seq = 0
 
-    def map(self, fn, items, desc="tasks", labels=()):
+    def map(self, fn, items, desc="tasks", labels=(), resources=None):
         if not items:
             return []
-        batch = _Batch(self, fn, items, desc, labels)
+        batch = _Batch(self, fn, items, desc, labels, self.placement(resources))
         bar = Progress(len(items), desc, self.progress)
         try:
             batch.submit(list(range(len(items))))
@@ -120,12 +120,23 @@ class SlurmExecutor(Executor):
             self._max_array = int(m.group(1)) if m else DEFAULT_MAX_ARRAY
         return self._max_array
 
-    def sbatch(self, script: str, spec: str, offset: int, log: str) -> str:
-        """Submit one array; its job id."""
+    @staticmethod
+    def placement(resources: dict[str, float] | None) -> list[str]:
+        """The sbatch options a map's tasks need beyond the executor's own: `--gres=gpu:N` for tasks needing GPUs
+        (Slurm then sets each task's CUDA_VISIBLE_DEVICES)."""
+        gpus = (resources or {}).get("gpus")
+        return [f"--gres=gpu:{int(-(-gpus // 1))}"] if gpus else []
+
+    def sbatch_command(self, script: str, spec: str, offset: int, log: str, extra: Sequence[str] = ()) -> list[str]:
+        """The sbatch command line of one array."""
         args = ["sbatch", "--parsable", f"--job-name={self.job_name}", f"--array={spec}",
                 f"--output={log}", f"--error={log}"]
         args += [f"{k}={v}" for k, v in self.options.items() if v]
-        args += self.sbatch_args + [script, str(offset)]
+        return args + list(extra) + self.sbatch_args + [script, str(offset)]
+
+    def sbatch(self, script: str, spec: str, offset: int, log: str, extra: Sequence[str] = ()) -> str:
+        """Submit one array; its job id."""
+        args = self.sbatch_command(script, spec, offset, log, extra)
         job = _slurm(args).strip().split(";")[0]  # --parsable: "id" or "id;cluster"
         if not job.isdigit():
             raise RuntimeError(f"sbatch answered {job!r}, not a job id")
@@ -140,10 +151,11 @@ class SlurmExecutor(Executor):
 class _Batch:
     """One `map`: its folder, submissions, and each item's attempts and outcome."""
 
-    def __init__(self, ex: SlurmExecutor, fn, items: Sequence[Any], desc: str, labels: Sequence[str]):
+    def __init__(self, ex: SlurmExecutor, fn, items: Sequence[Any], desc: str, labels: Sequence[str],
+                 placement: Sequence[str] = ()):
         import cloudpickle
 
-        self.ex, self.n, self.labels = ex, len(items), labels
+        self.ex, self.n, self.labels, self.placement = ex, len(items), labels, list(placement)
         ex._seq += 1
         self.slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", desc).strip("-")[:60] or "tasks"
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{ex._seq:03d}-{self.slug}"
@@ -175,7 +187,7 @@ class _Batch:
         for offset in sorted({i // step * step for i in indices}):
             part = [i - offset for i in indices if offset <= i < offset + step]
             log = os.path.join(self.ex.log_dir, f"{self.slug}-{'' if not offset else f'o{offset}-'}%A_%a.log")
-            job = self.ex.sbatch(self.script, _ranges(part) + cap, offset, log)
+            job = self.ex.sbatch(self.script, _ranges(part) + cap, offset, log, self.placement)
             self.jobs[job] = offset
             for a in part:
                 self.attempts[a + offset] += 1

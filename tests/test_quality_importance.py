@@ -290,3 +290,30 @@ def test_targets_from_an_object_store_and_from_a_runs_shards(corpus, by_tokens, 
     target = run["stats"]["extra"]["target"]
     assert target["records"] == len(by_tokens["kept"]) and len(run["kept"]) == 10
     assert target["no_lang"] == sum(r["lang"] is None for r in by_tokens["kept"])
+
+
+@pytest.mark.parametrize("budget", [1, 7, 500, 1999, 2500])
+def test_the_cut_descends_every_pass_and_keeps_ties(tmp_path, budget):
+    """Keys packed so close that they share their top 32 bits (log weights 1 + i * 1e-13) and repeat in pairs, over
+    three key files: the cut takes the selection passes down to the last 16 bits, and the documents at or above it
+    are the shortest prefix of the sorted keys that reaches the budget, with both of a tied pair kept."""
+    import pyarrow as pa
+
+    from curate.core.step import GlobalContext
+    from curate.run.executors.local import LocalExecutor
+
+    rng = np.random.default_rng(budget)
+    values = 1.0 + np.repeat(np.arange(1000), 2) * 1e-13
+    tokens = rng.integers(1, 5, len(values))
+    files = []
+    for i, part in enumerate(np.array_split(rng.permutation(len(values)), 3)):
+        files.append(str(tmp_path / f"{i}.npz"))
+        np.savez(files[-1], log_weight=values[part], key=importance.order_key(values[part]), tokens=tokens[part])
+    ctx = GlobalContext(inputs=[], output_dir=str(tmp_path / "out"), work_dir=str(tmp_path / "work"),
+                        executor=LocalExecutor(1), schema=pa.schema([]), writer=None)
+    cut, passes = importance.find_cut(ctx, files, budget, by_tokens=True)
+    order = np.argsort(-values, kind="stable")
+    reach = int(np.searchsorted(np.cumsum(tokens[order]), budget))  # the last document the prefix needs
+    last = values[order[reach]]
+    assert importance.key_value(cut) == last and passes == 4  # a tied pair never resolves early
+    assert set(np.flatnonzero(importance.order_key(values) >= np.uint64(cut))) == set(np.flatnonzero(values >= last))

@@ -3,7 +3,7 @@
 The prompt the tests send holds `Document {id}` and the text between `<<<` and `>>>` lines (`TEMPLATE`); the
 server finds both, and answers with `grade(doc_id, text)`: a string (the message content, finish_reason
 "stop"), or a dict with `content` and `finish_reason`, or `None` for a reply with no choices. Before that,
-`faults[doc_id]` is consumed one entry per request: "429" (with `Retry-After: 1`), "500", "hang" (no answer
+`faults[doc_id]` is consumed one entry per request: "429" (with `Retry-After: 1`), "500" (or any status), "hang" (no answer
 until well past the client's timeout, then the connection closed), "garbage" (200 with a body that is not
 JSON), "cut" (200 whose body stops half-way through the Content-Length it promised).
 
@@ -73,7 +73,7 @@ class ChatServer:
         if fault == "hang":
             time.sleep(self.hang_s)
             return
-        if fault in ("429", "500"):
+        if fault and fault.isdigit():  # "429" with Retry-After: 1; "500", "404", …: that status
             self._send(h, int(fault), b'{"error": "busy"}', {"Retry-After": "1"} if fault == "429" else {})
             return
         if fault == "garbage":

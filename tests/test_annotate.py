@@ -152,3 +152,38 @@ def test_refused_options(tmp_path, shared, bad, capsys):
         args += bad
     assert curate_main(args) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_dead_server_stops_with_one_line_and_loses_nothing(tmp_path, shared, monkeypatch, capsys):
+    monkeypatch.setenv("PENEIRA_CC_TRIES", "2")
+    monkeypatch.setenv("PENEIRA_CC_BACKOFF_BASE", "0.01")
+    docs = _docs(shared, 12)
+    inputs, template = _write(tmp_path / "docs.jsonl", docs), tmp_path / "prompt.txt"
+    template.write_text(TEMPLATE, encoding="utf-8")
+    out = tmp_path / "ann"
+    with ChatServer(_grade, {"d03": ["500", "500"]}) as server:
+        assert curate_main(_args(inputs, out, server.url, template, 12, "--concurrency", "1")) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "HTTP 500" in err[0] and "rerun the same command" in err[0]
+        assert curate_main(_args(inputs, out, server.url, template, 12)) == 0  # the server is back
+        assert server.paid == {d["id"]: 1 for d in docs}
+    with ChatServer(_grade, {"d00": ["404"] * 12}) as server:
+        assert curate_main(_args(inputs, tmp_path / "b", server.url, template, 12)) == 2
+        assert server.paid["d00"] == 0 and len(server.seen["d00"]) == 1  # not tried again
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "HTTP 404" in err[0] and "--model" in err[0]
+
+
+def test_rate_limit_spaces_requests(monkeypatch):
+    from curate.io import chat
+
+    now, slept = [100.0], []
+    monkeypatch.setattr(chat.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(chat.time, "sleep", lambda s: slept.append(round(s, 6)))
+    limit = chat.RateLimit(10)
+    for _ in range(4):
+        limit.wait()
+    assert slept == [0.1, 0.2, 0.3]  # the clock stood still: each caller takes the next slot, 0.1 s apart
+    now[0] += 1.0
+    limit.wait()
+    assert slept == [0.1, 0.2, 0.3]  # a free slot: no wait

@@ -138,7 +138,8 @@ def _annotate(args) -> int:
     """Settings checked, the client made, the annotation run (or resumed); its summary printed."""
     import re
 
-    from curate.io.chat import ChatClient
+    from curate.io.chat import ChatClient, Refused
+    from curate.io.retry import Exhausted
     from curate.quality.annotate import SCORE_PATTERN, ScoreRule, Settings, Template, annotate
 
     for name in ("n", "concurrency", "max_chars", "max_tokens"):
@@ -168,6 +169,12 @@ def _annotate(args) -> int:
     try:
         summary = annotate(args.inputs, args.out, client, template, rule, settings, concurrency=args.concurrency,
                            overwrite=args.overwrite, progress=bar.update if bar else None)
+    except Refused as e:
+        raise UsageError(f"the server refused a request ({e}): check --endpoint, --model and the API key") from None
+    except Exhausted as e:  # every answer received so far is journaled: the rerun asks only for the rest
+        print(f"curate quality annotate: {e}; the answers received are kept: rerun the same command to resume",
+              file=sys.stderr)
+        return 1
     finally:
         if bar:
             bar.close()

@@ -42,6 +42,11 @@ class Answer:
     problem: str | None = None
 
 
+class Refused(OSError):
+    """The server refused the request in a way no retry fixes (400, 401, 403, 404: a wrong model name, key or
+    endpoint)."""
+
+
 class _Malformed(Transient):
     """A 200 whose body is not the protocol's JSON: retried, and counted by name once the tries are spent."""
 
@@ -125,7 +130,7 @@ class ChatClient:
             if r.status in RETRY_STATUSES:
                 raise Transient(f"{self.url}: HTTP {r.status} {text[:80]}".rstrip(), r.status,
                                 parse_retry_after(r.headers.get("Retry-After")), r.status in THROTTLE_STATUSES)
-            raise OSError(f"{self.url}: HTTP {r.status} {text}".rstrip())
+            raise Refused(f"{self.url}: HTTP {r.status} {text}".rstrip())
         try:
             data = json.loads(r.data)
         except ValueError as e:

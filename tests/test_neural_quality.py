@@ -99,8 +99,9 @@ def test_steps_in_a_pipeline_keep_by_threshold_and_max_score(models, texts, logi
     assert sorted(r["id"] for r in rows) == sorted(d["id"] for d, b in zip(docs, bucket, strict=True) if b >= 3)
     want = dict(zip((d["id"] for d in docs), bucket.tolist(), strict=True))
     assert all(r["bucket"] == want[r["id"]] for r in rows)
-    stats = json.loads((tmp_path / "out/stats.json").read_text())
-    assert "throughput" in json.dumps(stats)
+    stats = {s["name"]: s for s in json.loads((tmp_path / "out/stats.json").read_text())["steps"]}
+    assert stats["a"]["extra"]["throughput"]["docs"] == stats["b"]["extra"]["throughput"]["docs"] == len(docs)
+    assert stats["bucket"]["dropped"] == {"bucket:below_threshold": int((bucket < 3).sum())}
 
 
 class Plant(Step):

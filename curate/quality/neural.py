@@ -21,14 +21,13 @@ How a model's outputs become the score column (`column`, float32) and its intege
 from __future__ import annotations
 
 import os
-from collections import Counter
 
 import numpy as np
 import pyarrow as pa
 
 from curate.core.document import Document
 from curate.core.errors import UsageError
-from curate.core.stats import StepStats
+from curate.core.stats import StepStats, Throughput
 from curate.core.step import Reject, Result, Step
 from curate.core.validate import check, config_error
 from curate.quality.head import is_head, load_head
@@ -88,7 +87,7 @@ class NeuralClassifier(Step):
         self.name = name or column
         self.columns = {column: pa.float32(), f"{column}_int": pa.int32()}
         self._model = self._head = None
-        self._counter: Counter = Counter()
+        self._throughput = Throughput()
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_model": None, "_head": None}  # workers load their own in setup
@@ -109,18 +108,16 @@ class NeuralClassifier(Step):
         return self._spec().resources()
 
     def setup(self) -> None:
-        from curate.models.inference import Throughput, get_model
+        from curate.models.inference import get_model
 
         self._head = load_head(self.model) if is_head(self.model) else None
         self._model = get_model(self._spec())
-        if not isinstance(self._counter, Throughput):
-            self._counter = Throughput(self._counter)
 
     def scores(self, texts: list[str]) -> np.ndarray:
         """The float score of each text (what the `column` holds)."""
         if self._model is None:
             self.setup()
-        kw = {"max_tokens": self.max_tokens, "counter": self._counter}
+        kw = {"max_tokens": self.max_tokens, "counter": self._throughput}
         if self.token_budget:
             kw["token_budget"] = self.token_budget
         if self._head is not None:
@@ -142,9 +139,8 @@ class NeuralClassifier(Step):
         return self.apply_batch([doc])[0]
 
     def finish(self, stats: StepStats) -> None:
-        if self._counter:
-            stats.extra["throughput"] = self._counter.record() if hasattr(self._counter, "record") else dict(self._counter)
-            self._counter.clear()
+        stats.extra["throughput"] = self._throughput.record()
+        self._throughput.clear()  # the step lives on in its worker for the next task
         stats.extra["cut"] = {"column": self.column, "threshold": self.threshold, "low": self.low, "high": self.high}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 
 from curate.core.errors import UsageError
 
@@ -23,13 +24,18 @@ def main(args) -> int:
         import uvicorn
 
         from curate.view.app import make_app
-        from curate.view.query import Run
+        from curate.view.query import Run, ViewError
     except ImportError as e:
         if e.name not in ("uvicorn", "starlette", "jinja2", "markupsafe"):
             raise
         raise UsageError(f"curate view needs the `view` extra ({e.name} is missing): pip install 'peneira[view]'") \
             from None
     runs = [Run(r) for r in args.runs]
+    for run in runs:  # the shards' footers read now, not on the first page someone opens
+        try:
+            run.columns()
+        except ViewError as e:  # a damaged shard: its pages say so; the other runs are still worth a look
+            print(f"curate view: note: {e}", file=sys.stderr)
     sock = _bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"

@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from curate.core.shown import for_html
+from curate.io import fs
 from curate.view import compare as cmp
 from curate.view import query
 from curate.view.query import Filters, Run, ViewError
@@ -95,7 +96,9 @@ class App:
         doc = query.document(run, doc_id)
         if doc is None:
             raise HTTPException(404, f"run {run.name} has no document {doc_id!r}")
-        signals = {k: v for k, v in doc.items() if k not in ("text", "html", "metadata", "snippet")}
+        signals = {k: v for k, v in doc.items() if k not in ("text", "html", "metadata", "snippet", "_shard")}
+        if doc.get("_shard"):
+            signals["shard"] = fs.relpath(doc["_shard"], run.path)
         return self.page("doc.html", i=i, run=run, doc=doc, signals=signals, metadata=_metadata(doc),
                          has_html=isinstance(doc.get("html"), str), warc=_is_warc(doc))
 

@@ -25,7 +25,7 @@ from curate.io.writers import parquet_shards
 PAGE = 50  # rows per page of Documents and Compare
 SNIPPET = 200  # characters of text per row of a list
 LENGTH_EDGES = [0, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]  # Run page's length bars
-HIDDEN = {"text", "metadata"}  # shown on the Document page, never as list columns or numeric filters
+HIDDEN = {"text", "metadata", "_shard"}  # shown on the Document page, never as list columns or numeric filters
 _DOMAIN = r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?([^/:?#]+)"
 
 
@@ -168,18 +168,21 @@ class Run:
                 schema.setdefault(k, v)
         return schema
 
-    def _scan(self, part: str) -> pl.LazyFrame | None:
-        """The shards of `data/` or `rejected/` as one lazy frame over the union of their columns (a shard
-        without a column reads it as null)."""
-        files = self.shards(part)
+    def _scan(self, part: str, only: set[str] | None) -> pl.LazyFrame | None:
+        """The shards of `data/` or `rejected/` (those in `only`, when given) as one lazy frame over the union of
+        their columns (a shard without a column reads it as null), with each row's shard in `_shard` (local
+        shards only; null on an object store, read through a pyarrow dataset)."""
+        files = [f for f in self.shards(part) if only is None or f in only]
         if not files:
             return None
         schema = self._union(files)
         if any(fs.is_url(f) for f in files):
-            return pl.scan_pyarrow_dataset(fs.dataset(files, format="parquet"))
-        return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore")
+            return pl.scan_pyarrow_dataset(fs.dataset(files, format="parquet")).with_columns(
+                _shard=pl.lit(None, pl.String))
+        return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore",
+                               include_file_paths="_shard")
 
-    def frame(self, status: str = "") -> pl.LazyFrame:
+    def frame(self, status: str = "", only: set[str] | None = None) -> pl.LazyFrame:
         """Kept and dropped documents (or those of one `status`) as one frame with every column of the run (those
         of rejected shards only, `drop_reason`, `drop_measured`..., null for kept ones) and the columns every page
         filters on: `status`, `step` (the drop's step), `length` (characters of text)."""
@@ -188,7 +191,7 @@ class Run:
         for part, label in (("data", "kept"), ("rejected", "dropped")):
             if status and status != label:
                 continue
-            lf = self._scan(part)
+            lf = self._scan(part, only)
             if lf is None:
                 continue
             have = lf.collect_schema()
@@ -196,9 +199,9 @@ class Run:
                                                                  {"drop_reason": pl.String, **every}.items()
                                                                  if c not in have))
             parts.append(lf)
-        if not parts:
-            return pl.LazyFrame(schema={"id": pl.String, "text": pl.String, "status": pl.String,
-                                        "drop_reason": pl.String})
+        if not parts:  # no shard (yet): the columns every page asks for, no rows
+            parts = [pl.LazyFrame(schema={**every, **{c: pl.String for c in ("id", "text", "status",
+                                                                              "drop_reason", "_shard")}})]
         lf = pl.concat(parts, how="diagonal_relaxed")
         return lf.with_columns(step=pl.col("drop_reason").str.split(":").list.first(),
                                length=pl.col("text").str.len_chars())
@@ -231,18 +234,24 @@ def documents(run: Run, f: Filters) -> Page:
     conds = f.expr(set(cols))
     lf = run.frame(f.status)
     lf = lf if conds is None else lf.filter(conds)
-    page = lf.select(*narrow, *(["length"] if f.sort == "length" else []))
+    page = lf.select(*narrow, "_shard", *(["length"] if f.sort == "length" else []))
     if f.sort:
         page = page.sort(f.sort, descending=f.desc, nulls_last=True, maintain_order=True)
     page = page.slice(f.page * PAGE, PAGE)
     with guarded(run.path):
         rows, total = pl.collect_all([page, lf.select(pl.len())], engine="streaming")
-        ids = rows["id"].to_list()
-        texts = run.frame(f.status).filter(pl.col("id").is_in(ids)).select(
-            "id", "length", snippet=pl.col("text").str.slice(0, SNIPPET)).collect(engine="streaming")
-    by_id = {r["id"]: r for r in texts.iter_rows(named=True)}
+        by_id = _snippets(run, f.status, rows) if rows.height else {}
     out = [{**r, **by_id.get(r["id"], {})} for r in rows.iter_rows(named=True)]
     return Page(out, int(total.item()), shown)
+
+
+def _snippets(run: Run, status: str, rows: pl.DataFrame) -> dict[str, dict]:
+    """id -> {length, snippet} of a page's rows, reading only the shards they came from (where the scan could
+    say which: local shards)."""
+    where = set(rows["_shard"].to_list())
+    lf = run.frame(status, None if None in where else where).filter(pl.col("id").is_in(rows["id"].to_list()))
+    texts = lf.select("id", "length", snippet=pl.col("text").str.slice(0, SNIPPET)).collect(engine="streaming")
+    return {r["id"]: r for r in texts.iter_rows(named=True)}
 
 
 def document(run: Run, doc_id: str) -> dict | None:

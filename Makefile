@@ -53,6 +53,7 @@ demo: .venv/.installed
 	@echo "next: the commands live in the project's venv; activate it first:"
 	@echo "  . .venv/bin/activate"
 	@echo "  curate stats $(DEMO)/curated; curate inspect $(DEMO)/curated --rejected -n 5; curate report $(DEMO)/curated"
+	@echo "  curate view $(DEMO)/curated   # in a browser: the funnel, every document and every drop, with filters"
 	@echo "  python -m train sample --checkpoint $(DEMO)/run/ckpt.pt --prompt 'The city council'"
 
 test: .venv/.installed $(WHEELHOUSE)/.done

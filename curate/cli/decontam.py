@@ -94,6 +94,9 @@ def _index_names(out: str) -> set[str]:
     return {n for n in fs.listdir(out) if n != LOCK_NAME and not fs.TEMP_NAME.fullmatch(n)}
 
 
+_SCALE_NOTE = "n and --min-words in English words; Han, kana, Thai, Lao, Khmer, Burmese letters scaled, curate.lang.scale"
+
+
 def _index(args) -> int:
     """Everything the user gave is checked and every benchmark loaded before the output is touched: a bad
     --benchmark never costs the index that is there. From the claim to the last file the folder is locked."""
@@ -129,6 +132,11 @@ def _index(args) -> int:
     print(f"{'benchmark':<24}{'items':>9}{'indexed':>9}{'n-grams':>12}")
     for name, b in meta["benchmarks"].items():
         print(f"{name:<24}{b['items']:>9,}{b['indexed_items']:>9,}{b['ngrams']:>12,}")
+    print(f"\nper item language (by script: {_SCALE_NOTE}); also in {args.out}/index.json")
+    print(f"{'benchmark':<24}{'language':<10}{'items':>9}{'indexed':>9}{'too short':>11}")
+    for name, b in meta["benchmarks"].items():
+        for lang, c in b["languages"].items():
+            print(f"{name:<24}{lang:<10}{c['items']:>9,}{c['indexed']:>9,}{c['too_short']:>11,}")
     cap = meta["frequency_cap"]
     if cap:
         print(f"frequency cap: {cap['removed_ngrams']:,} n-grams in > {cap['max_doc_freq']} of "

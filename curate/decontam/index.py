@@ -6,8 +6,10 @@ On disk (a directory, written atomically file by file, `index.json` last):
   (WinoGrande pairs, MMLU question stems) appears twice.
 * `items.npy`: uint32, parallel to `hashes`: the item each n-gram belongs to.
 * `items.json`: the item table: benchmark and key of every item, plus a short preview.
-* `index.json`: format name and version, normalisation scheme, n, the short-item floor, per-benchmark
-  counts and the frequency cap that was applied. A reader refuses any other version or scheme.
+* `index.json`: format name and version, normalisation scheme, n, the short-item floor (both in English words;
+  `scale`: how they are scaled to scripts whose units are characters; `lengths`: the n-gram sizes used), per-benchmark
+  counts (items, indexed items, n-grams, and per item language: items indexed and too short) and the frequency
+  cap that was applied. A reader refuses any other version or scheme.
 
 The directory may be an fsspec URL (`s3://…`): it is written there file by file the same way, and a
 step loads it from a local copy made once per machine (`curate.io.models.local_copy`).
@@ -33,13 +35,14 @@ import numpy as np
 
 from curate.core.errors import UsageError
 from curate.decontam.loaders import Item
-from curate.decontam.text import NORMALIZATION, WordBatch, char_map, words
+from curate.decontam.text import NORMALIZATION, WordBatch, char_map, unentity, words
 from curate.io import fs
 from curate.io.models import local_copy
 from curate.io.writers import atomic_write_text
+from curate.lang import SCALE_VERSION, scaled, script_language
 
 FORMAT = "peneira-decontam-index"
-VERSION = 1
+VERSION = 2  # 2: n-gram sizes scaled per script, `lengths` and per-language counts in index.json
 DEFAULT_N = 13
 DEFAULT_MIN_WORDS = 8  # GPT-3's floor for benchmarks whose items are shorter than n (Brown et al. 2020, App. C)
 PREVIEW_CHARS = 80
@@ -60,30 +63,55 @@ class Match:
     end: int
 
 
-def _pairs(items: list[Item], first_item: int, n: int, min_words: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(hash, item id) for every n-gram of every segment; whole segments of min_words..n-1 words.
+SPACED = "spaced"  # the language label of an item in a script whose words are spaced (units: its words)
 
-    Returns the pairs and how many items got at least one n-gram (the rest are too short to index).
-    """
-    seg_text = [s for it in items for s in it.segments]
-    seg_item = np.repeat(np.arange(first_item, first_item + len(items)), [len(it.segments) for it in items])
+
+def item_language(item: Item) -> str:
+    """The language an item's n-grams are scaled for (`curate.lang.script_language` of its text), or `SPACED`."""
+    return script_language(" ".join(item.segments)) or SPACED
+
+
+def _pairs(items: list[Item], first_item: int, n: int, min_words: int,
+           lengths: set[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hash, item id) for every n-gram of every segment; whole segments of min_words..n-1 words. Both sizes are
+    stated in English words and scaled to the segment's script (`curate.lang.scale`: 13 words are 20 Han
+    characters). Returns the pairs and the ids of the items that got an n-gram (the rest are too short to
+    index); adds the n-gram lengths used to `lengths`."""
+    segs = [(s, i, script_language(s)) for i, it in enumerate(items, first_item) for s in it.segments]
     hashes, owners = [], []
-    for lo in range(0, len(seg_text), _CHUNK):
-        wb = WordBatch.from_texts(seg_text[lo : lo + _CHUNK])
-        owner_of_seg = seg_item[lo : lo + _CHUNK]
-        g, valid = wb.grams(n)
-        idx = np.flatnonzero(valid)
-        hashes.append(g[idx])
-        owners.append(owner_of_seg[wb.doc[idx]])
-        for k in range(min_words, n):  # short segments: the whole segment is the n-gram
-            segs = np.flatnonzero(wb.counts == k)
-            if len(segs):
-                g, _ = wb.grams(k)
-                hashes.append(g[wb.first[segs]])
-                owners.append(owner_of_seg[segs])
+    for lang in {lang for _, _, lang in segs}:
+        group = [(s, i) for s, i, la in segs if la == lang]
+        n_l, min_l = scaled(n, lang), scaled(min_words, lang)
+        for lo in range(0, len(group), _CHUNK):
+            chunk = group[lo : lo + _CHUNK]
+            wb = WordBatch.from_texts([s for s, _ in chunk])
+            owner_of_seg = np.array([i for _, i in chunk], dtype=np.int64)
+            g, valid = wb.grams(n_l)
+            idx = np.flatnonzero(valid)
+            hashes.append(g[idx])
+            owners.append(owner_of_seg[wb.doc[idx]])
+            lengths.update([n_l] if len(idx) else [])
+            for k in range(min_l, n_l):  # short segments: the whole segment is the n-gram
+                short = np.flatnonzero(wb.counts == k)
+                if len(short):
+                    g, _ = wb.grams(k)
+                    hashes.append(g[wb.first[short]])
+                    owners.append(owner_of_seg[short])
+                    lengths.add(k)
     h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
     o = np.concatenate(owners).astype(np.uint32) if owners else np.zeros(0, np.uint32)
-    return h, o, len(np.unique(o))
+    return h, o, np.unique(o)
+
+
+def language_counts(items: list[Item], first_item: int, indexed: np.ndarray) -> dict[str, dict[str, int]]:
+    """Per item language (`item_language`): items, those indexed, those too short to index."""
+    out: dict[str, dict[str, int]] = {}
+    got = set(indexed.tolist())
+    for i, it in enumerate(items, first_item):
+        row = out.setdefault(item_language(it), {"items": 0, "indexed": 0, "too_short": 0})
+        row["items"] += 1
+        row["indexed" if i in got else "too_short"] += 1
+    return dict(sorted(out.items()))
 
 
 def _sorted_unique(h: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +129,7 @@ def check_params(n: int, min_words: int) -> None:
 
 def check_indexable(name: str, source: str, items: list[Item], min_words: int) -> None:
     """Refuse a benchmark none of whose items would be indexed: its index would pass every document."""
-    if not any(len(words(s)) >= min_words for it in items for s in it.segments):  # stops at the first long one
+    if not any(len(words(s)) >= scaled(min_words, script_language(s)) for it in items for s in it.segments):
         raise UsageError(f"benchmark {name} ({source}): none of its {len(items):,} items has a text of {min_words}+ "
                          "words, so the index would find nothing; name the text fields (NAME=FILE:field1,field2) "
                          "or lower --min-words")
@@ -127,7 +155,7 @@ def build_index(
     """
     check_params(n, min_words)
     t0 = time.time()
-    names, table, all_h, all_o, stats = [], [], [], [], {}
+    names, table, all_h, all_o, stats, lengths = [], [], [], [], {}, set()
     from tqdm import tqdm
 
     bar = tqdm(total=sum(len(items) for _, items in benchmarks.values()), desc="decontam index: items", unit="item",
@@ -135,11 +163,12 @@ def build_index(
     for b, (name, (source, items)) in enumerate(benchmarks.items()):
         names.append(name)
         check_indexable(name, source, items, min_words)
-        h, o, indexed = _pairs(items, len(table), n, min_words)
+        h, o, indexed = _pairs(items, len(table), n, min_words, lengths)
+        stats[name] = {"source": source, "items": len(items), "indexed_items": len(indexed), "ngrams": int(len(h)),
+                       "languages": language_counts(items, len(table), indexed)}
         table.extend([b, it.key, (it.segments[0] if it.segments else "")[:PREVIEW_CHARS]] for it in items)
         all_h.append(h)
         all_o.append(o)
-        stats[name] = {"source": source, "items": len(items), "indexed_items": indexed, "ngrams": int(len(h))}
         bar.update(len(items))
     bar.close()
     hashes, owners = _sorted_unique(
@@ -152,6 +181,8 @@ def build_index(
         "normalization": NORMALIZATION,
         "n": n,
         "min_words": min_words,
+        "scale": SCALE_VERSION,  # n and min_words are English words; other scripts' sizes scaled (curate.lang.scale)
+        "lengths": sorted(lengths),  # the n-gram lengths in the index, in units: what a scan computes
         "benchmarks": stats,
         "entries": int(len(hashes)),
         "frequency_cap": None,
@@ -194,7 +225,7 @@ class NgramIndex:
     def __init__(self, hashes: np.ndarray, owners: np.ndarray, table: list, names: list[str], meta: dict):
         self.hashes, self.owners, self.table, self.names, self.meta = hashes, owners, table, names, meta
         self.n, self.min_words = meta["n"], meta["min_words"]
-        self.lengths = list(range(self.min_words, self.n + 1))
+        self.lengths = meta["lengths"]
         self._bits, self._shift = _bitmap(np.asarray(hashes))
 
     @classmethod
@@ -273,12 +304,15 @@ class NgramIndex:
             if not by_item:
                 out.append([])
                 continue
-            cmap = char_map(text)  # exact: row 0 maps starts, row 1 ends
+            decoded, emap = unentity(text)  # offsets of the decoded text in `text` (None: the same)
+            cmap = char_map(decoded)  # exact: row 0 maps starts, row 1 ends
             matches = []
             for item, spans in by_item.items():
                 for s, e in merge_spans(spans):
                     if cmap is not None:
                         s, e = int(cmap[0, s]), int(cmap[1, e])
+                    if emap is not None:
+                        s, e = int(emap[s]), int(emap[e])
                     matches.append(Match(item, s, e))
             matches.sort(key=lambda m: (m.start, m.end, m.item))
             out.append(matches)

@@ -3,24 +3,29 @@
 Both sides must turn text into exactly the same word sequence, so everything that decides what a
 "word" is lives here, in one function per concern:
 
+* `unentity`: numeric character references left in corpus text (`&#26085;`, `&#x627;`: a page whose extractor
+  did not decode them) become their characters first, with a map back to the original offsets.
 * `fold`: one rule per character, applied to every character on its own (`fold_char`):
   NFKD (compatibility forms such as full-width letters, ligatures, "…", non-breaking spaces, math-bold
   letters fold to plain ones), then drop what is invisible or decorative (format characters, category
   Cf: soft hyphen, zero-width space and joiners, bidi marks, BOM; every combining mark, category M:
   accents, `e` + U+0301; the other default-ignorable code points: Hangul fillers, variation
-  selectors, tags; lone surrogates), casefold, and map letters that look like a Latin letter (Cyrillic
-  `а`, Greek `ο`, dotless `ı`: `curate.decontam.confusables`) to it. So a copy of a benchmark item
+  selectors, tags; lone surrogates; the Arabic tatweel U+0640, a letter by category that only stretches a
+  word), casefold, map letters that look like a Latin letter (Cyrillic
+  `а`, Greek `ο`, dotless `ı`: `curate.decontam.confusables`) to it, and a Traditional Han character to its
+  Simplified form (OpenCC's `t2s` character table, one character at a time, so a Traditional copy of a
+  Simplified item has its words; phrase-level conversions such as 計算機 -> 计算机 are not made). So a copy of a benchmark item
   that went through a word processor, a hyphenating web page or a homoglyph substitution still has
   the item's words. Because the rule is per character, every character of the folded text comes from
   exactly one character of the original, which makes `char_map` exact. ASCII text is only lowercased
   (the rule does nothing else to ASCII), which is most web text and the fast path.
 * words are maximal runs of Unicode letters and digits (`[^\\W_]+`): every punctuation mark, symbol,
   underscore and whitespace character is a separator, so spacing, line breaks and punctuation changes
-  do not matter. A Han or kana character is a word of its own (`curate.lang.CHARACTER_WORD`): Chinese and
-  Japanese do not space words, and a dictionary segmenter may cut the same passage differently inside a
-  benchmark item and inside a page, so the n-grams of both sides are of characters, which no context changes
-  (13 Han characters are about 8 Chinese words: a stricter match than 13 words). Thai, Lao, Khmer and
-  Burmese keep their space-separated runs. (v3; v2 made a whole Chinese sentence one word.)
+  do not matter. A Han, kana, Thai, Lao, Khmer or Burmese letter is a word of its own (`curate.lang.UNIT`):
+  those languages do not space words, and a dictionary segmenter may cut the same passage differently inside a
+  benchmark item and inside a page, so the n-grams of both sides are of characters, which no context changes.
+  The index scales its n and floor to them (`curate.lang.scale`: 13 English words are 20 Chinese characters).
+  (v4; v3 kept the space-separated runs of Thai, Lao, Khmer and Burmese, v2 made a Chinese sentence one word.)
 * `WordBatch` hashes the words of many texts at once with numpy (a polynomial hash over code points
   via prefix sums, then a 64-bit mixer) and `WordBatch.grams(k)` combines k consecutive word hashes
   into one 64-bit n-gram hash. Nothing runs a Python loop per word, which is what makes the scan fast.
@@ -38,9 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from curate.decontam.confusables import CONFUSABLES
-from curate.lang import CHARACTER_WORD, CHARACTER_WORD_RANGES
+from curate.lang import UNIT, UNIT_RANGES
+from curate.lang.scale import UNIT_SCRIPTS
 
-NORMALIZATION = "nfkd-nocf-nomarks-casefold-confusables-alnum-words-han-kana-chars/polyhash64-v3"
+NORMALIZATION = ("numeric-entities-nfkd-nocf-nomarks-notatweel-casefold-confusables-t2s-alnum-words-"
+                 "han-kana-thai-lao-khmer-myanmar-chars/polyhash64-v4")
 
 _SEP = re.compile(r"[\W_]")  # a separator: anything but a letter or digit (Python's isalnum)
 _U64 = np.uint64
@@ -53,7 +60,8 @@ _LEN_SALT = 0xD6E8FEB86659FD93
 # Default-ignorable code points that are not format characters (Cf) or marks (M), both dropped by
 # category: Hangul fillers (letters, so they would otherwise sit inside a word) and unassigned
 # ranges reserved as ignorable (DerivedCoreProperties.txt, Default_Ignorable_Code_Point).
-_IGNORABLE = frozenset([0x115F, 0x1160, 0x3164, 0xFFA0, 0x2065, *range(0xFFF0, 0xFFF9), *range(0xE0000, 0xE1000)])
+_IGNORABLE = frozenset([0x115F, 0x1160, 0x3164, 0xFFA0, 0x2065, *range(0xFFF0, 0xFFF9), *range(0xE0000, 0xE1000),
+                        0x0640])  # and the Arabic tatweel (kashida): a letter (Lm) that only stretches a word
 
 
 def _dropped(c: str) -> bool:
@@ -73,9 +81,56 @@ def fold_char(c: str) -> str:
         prev = out
         out = "".join(x for x in unicodedata.normalize("NFKD", out) if not _dropped(x)).casefold().lower()
         out = "".join(CONFUSABLES.get(x, x) for x in out)
+        out = "".join(_simplified(x) if _HAN.match(x) else x for x in out)
         if out == prev:
             break
     return out
+
+
+_T2S: list = []
+_HAN = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in UNIT_SCRIPTS["zh"]) + "]")
+
+
+def _simplified(c: str) -> str:
+    """A Han character's Simplified form by OpenCC's character table (itself when it has none)."""
+    if not _T2S:
+        import opencc
+
+        _T2S.append(opencc.OpenCC("t2s"))
+    out = _T2S[0].convert(c)
+    return out if len(out) == 1 else c
+
+
+_ENTITY = re.compile(r"&#(?:([0-9]{1,7})|[xX]([0-9a-fA-F]{1,6}));?")
+
+
+def _entity_char(m: re.Match) -> str | None:
+    cp = int(m.group(1)) if m.group(1) else int(m.group(2), 16)
+    return chr(cp) if 0 < cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF else None
+
+
+def unentity(text: str) -> tuple[str, np.ndarray | None]:
+    """`text` with its numeric character references decoded, and the offsets in `text` of every offset of the
+    result (length len(result) + 1; an offset inside a reference maps to its start, its end to the reference's
+    end), or None when there was none to decode (the common case, one substring test)."""
+    if "&#" not in text:
+        return text, None
+    out, src, last = [], [], 0
+    for m in _ENTITY.finditer(text):
+        ch = _entity_char(m)
+        if ch is None:
+            continue
+        out.append(text[last:m.start()])
+        src.extend(range(last, m.start()))
+        out.append(ch)
+        src.append(m.start())
+        last = m.end()
+    if not src and last == 0:
+        return text, None
+    out.append(text[last:])
+    src.extend(range(last, len(text)))
+    src.append(len(text))
+    return "".join(out), np.array(src, dtype=np.int64)
 
 
 class _FoldTable(dict):
@@ -125,7 +180,7 @@ def _spaced(m: re.Match) -> str:
 
 def words(text: str) -> list[str]:
     """The normalised words of a text, for humans and for the reference implementation in benchmarks/."""
-    return CHARACTER_WORD.sub(_spaced, _SEP.sub(" ", fold(text))).split()
+    return UNIT.sub(_spaced, _SEP.sub(" ", fold(unentity(text)[0]))).split()
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
@@ -165,9 +220,9 @@ _IS_WORD = _WordChars()
 
 
 def _character_words(cp: np.ndarray) -> np.ndarray:
-    """Whether each code point is a word by itself (Han, kana: `curate.lang.CHARACTER_WORD_RANGES`)."""
+    """Whether each code point is a word by itself (Han, kana, Thai, Lao, Khmer, Myanmar: `curate.lang.UNIT_RANGES`)."""
     out = np.zeros(len(cp), dtype=bool)
-    for a, b in CHARACTER_WORD_RANGES:
+    for a, b in UNIT_RANGES:
         out |= (cp >= a) & (cp <= b)
     return out
 
@@ -208,7 +263,7 @@ class WordBatch:
 
     @classmethod
     def from_texts(cls, texts: list[str]) -> WordBatch:
-        norms = [fold(t) for t in texts]
+        norms = [fold(unentity(t)[0]) for t in texts]
         joined = "\n".join(norms)  # "\n" is a separator, so no word crosses two texts
         base = np.zeros(len(norms) + 1, dtype=np.int64)
         np.cumsum([len(s) + 1 for s in norms], out=base[1:])

@@ -46,11 +46,6 @@ _NOSPACE_RANGES = (
     "\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f"  # Myanmar
 )
 NOSPACE_CHAR = re.compile(f"[{_NOSPACE_RANGES}]")
-# Han and kana: each character is a word of its own in the context-free text form of the decontamination n-grams,
-# where a segmenter could cut one passage differently in a benchmark item and in a page.
-CHARACTER_WORD_RANGES = ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
-                         (0xFF66, 0xFF9F), (0x20000, 0x3FFFF))
-CHARACTER_WORD = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in CHARACTER_WORD_RANGES) + "]")
 # Languages whose text is segmented: ISO 639-1 codes (lid.176's labels) and the ISO 639-3 codes GlotLID's labels
 # start with (`cmn_Hani`, `jpn_Jpan`, `tha_Thai`: `language()` keeps the part before "_").
 SEGMENTED = frozenset({"zh", "ja", "th", "lo", "km", "my", "zho", "cmn", "jpn", "tha", "lao", "khm", "mya",

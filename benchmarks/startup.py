@@ -17,6 +17,9 @@ and a warm-up run of each measured command writes the caches first.
    the run machinery's imports, Arrow's first array (pyarrow imports pandas then, where pandas is installed:
    the dev venv has it through `datasets`, a plain `pip install peneira` does not), the pipeline file, each
    step's `setup()` (once per worker process: `run.pipeline._load_stage`).
+   2b. A dedup worker before its first MinHash signature: importing curate.dedup, the per-code-point Unicode
+   tables, the first call of the compiled kernels; with them cached on disk, and with an empty cache folder
+   (NUMBA_CACHE_DIR of its own: numba compiles, the tables are built).
 3. A Slurm task's own cost, beyond Slurm's: `python -m curate.run.executors._slurm_task BATCH 0`, what every
    array element runs, by hand on a batch of one no-op task and on a batch of one web-chain task recorded from
    part 2's run (scheduling itself is `benchmarks/slurm_overhead.py`, which needs a running Slurm).
@@ -57,10 +60,10 @@ WRAP = ("import json, os, subprocess, sys; p = subprocess.Popen(sys.argv[1:], st
         "print(json.dumps([os.waitstatus_to_exitcode(s), r.ru_utime + r.ru_stime, r.ru_maxrss]), file=sys.stderr)")
 
 
-def measure(argv: list[str], cwd: str | None = None) -> tuple[float, float, str]:
+def measure(argv: list[str], cwd: str | None = None, **env: str) -> tuple[float, float, str]:
     """One fresh process: its CPU seconds (user + sys), peak RSS in MiB, and what it printed."""
-    p = subprocess.run([sys.executable, "-c", WRAP, *argv], capture_output=True, text=True, env=child_env(), cwd=cwd,
-                       check=True)
+    p = subprocess.run([sys.executable, "-c", WRAP, *argv], capture_output=True, text=True, env={**child_env(), **env},
+                       cwd=cwd, check=True)
     code, cpu, rss = json.loads(p.stderr.strip().splitlines()[-1])
     if code != 0:
         raise RuntimeError(f"{' '.join(argv)} failed:\n{p.stdout[-2000:]}")
@@ -144,6 +147,37 @@ def task_fixed_cost(reps: int, tmp: str) -> dict:
             "phases_cpu_s": {k: round(statistics.median(v), 3) for k, v in phases.items() if statistics.median(v) >= 0.002}}
 
 
+DEDUP = """
+import json, time
+marks, t0 = {}, time.process_time()
+def mark(name):
+    global t0
+    t = time.process_time(); marks[name] = t - t0; t0 = t
+import curate.dedup; mark("import curate.dedup (numba, polars)")
+from curate.dedup import sketch, text
+text.char_classes(); text._tables(); sketch._fast_tables(); mark("per-code-point Unicode tables")
+curate.dedup.signatures(["a first document to sign, long enough for a few shingles"]); mark("first signatures (kernels)")
+print(json.dumps(marks))
+"""
+
+
+def dedup_first_document(reps: int, tmp: str) -> dict:
+    """Part 2b: a dedup worker's fixed cost before its first signature, with the kernels and tables on disk (warm)
+    and in a cache folder of its own each time (cold: numba compiles, the tables are built)."""
+    out = {}
+    for name in ("warm", "cold"):
+        phases: dict[str, list[float]] = {}
+        for i in range(reps + (name == "warm")):  # the warm side's first run fills the caches
+            env = {"NUMBA_CACHE_DIR": os.path.join(tmp, f"cold{i}")} if name == "cold" else {}
+            cpu, rss, text = measure([sys.executable, "-c", DEDUP], **env)
+            if name == "warm" and i == 0:
+                continue
+            for k, v in {**json.loads(text.splitlines()[-1]), "whole process": cpu, "peak RSS MiB": rss}.items():
+                phases.setdefault(k, []).append(v)
+        out[name] = {k: round(statistics.median(v), 3) for k, v in phases.items()}
+    return out
+
+
 def noop(i: int) -> int:
     return i
 
@@ -209,6 +243,10 @@ def markdown(results: dict) -> str:
     rows += [f"| of which: {k} | {v:.3f} |" for k, v in t["phases_cpu_s"].items()]
     rest = t["fixed_cpu_s"] - sum(t["phases_cpu_s"].values())
     rows += [f"| of which: the rest (interpreter, CLI, the run's lazy imports, first calls: regexes, model) | {rest:.3f} |"]
+    d = run["dedup_worker"]
+    rows += ["", "A dedup worker before its first MinHash signature (fresh process; CPU s):", "",
+             "| phase | kernels and tables cached on disk | cold cache (compiled, built) |", "|---|---:|---:|"]
+    rows += [f"| {k} | {d['warm'][k]:.3f} | {d['cold'][k]:.3f} |" for k in d["warm"] if k != "peak RSS MiB"]
     rows += ["", "| Slurm array element, run by hand (`python -m curate.run.executors._slurm_task BATCH 0`) | CPU s | "
              "peak RSS MiB |", "|---|---:|---:|"]
     rows += [f"| {k} | {v['cpu_s']:.3f} | {v['rss_mib']:.0f} |" for k, v in run["slurm_task"].items()]
@@ -227,6 +265,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         task = task_fixed_cost(args.reps, tmp)
         record = {"reps": args.reps, "task": task, "cli": cli_startup(args.reps, os.path.join(tmp, "whole")),
+                  "dedup_worker": dedup_first_document(args.reps, tmp),
                   "slurm_task": slurm_task_cost(args.reps, tmp)}
     print(json.dumps(record, indent=1))
     if args.json:

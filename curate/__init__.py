@@ -6,6 +6,8 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from curate.core import kernel_cache
+
 if TYPE_CHECKING:
     from curate.core.document import Document
     from curate.core.step import Filter, GlobalStep, Reject, Step
@@ -26,33 +28,10 @@ _NAMES = {"Document": "curate.core.document", "Filter": "curate.core.step", "Glo
           "Reject": "curate.core.step", "Step": "curate.core.step", "Pipeline": "curate.run.pipeline"}
 
 
-def _numba_cache_dir(package: str, user: str, environ: os._Environ | dict) -> str | None:
-    """Where numba must cache the compiled kernels of curate.dedup (`cache=True`), if not where it would.
-
-    numba writes its cache beside the source (`package`/__pycache__), else under the user's cache folder (`user`,
-    ~/.cache/numba), and raises at import when it can write to neither: a read-only install whose home is
-    read-only too (a container image, a cluster's shared software tree) could not import curate.dedup at all.
-    There, and only there, the kernels go to the temporary folder (compiled once per machine, then loaded);
-    NUMBA_CACHE_DIR, when set, is left to decide."""
-    if environ.get("NUMBA_CACHE_DIR") or _writable(os.path.join(package, "__pycache__")) or _writable(user):
-        return None
-    import tempfile
-
-    return os.path.join(tempfile.gettempdir(), f"peneira-numba-{os.getuid() if hasattr(os, 'getuid') else 0}")
-
-
-def _writable(folder: str) -> bool:
-    """Whether `folder` can be written, or created: its nearest existing ancestor is a folder we may write."""
-    while not os.path.exists(folder):
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return False
-        folder = parent
-    return os.path.isdir(folder) and os.access(folder, os.W_OK)
-
-
-_cache = _numba_cache_dir(os.path.join(os.path.dirname(__file__), "dedup"), os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "numba"), os.environ)
+# numba's kernel cache where the install and the home are read-only (curate.core.kernel_cache): set before any
+# module of curate.dedup defines a kernel, in every process that imports curate, workers included.
+_cache = kernel_cache.numba_cache_dir(os.path.join(os.path.dirname(__file__), "dedup"), kernel_cache.user_numba_dir(),
+                                      os.environ)
 if _cache:
     os.environ["NUMBA_CACHE_DIR"] = _cache
 

@@ -42,6 +42,7 @@ from curate.dedup.text import (
     _assigned,
     _tables,
     char_classes,
+    kept_on_disk,
     match_form_batch,
     second_parts,
     spaced,
@@ -409,7 +410,7 @@ MARK, COMPOSER = 5, 6  # kinds of `_fast_tables` only: a character that NFKC lea
 _JAMO = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")  # composed by Hangul's own rule, not by pairs
 
 
-@lru_cache(maxsize=1)
+@kept_on_disk
 def _fast_tables() -> tuple[np.ndarray, ...]:
     """`text._tables` (kind, start, pool_cp, pool_cls, ascii_out) for the fast scheme, with the kind MARK for the
     PYTHON-kind characters that NFKC and `str.lower` leave as they are wherever no reordering can happen: combining

@@ -21,18 +21,80 @@ steps 2 and 3 only; both routes give the same bytes.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import glob
+import hashlib
+import os
+import tempfile
 import unicodedata
+import zipfile
 from functools import lru_cache
 
 import numba
 import numpy as np
 import pyarrow as pa
 
+from curate.core import kernel_cache
 from curate.lang import is_segmented, words
 from curate.lang.units import NOSPACE_CHAR
 
 SEP, WORD, DIGIT = 0, 1, 2
 MAPPED, PYTHON = 3, 4  # kinds of `_tables`: replaced by a pool entry; document goes through Python
+
+
+def kept_on_disk(build):
+    """`build()`'s arrays (one, or a tuple), made once per machine instead of once per process.
+
+    The per-code-point tables cost a process ~0.25 CPU s each before its first document (issue 45: every dedup
+    worker, every Slurm task of a dedup phase paid them); loaded they cost milliseconds. They are kept beside
+    numba's cache of the kernels that read them (`kernel_cache.folder`), in a file whose name carries the Unicode
+    version and a digest of the modules that build them, so another Python or a changed rule builds them anew.
+    A file that cannot be read or written is no error: the tables are built. `.build` is the builder itself."""
+
+    @lru_cache(maxsize=1)
+    @functools.wraps(build)
+    def cached():
+        path = os.path.join(kernel_cache.folder(os.path.dirname(__file__)),
+                            f"{build.__module__}.{build.__name__}-{_tables_key()}.npz")
+        with contextlib.suppress(OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile), np.load(path) as f:
+            return f["single"] if "single" in f.files else tuple(f[f"a{i}"] for i in range(len(f.files)))
+        out = build()
+        with contextlib.suppress(OSError):
+            _save_arrays(path, out)
+            for old in glob.glob(glob.escape(path.rsplit("-", 1)[0]) + "-*.npz"):  # an older Python or rule's
+                if old != path:
+                    os.remove(old)
+        return out
+
+    cached.build = build
+    return cached
+
+
+@lru_cache(maxsize=1)
+def _tables_key() -> str:
+    """The Unicode version and a digest of this module and sketch.py, whose rules make the tables."""
+    digest = hashlib.sha256(unicodedata.unidata_version.encode())
+    for name in ("text.py", "sketch.py"):
+        with open(os.path.join(os.path.dirname(__file__), name), "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()[:16]
+
+
+def _save_arrays(path: str, out) -> None:
+    """Written whole or not at all (a temporary file renamed), as workers may build the same tables at once."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    arrays = {"single": out} if isinstance(out, np.ndarray) else {f"a{i}": a for i, a in enumerate(out)}
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.chmod(tmp, 0o644)  # a shared install's users all read them
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 @lru_cache(maxsize=1)
@@ -41,12 +103,12 @@ def _categories() -> np.ndarray:
     return np.frombuffer("".join(map(unicodedata.category, every)).encode("ascii"), dtype=np.uint8).reshape(-1, 2)
 
 
-@lru_cache(maxsize=1)
+@kept_on_disk
 def char_classes() -> np.ndarray:
     """Class of every code point: SEP, WORD (categories L*, M*, N*) or DIGIT (Nd), from `unicodedata`.
 
-    Built once per process from the two-letter general categories of all code points at once
-    (about half a second), so it always matches the running Python's Unicode version.
+    Built from the two-letter general categories of all code points at once (about a quarter of a second, once
+    per machine: `kept_on_disk`), so it always matches the running Python's Unicode version.
     """
     cats = _categories()
     table = np.zeros(0x110000, dtype=np.uint8)
@@ -81,7 +143,7 @@ def second_parts() -> frozenset[str]:
     return frozenset(later)
 
 
-@lru_cache(maxsize=1)
+@kept_on_disk
 def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What the compiled pass does with each code point: (kind, start, pool_cp, pool_cls, ascii_out).
 

@@ -90,3 +90,37 @@ def test_annotate_fit_and_keep(tmp_path, shared):
     bad_kept = sum(i.startswith("B") for i in kept) / 20
     # chance: both shares equal, their difference ~ N(0, 0.16) at 20 + 20 documents (this head: 0.9 and 0.05)
     assert good_kept >= 0.7 and good_kept - bad_kept >= 0.5, (good_kept, bad_kept)
+
+
+@pytest.mark.slow
+def test_logistic_head_on_our_own_checkpoint(tmp_path, shared):
+    """`fit --head logistic` on this project's GPT (pooled hidden states): the saved head, run as the step,
+    gives what scikit-learn's own predict_proba gives on the same embeddings."""
+    import pyarrow as pa
+    from _models import train_gpt
+    from sklearn.linear_model import LogisticRegression
+
+    from curate.models import ModelSpec
+    from curate.models.inference import get_model
+
+    good, bad = clean_texts(shared)[:40], _low_quality(shared)[:40]
+    other = clean_texts(shared)[100:200]
+    ckpt = train_gpt(other, bpe(other, vocab=300), tmp_path / "gpt", steps=5)
+    texts = good + bad
+    scores = [4.0 if i % 3 else 3.0 for i in range(40)] + [1.0 if i % 4 else None for i in range(40)]
+    (tmp_path / "ann").mkdir()
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(80)], "text": texts, "score": scores}),
+                   tmp_path / "ann/annotations.parquet")
+    assert curate_main(["quality", "fit", str(tmp_path / "ann"), "--encoder", str(ckpt), "--out", str(tmp_path / "h"),
+                        "--head", "logistic", "--device", "cpu", "--no-progress", "--json"]) == 0
+    report = json.loads((tmp_path / "h/metrics.json").read_text())
+    assert report["graded"] == 70 and report["unscored_left_out"] == 10
+    held = heldout_mask([f"d{i}" for i in range(80)], 0.2, 0)
+    graded = [i for i in range(80) if scores[i] is not None]
+    train = [i for i in graded if not held[i]]
+    x = get_model(ModelSpec(str(ckpt), task="embed", device="cpu")).embed(texts)
+    ref = LogisticRegression(max_iter=2000, random_state=0).fit(x[train], np.array([int(scores[i]) for i in train]))
+    want = ref.predict_proba(x) @ ref.classes_
+    got = quality.NeuralClassifier(str(tmp_path / "h"), device="cpu", token_budget=64).scores(texts)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert json.loads((tmp_path / "h/head.json").read_text())["labels"] == ["1", "3", "4"]

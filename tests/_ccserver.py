@@ -213,13 +213,25 @@ class RangeServer(_Counted):
 
 
 Plan = Callable[[str, str, int], str | None]  # (path, Range header, attempt of this range) -> fault or None
+_MOVED = {"shifted": (1000, 1000), "short": (0, -100), "long": (0, 100)}  # (start, end) moved by, in bytes
+
+
+def _moved(rng: str, fault: str) -> str:
+    """The Range header `rng` (`bytes=A-B`) moved as `fault` moves it (`_MOVED`)."""
+    m = _RANGE.fullmatch(rng)
+    a, b = int(m.group(1)), int(m.group(2)) if m.group(2) else None
+    da, db = _MOVED[fault]
+    return f"bytes={max(0, a + da)}-{'' if b is None else max(a + da, b + db)}"
 
 
 class FaultProxy(_Counted):
     """Forwards to `upstream` (an http://host:port/ URL), answering with a fault where `plan` says:
     `503` (S3's SlowDown body, `Retry-After: 0`), `stall` (answers after `stall` s), `reset` (closes the
     connection unanswered, RST), `truncate` (the headers promise the whole body, half of it comes), `norange`
-    (the Range header dropped: the whole file comes back, 200, as from a server that serves no ranges)."""
+    (the Range header dropped: the whole file comes back, 200, as from a server that serves no ranges); and
+    replies for another range than asked (issue 42.2), as a misbehaving proxy or CDN sends them: `shifted` (the
+    range 1000 bytes on, with its honest Content-Range), `short` / `long` (100 bytes fewer / more at the end),
+    `etag` (another ETag and Last-Modified: another version of the file)."""
 
     def __init__(self, upstream: str, plan: Plan | None = None, stall: float = 1.0):
         super().__init__()
@@ -278,6 +290,8 @@ class FaultProxy(_Counted):
                 conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
                 drop = ("connection", "range") if fault == "norange" else ("connection",)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
+                if fault in _MOVED and key[1]:  # another range asked upstream: its honest 206 comes back
+                    headers["Range"] = _moved(key[1], fault)
                 conn.request(method, self.path, headers=headers)
                 r = conn.getresponse()
                 data = r.read()
@@ -285,6 +299,8 @@ class FaultProxy(_Counted):
                 self.send_response(r.status)
                 for k, v in r.getheaders():
                     if k.lower() not in ("connection", "transfer-encoding", "content-length", "date", "server"):
+                        if fault == "etag" and k.lower() in ("etag", "last-modified"):
+                            v = '"another-version"' if k.lower() == "etag" else "Mon, 01 Jan 2001 00:00:00 GMT"
                         self.send_header(k, v)
                 self.send_header("Content-Length", r.getheader("Content-Length", "0") if method == "HEAD" else str(len(data)))
                 self.end_headers()

@@ -514,3 +514,60 @@ def test_curate_run_allow_missing_on_the_s3_form(cc_env, s3_bucket, s3_server, m
     assert rc == 0 and read["dropped"]["read:missing"] == 1 and f"dolma0.warc.gz@{off}+{n}" in read["error_sample"]
     assert read["docs_in"] == sum(len(s.records) for s in splits)
 
+
+
+# ---------------------------------------------------------------- checked replies (issue 42.2)
+
+
+def _first_attempt(fault: str, only: str = ".warc.gz"):
+    """`fault` on the first attempt at every ranged GET of a WARC file."""
+    return lambda path, rng, attempt: fault if rng and not attempt and path.endswith(only) else None
+
+
+@pytest.mark.parametrize("fault", ["shifted", "short", "long"])
+def test_a_reply_for_another_range_is_retried_never_parsed(cc_env, fault):
+    """A 206 for other bytes than asked (1000 bytes on; 100 fewer or more at the end) was parsed as the asked
+    record: an index query kept 1 document of 215. Each is now a retry, and the documents are the clean run's."""
+    root, rows, server = cc_env
+    clean, clean_stats, _ = _fault_run(server, None)
+    docs, stats, proxy = _fault_run(server, _first_attempt(fault))
+    assert [(d.id, d.html) for d in docs] == [(d.id, d.html) for d in clean] and len(docs) > 50
+    assert dict(stats.dropped) == dict(clean_stats.dropped)
+    html = brute(rows, mime="text/html")
+    last = {(r["warc_filename"], r["warc_record_offset"]) for r in rows if r["warc_record_offset"]
+            + r["warc_record_length"] == (root / r["warc_filename"]).stat().st_size}
+    honest = len(html & last) if fault == "long" else 0  # a file's last record: 100 bytes more is the same reply
+    assert proxy.faults[fault] == len(html) and stats.extra["read:retries"] == len(html) - honest
+
+
+def test_a_range_that_never_comes_right_fails_loudly(cc_env):
+    _, _, server = cc_env
+    with pytest.raises(Exhausted, match="the reply holds bytes"):
+        _fault_run(server, lambda path, rng, attempt: "shifted" if rng and "dolma0" in path else None, tries=2)
+
+
+def test_a_file_that_changes_while_it_is_read_fails_at_once(cc_env):
+    _, _, server = cc_env
+    with pytest.raises(cc.Changed, match="changed while this run read it"):
+        _fault_run(server, lambda path, rng, attempt: "etag" if rng and "dolma1" in path and attempt == 0
+                   and int(rng[6:].split("-")[0]) > 50_000 else None)
+
+
+@pytest.mark.parametrize(("status", "headers", "start", "end", "want"), [
+    (206, {"Content-Range": "bytes 10-19/100", "Content-Length": "10"}, 10, 20, 10),
+    (206, {"Content-Range": "bytes 90-99/100"}, 90, 120, 10),  # clipped at the file's end: RangeError follows
+    (206, {"Content-Range": "bytes 10-99/100"}, 10, None, 90),
+    (200, {"Content-Length": "20"}, 0, 20, 20),
+    (206, {"Content-Range": "bytes 11-20/100"}, 10, 20, Transient),
+    (206, {"Content-Range": "bytes 10-18/100"}, 10, 20, Transient),
+    (206, {"Content-Range": "bytes 10-19/100", "Content-Length": "11"}, 10, 20, Transient),
+    (206, {}, 10, 20, Transient),
+    (200, {"Content-Length": "100"}, 10, 20, OSError),
+    (200, {"Content-Length": "100"}, 0, 20, OSError),
+])
+def test_check_reply_accepts_exactly_the_bytes_asked_for(status, headers, start, end, want):
+    if isinstance(want, type):
+        with pytest.raises(want):
+            cc.check_reply("u", status, headers, start, end)
+    else:
+        assert cc.check_reply("u", status, headers, start, end) == want

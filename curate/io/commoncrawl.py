@@ -38,7 +38,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from curate.core.errors import UsageError
-from curate.io.retry import RETRY_STATUSES, THROTTLE_STATUSES, Policy, Transient, is_throttle, parse_retry_after
+from curate.io.retry import (
+    RETRY_STATUSES,
+    THROTTLE_STATUSES,
+    Policy,
+    Transient,
+    is_throttle,
+    parse_retry_after,
+    transient_errors,
+)
 from curate.io.splits import Split
 
 DEFAULT_BASE = "https://data.commoncrawl.org/"
@@ -75,6 +83,44 @@ class RangeError(ValueError):
     """A range the file does not hold (an index entry that overruns the file): bad input, not a fault."""
 
 
+class Changed(OSError):
+    """A file whose validators (ETag, Last-Modified) changed between two replies: another version, never
+    mixed with the first, and not retried (it will not change back)."""
+
+
+_CONTENT_RANGE = re.compile(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*")
+
+
+def check_reply(url: str, status: int, headers: Any, start: int | None, end: int | None) -> int | None:
+    """The number of body bytes to read for `[start, end)` (None: all of it), once the reply's status,
+    Content-Range and Content-Length say it holds exactly those bytes (the end clipped to the file's size).
+
+    The one check every ranged HTTP read makes (issue 42.2): a 206 for another range (a misbehaving proxy or
+    CDN) was parsed as the bytes asked for. A reply for other bytes is a `Transient` (retried; once the tries
+    are spent, the read fails loudly); a 200 for a range that does not start the file is an OSError at once
+    (the server serves no ranges)."""
+    length = headers.get("Content-Length")
+    if start is None:
+        return None
+    if status == 200:
+        if start != 0 or (end is not None and length is not None and int(length) != end):
+            raise OSError(f"{url}: the server answered a range request with the whole file (HTTP 200): "
+                          "it does not serve ranges")
+        return end
+    m = _CONTENT_RANGE.fullmatch(headers.get("Content-Range") or "")
+    if not m:
+        raise Transient(f"{url}: a 206 reply for bytes {start}-{end} without a Content-Range")
+    a, b, total = int(m.group(1)), int(m.group(2)) + 1, m.group(3)
+    last = end if end is not None else int(total) if total.isdigit() else b
+    if total.isdigit():
+        last = min(last, int(total))
+    if a != start or b != last:
+        raise Transient(f"{url}: asked for bytes {start}-{last - 1}, the reply holds bytes {a}-{b - 1}")
+    if length is not None and int(length) != b - a:
+        raise Transient(f"{url}: bytes {a}-{b - 1} sent with Content-Length {length}")
+    return b - a
+
+
 @dataclass
 class Fetcher:
     """Ranged GETs over HTTP(S) (urllib3, a blocking pool of `per_host` connections per host, so at most that many
@@ -91,6 +137,7 @@ class Fetcher:
         self._lock, self._size_lock = threading.Lock(), threading.Lock()
         self._pool: Any = None
         self._sizes: dict[str, int] = {}
+        self._versions: dict[str, tuple[str, str]] = {}  # url -> (ETag, Last-Modified) of its first reply
 
     def _count(self, **figures: int) -> None:
         with self._lock:
@@ -128,8 +175,9 @@ class Fetcher:
         return self._pool
 
     def _http_get(self, url: str, start: int | None, end: int | None) -> bytes:
-        """The body is read only once the status says it is the range asked for: a server that answers a range
-        with the whole file (200) is an error, not a 1 GB read per record."""
+        """The body is read only once the reply is checked to be the range asked for, of the version first seen
+        (`check_reply`): a server that answers a range with the whole file (200) is an error, not a 1 GB read
+        per record; a reply for another range, or one that runs past the range, is retried, never parsed."""
         headers = {} if start is None else {"Range": f"bytes={start}-{'' if end is None else end - 1}"}
         r = self._request("GET", url, headers, preload=False)
         try:
@@ -137,21 +185,33 @@ class Fetcher:
                 raise RangeError(f"{url}: bytes {start}-{end} are past the end of the file")
             if r.status not in (200, 206):
                 _check_status(url, r, self._body(url, r, 200))
-            if start is not None and r.status == 200 and int(r.headers.get("Content-Length") or -1) != (end or -2) - start:
-                raise OSError(f"{url}: the server answered a range request with the whole file (HTTP 200): "
-                              "it does not serve ranges")
-            wanted = None if end is None else end - start
-            body = self._body(url, r, wanted)
+            self._same_version(url, r.headers)
+            wanted = check_reply(url, r.status, r.headers, start, end)
+            body = self._body(url, r, None if wanted is None else wanted + 1)  # a byte more: a long body shows
         finally:
             r.close()
             r.release_conn()  # back to the pool (a closed connection is reopened there), or the blocking pool shrinks
         self._count(requests=1, bytes_fetched=len(body))
-        if wanted is not None and len(body) < wanted:
+        if wanted is not None and len(body) > wanted:
+            raise Transient(f"{url}: long body at {start}: more than the {wanted} bytes asked for")
+        if wanted is not None and end is not None and len(body) < end - start:
             total = _content_range_total(r.headers.get("Content-Range"))
             if total is not None and end > total:
                 raise RangeError(f"{url}: bytes {start}-{end} overrun the file ({total} bytes)")
-            raise Transient(f"{url}: short body at {start}: {len(body)} of {wanted} bytes")
+            raise Transient(f"{url}: short body at {start}: {len(body)} of {end - start} bytes")
         return body
+
+    def _same_version(self, url: str, headers: Any) -> None:
+        """The reply's validators (ETag, Last-Modified) against those of the first reply for `url` (its HEAD,
+        when the planner or the range reader asked its size): another version is `Changed`, raised at once."""
+        seen = (headers.get("ETag") or "", headers.get("Last-Modified") or "")
+        if seen == ("", ""):
+            return
+        with self._lock:
+            first = self._versions.setdefault(url, seen)
+        if first != seen:
+            raise Changed(f"{url} changed while this run read it (ETag, Last-Modified {first} then {seen}): "
+                          "rerun once the file is stable")
 
     @staticmethod
     def _body(url: str, r: Any, limit: int | None) -> bytes:
@@ -175,6 +235,7 @@ class Fetcher:
         r = self._request("HEAD", url, {})
         self._count(requests=1)
         _check_status(url, r)
+        self._same_version(url, r.headers)
         return int(r.headers["Content-Length"])
 
     # -- S3
@@ -240,6 +301,14 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
+def open_http(url: str, chunk: int = 1 << 20) -> io.BufferedReader:
+    """An http(s) file for reading, by ranged GETs each checked (`check_reply`, the first reply's validators)
+    and retried under `Policy.from_env()`: what `curate.io.fs.open` gives for every http(s) input, so a run,
+    `mix` and `tokenize` read URLs through the one checked path (fsspec's HTTP file takes any 206 as the
+    range asked for)."""
+    return io.BufferedReader(RangeFile(url, Fetcher(Policy.from_env()), chunk), chunk)
+
+
 def _check_status(url: str, r: Any, body: bytes | None = None) -> None:
     if r.status in (200, 206):
         return
@@ -273,9 +342,7 @@ def _s3_transient(e: BaseException) -> bool:
     """What s3fs / botocore raise for a fault that may pass (as `fs.retrying` classifies them)."""
     if isinstance(e, (FileNotFoundError, PermissionError, RangeError)):
         return False
-    from curate.io.fs import _transient_errors
-
-    return isinstance(e, (Transient, *_transient_errors()))
+    return isinstance(e, (Transient, *transient_errors()))
 
 
 # ---------------------------------------------------------------- snapshots and path lists

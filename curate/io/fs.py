@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from curate.core.errors import UsageError
-from curate.io.retry import Policy, is_throttle
+from curate.io.retry import Policy, is_throttle, transient_errors
 
 __all__ = [
     "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
@@ -103,8 +103,11 @@ def relpath(path: str, start: str) -> str:
 
 def _unstrip(fs: Any, inner: str, like: str) -> str:
     """A path inside `fs` back as a URL with the protocol of `like`."""
+    stripped = fs._strip_protocol(inner)
+    if is_url(stripped):  # HTTP's filesystem keeps the whole URL as its path: `http://` once (issue 42.4)
+        return stripped
     proto = like.split("://", 1)[0]  # chained URLs (`simplecache::s3://…`) keep their chain
-    return f"{proto}://{fs._strip_protocol(inner)}"
+    return f"{proto}://{stripped}"
 
 
 # ---------------------------------------------------------------- transient faults
@@ -116,20 +119,7 @@ _THROTTLED = Policy(throttle_base=2.0, cap=30.0)  # waits after a throttle: 5 tr
 _PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
 
 
-def _transient_errors() -> tuple[type[BaseException], ...]:
-    """Errors a store's client raises for a fault that may pass: any OSError but the permanent ones
-    above, and the HTTP clients' own connection and payload errors (aiohttp's `ClientPayloadError`,
-    a body cut mid-way, is no OSError), which s3fs re-raises once its own retries are spent."""
-    found: list[type[BaseException]] = [OSError]
-    with contextlib.suppress(ImportError):
-        import aiohttp
-
-        found.append(aiohttp.ClientError)
-    with contextlib.suppress(ImportError):
-        import botocore.exceptions
-
-        found.append(botocore.exceptions.BotoCoreError)
-    return tuple(found)
+_transient_errors = transient_errors  # its home is curate.io.retry, which curate.io.commoncrawl also uses
 
 
 def retrying(fn: Callable[..., Any], *args: Any, tries: int | None = None) -> Any:
@@ -172,6 +162,10 @@ def open(path: str | os.PathLike, mode: str = "rb", **kwargs) -> IO:  # noqa: A0
     path = os.fspath(path)
     if not is_url(path):
         return builtins.open(path, mode, **kwargs)
+    if mode == "rb" and not kwargs and path.lower().startswith(("http://", "https://")):
+        from curate.io.commoncrawl import open_http  # every reply checked against the range asked (issue 42.2)
+
+        return open_http(path)
     fs, inner = url_to_fs(path)
     return retrying(lambda: fs.open(inner, mode, **kwargs))
 

@@ -125,3 +125,21 @@ class Policy:
                     on_retry(e, wait)
                 sleep(wait)
         raise AssertionError("unreachable")
+
+
+def transient_errors() -> tuple[type[BaseException], ...]:
+    """Errors a store's client raises for a fault that may pass: any OSError but the permanent ones
+    `curate.io.fs` sets apart, and the HTTP clients' own connection and payload errors (aiohttp's
+    `ClientPayloadError`, a body cut mid-way, is no OSError), which s3fs re-raises once its own retries are spent."""
+    import contextlib
+
+    found: list[type[BaseException]] = [OSError]
+    with contextlib.suppress(ImportError):
+        import aiohttp
+
+        found.append(aiohttp.ClientError)
+    with contextlib.suppress(ImportError):
+        import botocore.exceptions
+
+        found.append(botocore.exceptions.BotoCoreError)
+    return tuple(found)

@@ -1,4 +1,20 @@
-"""PII redaction: e-mail addresses and public IP addresses are replaced by placeholders."""
+"""PII redaction: e-mail addresses and public IP addresses are replaced by placeholders.
+
+E-mail addresses are replaced whole. The local part is RFC 5322's atext (letters, digits and
+``!#$%&'*+/=?^`{|}~-``, dots inside), starting and ending with a letter, digit or `_` (so `o'brien@`,
+`bounce+user=example.org@`, `_______@` are whole addresses and the quotes around `'bob@example.com'` stay); letters
+and digits of any script count (RFC 6531: `müller@`, `用户@`). The domain is dot-separated labels of letters (any
+script), digits and inner hyphens ending in a TLD of 2-24 letters (`example.ie`, `пример.рф`, `例子.广告`, `xn--p1ai`),
+or an IP address, bare or bracketed (`root@81.2.69.160`, `admin@[81.2.69.160]`). Limit: in a language written
+without spaces, characters joined to an address are taken as part of its local part.
+
+A public IPv4 address is replaced unless it reads as a version or a section number (`version_like`): a dotted
+quad preceded, in the 24 characters before it on its line, by a version or numbering word (version, ver,
+AssemblyVersion, FileVersion, release, build, firmware, section, chapter, article, clause, figure, table, rule,
+§, v), or written with a `v`/`V` or followed by a pre-release tag (`-beta`, `-rc1`, `+build`), or whose four
+parts are all single digits (1.0.0.0, 2.1.3.4: the ones version numbers take, where the addresses are a few
+thousand of infrastructure blocks, no one's personal address).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +26,32 @@ from curate.core.stats import StepStats
 from curate.core.step import Step
 from curate.core.validate import check, config_error
 
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_QUAD = rf"(?:{_OCTET}\.){{3}}{_OCTET}"
+_ATEXT = r"[\w!#$%&'*+/=?^`{|}~-]"  # \w: letters and digits of every script, and `_`
+_LOCAL = rf"\w(?:(?:{_ATEXT}|\.)*\w)?"
+_LABEL = r"[^\W_](?:[\w-]{0,61}[^\W_])?"
 EMAIL = re.compile(
-    r"(?<![\w.+-])[\w.+-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
+    rf"(?<!\w){_LOCAL}@"  # leftmost: the local part starts at the first character that can continue it
+    rf"(?:(?:{_LABEL}\.)+(?:[^\W\d_]{{2,24}}|xn--[a-z0-9-]{{1,59}})(?![\w-])|{_QUAD}(?![\w.])|\[{_QUAD}\])"
 )
-IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\w|\.\d)")
+IPV4 = re.compile(rf"(?<![\w.]){_QUAD}(?!\w|\.\d)")
+_VERSION_BEFORE = re.compile(
+    r"(?:\b(?:version|ver|assemblyversion|assemblyfileversion|fileversion|productversion|release|build|firmware|"
+    r"section|sec|chapter|article|art|clause|figure|fig|table|rule|paragraph|para|step|item)\b\W{0,6}|§\s*|\b[vV])$",
+    re.IGNORECASE,
+)
+_VERSION_AFTER = re.compile(r"[-+](?:alpha|beta|rc|pre|dev|build|snapshot|final|release)", re.IGNORECASE)
+
+
+def version_like(text: str, start: int, end: int) -> bool:
+    """Whether the dotted quad text[start:end] reads as a version or section number (the module docstring's rule)."""
+    line_start = text.rfind("\n", max(0, start - 24), start) + 1
+    if _VERSION_BEFORE.search(text, max(line_start, start - 24), start):
+        return True
+    if _VERSION_AFTER.match(text, end):
+        return True
+    return all(len(p) == 1 for p in text[start:end].split("."))
 # Candidates only (hex groups with at least two colons); `ipaddress` decides what is an address.
 IPV6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f]*:)[0-9A-Fa-f:]{3,39}(?![\w:.])")
 
@@ -61,7 +99,7 @@ class Pii(Step):
 
             def sub(m: re.Match) -> str:
                 nonlocal hits
-                if _is_public(m.group(0)):
+                if _is_public(m.group(0)) and (m.re is not IPV4 or not version_like(m.string, m.start(), m.end())):
                     hits += 1
                     return self.ip_placeholder
                 return m.group(0)

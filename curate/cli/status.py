@@ -55,7 +55,7 @@ def status_lines(out: str, slurm_work_dir: str | None = None) -> list[str]:
         lines.append(f"  stage {k}: {len(tags):,}{total} task(s) done, {read:,} documents read, {kept:,} kept")
     lines += _global_phases(out, names, by_stage)
     if not by_stage and "manifest.json" not in names:
-        lines.append("  no task has finished yet" + (f" ({inputs} input file(s))" if inputs is not None else ""))
+        lines.append("  no task has finished yet" + (f" ({inputs} task(s) planned)" if inputs is not None else ""))
     slurm = slurm_work_dir or fs.join(out, "_work", "slurm")
     if fs.local_path(slurm) and os.path.isdir(fs.local_path(slurm)):
         lines.append("  " + slurm_text(fs.local_path(slurm)))
@@ -123,11 +123,16 @@ def _global_phases(out: str, names: set[str], by_stage: dict[int, list[str]]) ->
 
 
 def _inputs(out: str) -> int | None:
+    """The first stage's tasks in the units the plan made: its byte ranges where it cut files (`split_plan`,
+    issue 42.4: a split run said "6 of 2 task(s) done", ranges against files), else one task per input."""
     try:
         with fs.open(fs.join(out, "_work", "config.json"), "r", encoding="utf-8") as f:
-            inputs = json.load(f).get("inputs")
+            config = json.load(f)
+        plan, inputs = config.get("split_plan"), config.get("inputs")
     except (OSError, ValueError, AttributeError):
         return None
+    if isinstance(plan, dict) and isinstance(plan.get("tasks"), int):
+        return plan["tasks"]
     return len(inputs) if isinstance(inputs, list) else None
 
 

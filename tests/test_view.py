@@ -320,3 +320,17 @@ def test_in_a_browser_click_a_document_and_nothing_hostile_runs(server, browser,
         assert browser.execute_script("return location.pathname") == "/run/2/raw"
         browser.switch_to.default_content()
     browser.save_screenshot(str(shot.with_name("hostile.png")))
+
+
+def test_cli_refuses_what_is_not_a_run_and_a_taken_port(tmp_path, runs, capsys):
+    from curate.cli.main import main as cli
+
+    assert cli(["view", str(tmp_path)]) == 2
+    assert "is not a run folder (no data/ and no stats.json)" in capsys.readouterr().err
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        assert cli(["view", str(runs["a"]), "--port", str(taken.getsockname()[1])]) == 2
+    assert "cannot listen on 127.0.0.1:" in capsys.readouterr().err

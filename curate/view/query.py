@@ -239,7 +239,8 @@ def documents(run: Run, f: Filters) -> Page:
         page = page.sort(f.sort, descending=f.desc, nulls_last=True, maintain_order=True)
     page = page.slice(f.page * PAGE, PAGE)
     with guarded(run.path):
-        rows, total = pl.collect_all([page, lf.select(pl.len())], engine="streaming")
+        # two collects, not collect_all: sharing the scan between the plans loses the page's slice pushdown
+        rows, total = page.collect(engine="streaming"), lf.select(pl.len()).collect(engine="streaming")
         by_id = _snippets(run, f.status, rows) if rows.height else {}
     out = [{**r, **by_id.get(r["id"], {})} for r in rows.iter_rows(named=True)]
     return Page(out, int(total.item()), shown)

@@ -5,8 +5,10 @@
 # for gpt2-124m. MFU = (6·N + attention FLOPs per token) x tokens/s / peak bf16 FLOP/s of the device (looked up by
 # name in train/metrics.py); the first 10 steps (compilation, warmup) are left out. On one GPU the FSDP run is a
 # one-rank mesh: it checks FSDP with compile, bf16 mixed precision and Muon on DTensors, not the sharding itself.
+# Last, quality.Perplexity's scoring on one GPU (benchmarks/perplexity.py --device cuda: bf16, documents/s and
+# tokens/s, length-sorted token-budget batches against naive fixed-size batches; --no-perplexity skips it).
 #
-#   benchmarks/gpu.sh [--data TOKENS_DIR] [--steps 30] [--nproc N] [--fsdp-micro-batch 4] [--no-fsdp] [--install]
+#   benchmarks/gpu.sh [--data TOKENS_DIR] [--steps 30] [--nproc N] [--fsdp-micro-batch 4] [--no-fsdp] [--no-perplexity] [--install]
 #
 # Self-contained: without --data it trains on synthetic tokens (uniform ids over GPT-2's 50,257-token vocabulary,
 # which sets the LM head's size; speed does not depend on what the ids say). A preflight fails loudly, before any
@@ -16,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DATA="" STEPS=30 NPROC="" INSTALL=0 FSDP=1 FSDP_MB=4
+DATA="" STEPS=30 NPROC="" INSTALL=0 FSDP=1 FSDP_MB=4 PPL=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --data) DATA=$2; shift 2 ;;
@@ -24,8 +26,9 @@ while [ $# -gt 0 ]; do
     --nproc) NPROC=$2; shift 2 ;;
     --fsdp-micro-batch) FSDP_MB=$2; shift 2 ;;
     --no-fsdp) FSDP=0; shift ;;
+    --no-perplexity) PPL=0; shift ;;
     --install) INSTALL=1; shift ;;
-    *) echo "usage: benchmarks/gpu.sh [--data TOKENS_DIR] [--steps N] [--nproc N] [--fsdp-micro-batch N] [--no-fsdp] [--install]" >&2; exit 2 ;;
+    *) echo "usage: benchmarks/gpu.sh [--data TOKENS_DIR] [--steps N] [--nproc N] [--fsdp-micro-batch N] [--no-fsdp] [--no-perplexity] [--install]" >&2; exit 2 ;;
   esac
 done
 
@@ -70,4 +73,8 @@ echo
 if [ "$FSDP" = 1 ]; then
   "$PY" benchmarks/gpu.py summary "$WORK/fsdp/metrics.jsonl" "1b, compile + bf16, FSDP2, $NPROC GPU(s)"
   grep -E "^(checkpoint|done)" "$WORK/fsdp.log" || true
+fi
+if [ "$PPL" = 1 ]; then
+  echo
+  "$PY" benchmarks/perplexity.py --device cuda --docs 2000
 fi

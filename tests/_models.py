@@ -38,7 +38,8 @@ def bpe(texts: list[str], vocab: int = 512):
     return tok
 
 
-def train_gpt(texts: list[str], tok, out: Path, steps: int = 60, seq_len: int = 32, seed: int = 0) -> Path:
+def train_gpt(texts: list[str], tok, out: Path, steps: int = 60, seq_len: int = 32, seed: int = 0, n_layer: int = 2,
+              n_head: int = 2, n_embd: int = 32) -> Path:
     """This project's GPT trained for `steps` steps on `texts` (a plain loop), saved as an export with its
     tokenizer beside it: OUT/ckpt.pt + OUT/tokenizer.json. Returns OUT."""
     import torch
@@ -52,7 +53,7 @@ def train_gpt(texts: list[str], tok, out: Path, steps: int = 60, seq_len: int = 
         stream += [eos] + tok.encode(t).ids
     data = torch.tensor(stream)
     torch.manual_seed(seed)
-    cfg = GPTConfig(vocab_size=tok.get_vocab_size(), seq_len=seq_len, n_layer=2, n_head=2, n_embd=32)
+    cfg = GPTConfig(vocab_size=tok.get_vocab_size(), seq_len=seq_len, n_layer=n_layer, n_head=n_head, n_embd=n_embd)
     model = GPT(cfg).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
     gen = torch.Generator().manual_seed(seed)

@@ -237,3 +237,15 @@ def test_ray_gives_tasks_their_gpus(gpt_dir, inputs, texts, tmp_path, monkeypatc
     got_rows = rows(tmp_path / "out")
     assert len(got_rows) == len(texts)
     assert all(r["perplexity_bpb"] == pytest.approx(want[r["text"]], rel=1e-5) for r in got_rows if r["text"])
+
+
+def test_the_ccnet_recipe(gpt_dir, monkeypatch):
+    import runpy
+
+    from curate import dedup, extract, filters
+
+    monkeypatch.setenv("PENEIRA_REFERENCE", str(gpt_dir))
+    p = runpy.run_path(str(Path(__file__).resolve().parents[1] / "pipelines" / "ccnet.py"))["pipeline"]
+    assert [type(s) for s in p.steps] == [extract.Trafilatura, filters.Language, dedup.Exact, quality.PerplexityBuckets]
+    buckets = p.steps[-1]
+    assert (buckets.model, buckets.percentiles, buckets.keep) == (str(gpt_dir), (33.0, 66.0), ("head", "middle"))

@@ -63,7 +63,8 @@ MAX_ROWS = 256  # rows per batch, whatever their length
 def plan_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET, window: int = WINDOW,
                  max_rows: int = MAX_ROWS) -> list[list[int]]:
     """Row indices in batches: inside each window of `window` consecutive rows, longest first (ties in input
-    order), cut so that rows x longest row <= `token_budget` (a row longer than the budget goes alone)."""
+    order), cut so that rows x longest row <= `token_budget` (a row longer than the budget goes alone) and so that
+    no row is under half its batch's longest (the short tail of a window is not padded to the long rows)."""
     if token_budget < 1 or window < 1 or max_rows < 1:
         raise ValueError("token_budget, window and max_rows must be >= 1")
     batches: list[list[int]] = []
@@ -72,7 +73,8 @@ def plan_batches(lengths: Sequence[int], token_budget: int = TOKEN_BUDGET, windo
         batch: list[int] = []
         for i in rows:
             width = lengths[batch[0]] if batch else lengths[i]
-            if batch and (width * (len(batch) + 1) > token_budget or len(batch) >= max_rows):
+            # a row under half the batch's width starts a new batch: a batch holds rows of similar length
+            if batch and (width * (len(batch) + 1) > token_budget or len(batch) >= max_rows or 2 * lengths[i] < width):
                 batches.append(batch)
                 batch = []
             batch.append(i)

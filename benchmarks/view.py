@@ -52,6 +52,28 @@ def queries(docs: int) -> list[tuple[str, str]]:
     ]
 
 
+def baselines() -> dict[str, object]:
+    """The queries that must read every text, as a bare Polars count over the shards (same engine, no server, no
+    page): what the server's time for them is compared with."""
+    import polars as pl
+
+    return {"length in [2000, 5000)": pl.col("text").str.len_chars().is_between(2000, 5000, closed="left"),
+            "text contains a phrase": pl.col("text").str.contains("(?i)harbour committee"),
+            "sorted by length, descending": None}
+
+
+def bare_seconds(run: Path, expr) -> float:
+    import polars as pl
+
+    lf = pl.concat([pl.scan_parquet(str(run / p / "*.parquet")).select("text") for p in ("data", "rejected")])
+    t = time.perf_counter()
+    if expr is None:  # the sort: the 50 longest
+        lf.select(pl.col("text").str.len_chars().top_k(50)).collect(engine="streaming")
+    else:
+        lf.filter(expr).select(pl.len()).collect(engine="streaming")
+    return time.perf_counter() - t
+
+
 def synthesize(out: Path, docs: int, seed: int = 0) -> None:
     """`docs` documents in shards of SHARD_DOCS, kept or dropped at random; skipped if already there."""
     if (out / "stats.json").exists():
@@ -94,13 +116,29 @@ def peak_rss_mib(pid: int) -> tuple[float, float]:
     return tuple(int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024 for k in ("VmRSS", "VmHWM"))
 
 
+def markdown(res: dict) -> str:
+    """The table of docs/benchmarks.md, from a results file."""
+    rows = [f"| {q['query']} | {q['first_s']:.2f} | {q['median_s']:.2f} | "
+            f"{'' if q['matches'] is None else format(q['matches'], ',')} | "
+            f"{format(q['bare_polars_s'], '.2f') if 'bare_polars_s' in q else ''} |" for q in res["queries"]]
+    head = (f"{res['docs']:,} documents ({res['shard_mib']} MiB of shards), {res['reps']} requests each, "
+            f"{res['cpus']} cores, load average {res['load_average']} when it ended; server RSS "
+            f"{res['rss_idle_mib']} MiB idle, peak {res['rss_peak_mib']} MiB over all requests.\n\n")
+    return head + ("| request | first (s) | median (s) | documents matched | bare Polars count (s) |\n"
+                   "|---|---|---|---|---|\n") + "\n".join(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--dir", default="/tmp/view-bench")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--markdown", metavar="JSON", help="print docs/benchmarks.md's table from a results file, run nothing")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return 0
     run = Path(args.dir) / f"run-{args.docs}"
     t = time.perf_counter()
     synthesize(run, args.docs)
@@ -129,6 +167,10 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    for q in results:  # after the server is gone: the bare engine on the same shards, one at a time
+        if q["query"] in baselines():
+            q["bare_polars_s"] = round(bare_seconds(run, baselines()[q["query"]]), 3)
+            print(f"{q['query']:48s} bare Polars {q['bare_polars_s']:6.2f} s", flush=True)
     print(f"server RSS: {idle:.0f} MiB idle, {rss:.0f} MiB after, peak {peak:.0f} MiB")
     if args.json:
         load = os.getloadavg()[0]

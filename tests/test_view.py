@@ -75,13 +75,17 @@ def runs(tmp_path_factory, shared) -> dict[str, Path]:
     out["grow"] = root / "grow"
     (out["grow"] / "data").mkdir(parents=True)
     shutil.copy(sorted((out["a"] / "data").glob("*.parquet"))[0], out["grow"] / "data")
+    out["abl"] = root / "abl"  # an ablation folder (python -m train ablate): variants/NAME/curated
+    for variant, run in (("with_c4", "a"), ("without_c4", "b")):
+        shutil.copytree(out[run], out["abl"] / "variants" / variant / "curated")
+    (out["abl"] / "variants" / "unfinished").mkdir()  # a variant not curated yet: left out
     return out
 
 
 @pytest.fixture(scope="module")
 def server(runs):
-    """`curate view a b h bad grow --port 0` in its own process; yields its base URL."""
-    cmd = [sys.executable, "-m", "curate", "view", *(str(runs[k]) for k in ("a", "b", "h", "bad", "grow")),
+    """`curate view a b h bad grow abl --port 0` in its own process; yields its base URL."""
+    cmd = [sys.executable, "-m", "curate", "view", *(str(runs[k]) for k in ("a", "b", "h", "bad", "grow", "abl")),
            "--port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -94,7 +98,6 @@ def server(runs):
         proc.wait(timeout=10)
 
 
-RUN = {"a": 0, "b": 1, "h": 2, "bad": 3, "grow": 4}
 
 
 def get(server: str, path: str, **kw) -> httpx.Response:
@@ -334,3 +337,12 @@ def test_cli_refuses_what_is_not_a_run_and_a_taken_port(tmp_path, runs, capsys):
         taken.listen(1)
         assert cli(["view", str(runs["a"]), "--port", str(taken.getsockname()[1])]) == 2
     assert "cannot listen on 127.0.0.1:" in capsys.readouterr().err
+
+
+def test_an_ablation_folder_is_its_variants_runs(server):
+    index = get(server, "/").text
+    assert '<a href="/run/5">with_c4</a>' in index and '<a href="/run/6">without_c4</a>' in index
+    assert "unfinished" not in index and '<a href="/run/7">' not in index
+    counts = [re.findall(r'<span id="n-\w+">([\d,]+)</span>', get(server, f"/compare?a={a}&b={b}").text)
+              for a, b in ((0, 1), (5, 6))]
+    assert counts[0] == counts[1] and len(counts[0]) == 3

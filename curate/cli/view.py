@@ -10,8 +10,9 @@ from curate.core.errors import UsageError
 
 def add_parser(sub):
     p = sub.add_parser("view")
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (local paths or URLs); two or more can be "
-                                                          "compared document by document")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (local paths or URLs; an ablation folder of "
+                                                          "`python -m train ablate` stands for its variants' runs); "
+                                                          "two or more can be compared document by document")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
                                                         "only; the pages show crawled content, keep it local)")
     p.add_argument("--port", type=int, default=8044, help="port (default 8044; 0: any free port)")
@@ -24,13 +25,13 @@ def main(args) -> int:
         import uvicorn
 
         from curate.view.app import make_app
-        from curate.view.query import Run, ViewError
+        from curate.view.query import ViewError, runs_of
     except ImportError as e:
         if e.name not in ("uvicorn", "starlette", "jinja2", "markupsafe"):
             raise
         raise UsageError(f"curate view needs the `view` extra ({e.name} is missing): pip install 'peneira[view]'") \
             from None
-    runs = [Run(r) for r in args.runs]
+    runs = [run for path in args.runs for run in runs_of(path)]
     for run in runs:  # the shards' footers read now, not on the first page someone opens
         try:
             run.columns()

@@ -129,4 +129,8 @@ def format_table(stats: list[StepStats]) -> str:
             lines.append(f"    {for_terminal(reason, lines=False):<40}{n:>10,}")
         if s.errors:
             lines.append(f"    errors: {s.errors:,} (first: {for_terminal(s.error_sample, lines=False)})")
+        t = s.extra.get("throughput")
+        if isinstance(t, dict) and t.get("docs"):
+            lines.append(f"    model: {t['docs']:,} docs, {t['docs_per_s']:,} docs/s and {t['tokens_per_s']:,.0f} tokens/s "
+                         f"per worker, {t.get('truncated', 0):,} truncated, padding {t['padding_share']:.1%}")
     return "\n".join(lines)

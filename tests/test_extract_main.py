@@ -268,8 +268,8 @@ def test_hidden_paragraphs_are_not_main_text(main):
 
 
 def test_empty_and_script_only_pages_are_empty(main):
-    assert run(main, "") == Reject("empty")
-    assert run(main, "<html><head><script>var a = 'x'.repeat(9);</script></head><body>  </body></html>") == Reject("empty")
+    assert run(main, "") == Reject("empty", 0, 1)  # no text, against min_chars=1
+    assert run(main, "<html><head><script>var a = 'x'.repeat(9);</script></head><body>  </body></html>") == Reject("empty", 0, 1)
 
 
 def test_work_budgets_not_a_clock():

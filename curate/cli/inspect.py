@@ -68,7 +68,7 @@ def main(args) -> int:
             if args.reason and not reason_matches(args.reason, rec["drop_reason"] or ""):
                 continue
             fields = [("source", rec["source"]), ("lang", rec.get("lang")), ("url", rec.get("url"))]
-            fields += [("drop_reason", rec["drop_reason"])] if args.rejected else []
+            fields += [("drop_reason", rec["drop_reason"]), *_evidence(rec)] if args.rejected else []
             print(f"── {for_terminal(rec['id'], lines=False)}  "
                   + "  ".join(f"{k}={for_terminal(v, lines=False)}" for k, v in fields))
             text = rec["text"]
@@ -78,6 +78,20 @@ def main(args) -> int:
     if args.reason and not shown:
         print(f"no rejected document has a reason matching {for_terminal(repr(args.reason))} (`curate stats` lists the reasons)")
     return 0
+
+
+def _evidence(rec: dict) -> list[tuple[str, str]]:
+    """Why a drop happened, in numbers: the value the rule measured against its limit (`Reject.measured`, `.limit`),
+    and for a page that extracted to nothing, its HTTP status and how much HTML it had (from the metadata)."""
+    out = []
+    if rec.get("drop_limit") is not None:
+        out.append(("measured", f"{rec['drop_measured']:.4g} (limit {rec['drop_limit']:.4g})"))
+    if rec["drop_reason"] == "extract:empty" and rec.get("metadata"):
+        import json
+
+        meta = json.loads(rec["metadata"])
+        out += [(k, str(meta[k])) for k in ("http_status", "html_chars") if k in meta]
+    return out
 
 
 def _records(path: str, batch_size: int):

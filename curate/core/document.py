@@ -81,7 +81,7 @@ class Document:
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> Document:
         meta = rec.get("metadata")
-        extra = {k: v for k, v in rec.items() if k not in CORE_COLUMNS and k != "drop_reason"}
+        extra = {k: v for k, v in rec.items() if k not in CORE_COLUMNS and k not in DROP_COLUMNS}
         return cls(
             id=rec["id"],
             text=rec["text"],
@@ -96,14 +96,23 @@ class Document:
         )
 
 
+DROP_COLUMNS = ("drop_reason", "drop_measured", "drop_limit")  # rejected shards only
+
+
 def shard_schema(extra_columns: dict[str, pa.DataType], rejected: bool = False) -> pa.Schema:
     """The contract schema plus the flat columns that the pipeline's steps declare."""
     schema = TEXT_SCHEMA
     for name, typ in extra_columns.items():
         schema = schema.append(pa.field(name, typ))
-    if rejected:
-        schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
-    return schema
+    return rejected_schema(schema) if rejected else schema
+
+
+def rejected_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema of rejected shards: the kept one, the reason, and its evidence where the rule measured something
+    (`Reject.measured`, `.limit`). Every writer of rejected shards, streaming or global, takes it from here, so the
+    shards of one run share one schema whichever stage dropped the document."""
+    return (schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+            .append(pa.field("drop_measured", pa.float64())).append(pa.field("drop_limit", pa.float64())))
 
 
 def conform(table: pa.Table | pa.RecordBatch, schema: pa.Schema, **columns: pa.Array) -> pa.Table:

@@ -22,10 +22,13 @@ class StepStats:
     errors: int = 0
     error_sample: str | None = None  # the first exception seen, for the summary
     extra: dict[str, Any] = field(default_factory=dict)  # step-specific figures (e.g. a quality cut)
+    limits: dict[str, float] = field(default_factory=dict)  # reason -> the threshold it crossed (`Reject.limit`)
 
-    def drop(self, reason: str, chars: int = 0) -> None:
+    def drop(self, reason: str, chars: int = 0, limit: float | None = None) -> None:
         self.dropped[reason] += 1
         self.dropped_chars[reason] += chars
+        if limit is not None:
+            self.limits[reason] = limit
 
     def merge(self, other: StepStats) -> None:
         self.docs_in += other.docs_in
@@ -37,11 +40,10 @@ class StepStats:
         self.dropped_chars.update(other.dropped_chars)
         self.errors += other.errors
         self.error_sample = self.error_sample or other.error_sample
+        self.limits = {**other.limits, **self.limits}  # a reason's threshold is the same in every task
         for k, v in other.extra.items():
             if isinstance(v, (int, float)) and isinstance(self.extra.get(k), (int, float)):
                 self.extra[k] += v
-            elif k == "drop_limits" and isinstance(v, dict):  # each reason's threshold: the same in every task
-                self.extra[k] = {**v, **self.extra.get(k, {})}
             elif k.startswith("throughput") and isinstance(v, dict) and isinstance(self.extra.get(k), dict):
                 mine = self.extra[k]
                 self.extra[k] = throughput({c: mine.get(c, 0) + v.get(c, 0) for c in THROUGHPUT_COUNTS})
@@ -61,6 +63,7 @@ class StepStats:
             "errors": self.errors,
             "error_sample": self.error_sample,
             "extra": self.extra,
+            **({"limits": dict(sorted(self.limits.items()))} if self.limits else {}),
         }
 
     @classmethod
@@ -77,6 +80,7 @@ class StepStats:
             errors=d.get("errors", 0),
             error_sample=d.get("error_sample"),
             extra=dict(d.get("extra", {})),
+            limits=dict(d.get("limits", {})),
         )
 
 

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
-from curate.core.document import conform
+from curate.core.document import conform, rejected_schema
 from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep
 from curate.core.validate import check, config_error
@@ -302,7 +302,7 @@ def _left(text: str, cuts: list[int], gone: list[bool]) -> int:
 
 def _open(task_writer: Parquet, output: str, rejected: str | None, schema: pa.Schema):
     out = task_writer.open_file(output, schema)
-    rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    rej_schema = rejected_schema(schema)
     return out, (task_writer.open_file(rejected, rej_schema) if rejected else None)
 
 

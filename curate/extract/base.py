@@ -108,6 +108,9 @@ class Extractor(Step):
             return Reject("too_deep")
         doc.html = None
         if not text or len(text.strip()) < self.min_chars:
-            return Reject("empty")
+            # what a reader of the drop needs to see why: how much page there was (its HTTP status and type are
+            # in the reader's metadata); the measured value is the text left, against min_chars
+            doc.metadata["html_chars"] = len(html)
+            return Reject("empty", len(text.strip()) if text else 0, self.min_chars)
         doc.text = text.strip()
         return doc

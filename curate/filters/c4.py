@@ -144,7 +144,7 @@ class C4(Step):
         if rule is not None:
             return Reject(rule)
         if sentences < self.min_sentences:
-            return Reject("too_few_sentences")
+            return Reject("too_few_sentences", sentences, self.min_sentences)
         text = "\n".join(kept)
         if self._bad is not None and lang in self.bad_words_languages and self._bad.first(text, lang):
             return Reject("bad_words")

@@ -5,7 +5,7 @@ newlines per word."""
 from __future__ import annotations
 
 from curate.core.document import Document
-from curate.core.step import Filter
+from curate.core.step import Filter, Reject
 from curate.core.validate import check, check_strings
 from curate.filters._text import find_duplicates, text_stats
 from curate.lang import terminal_punctuation, units_version
@@ -48,7 +48,7 @@ class FineWeb(Filter):
         self.default_lang = check(self, "default_lang", default_lang, str)
         self.text_units = units_version()
 
-    def reject_rule(self, doc: Document) -> str | None:
+    def reject_rule(self, doc: Document) -> str | Reject | None:
         lang = doc.lang or self.default_lang
         st = text_stats(doc.text, lang)
         lines = [s.rstrip() for s in st.lines if s.strip()]
@@ -57,12 +57,12 @@ class FineWeb(Filter):
         ends = terminal_punctuation(lang) if self.end_chars is None else self.end_chars
         ratio = sum(s.endswith(ends) for s in lines) / len(lines)
         if ratio < self.min_punct_line_ratio and not (ratio == 0 and self.punct_exclude_zero):
-            return "punct_lines"
-        if sum(len(s) <= self.short_line_chars for s in lines) / len(lines) > self.max_short_line_ratio:
-            return "short_lines"
+            return Reject("punct_lines", ratio, self.min_punct_line_ratio)
+        if (r := sum(len(s) <= self.short_line_chars for s in lines) / len(lines)) > self.max_short_line_ratio:
+            return Reject("short_lines", r, self.max_short_line_ratio)
         text = doc.text
-        if find_duplicates(lines)[1] / (len(text) - text.count("\n")) > self.max_dup_line_char_ratio:
-            return "dup_line_chars"
-        if text.count("\n") / max(len(st.word_tokens), 1) > self.max_newline_word_ratio:
-            return "newline_ratio"
+        if (r := find_duplicates(lines)[1] / (len(text) - text.count("\n"))) > self.max_dup_line_char_ratio:
+            return Reject("dup_line_chars", r, self.max_dup_line_char_ratio)
+        if (r := text.count("\n") / max(len(st.word_tokens), 1)) > self.max_newline_word_ratio:
+            return Reject("newline_ratio", r, self.max_newline_word_ratio)
         return None

@@ -13,7 +13,7 @@ import numpy as np
 
 from curate.core.document import Document
 from curate.core.stats import StepStats
-from curate.core.step import Filter
+from curate.core.step import Filter, Reject
 from curate.core.validate import check, check_order, check_strings, config_error
 from curate.filters._text import HAS_LETTER, find_duplicates, shipped_words, text_stats
 from curate.lang import units_version
@@ -120,7 +120,7 @@ class GopherQuality(Filter):
         except KeyError:
             return None
 
-    def reject_rule(self, doc: Document) -> str | None:
+    def reject_rule(self, doc: Document) -> Reject | None:
         lang = doc.lang or self.default_lang
         st = text_stats(doc.text, lang)
         tokens = st.word_tokens
@@ -128,33 +128,33 @@ class GopherQuality(Filter):
         words = [t for t in tokens if has_alnum(t)]  # tokens with a letter or digit: what "words" counts
         n = len(words)
         if n < self.min_words or n == 0:  # with min_words=0, a text of no words has no ratios to take
-            return "too_few_words"
+            return Reject("too_few_words", n, self.min_words)
         if n > self.max_words:
-            return "too_many_words"
+            return Reject("too_many_words", n, self.max_words)
         mean_len = sum(map(len, words)) / n
         if mean_len < self.min_mean_word_length:
-            return "short_mean_word_length"
+            return Reject("short_mean_word_length", mean_len, self.min_mean_word_length)
         if mean_len > self.max_mean_word_length:
-            return "long_mean_word_length"
+            return Reject("long_mean_word_length", mean_len, self.max_mean_word_length)
         text = doc.text
         n_tokens = len(tokens) if self.punctuation_counts_as_words else n
-        if text.count("#") / n_tokens > self.max_hash_ratio:
-            return "hash_ratio"
-        if sum(map(text.count, ELLIPSES)) / n_tokens > self.max_ellipsis_ratio:
-            return "ellipsis_ratio"
+        if (r := text.count("#") / n_tokens) > self.max_hash_ratio:
+            return Reject("hash_ratio", r, self.max_hash_ratio)
+        if (r := sum(map(text.count, ELLIPSES)) / n_tokens) > self.max_ellipsis_ratio:
+            return Reject("ellipsis_ratio", r, self.max_ellipsis_ratio)
         lines = [s for s in st.lines if s.strip()]
-        if sum(s.lstrip().startswith(BULLETS) for s in lines) / len(lines) > self.max_bullet_lines_ratio:
-            return "bullet_lines"
-        if sum(s.rstrip().endswith(ELLIPSES) for s in lines) / len(lines) > self.max_ellipsis_lines_ratio:
-            return "ellipsis_lines"
+        if (r := sum(s.lstrip().startswith(BULLETS) for s in lines) / len(lines)) > self.max_bullet_lines_ratio:
+            return Reject("bullet_lines", r, self.max_bullet_lines_ratio)
+        if (r := sum(s.rstrip().endswith(ELLIPSES) for s in lines) / len(lines)) > self.max_ellipsis_lines_ratio:
+            return Reject("ellipsis_lines", r, self.max_ellipsis_lines_ratio)
         has_letter = HAS_LETTER.search
-        if sum(1 for w in words if has_letter(w)) / n_tokens < self.min_alpha_words_ratio:
-            return "alpha_words"
+        if (r := sum(1 for w in words if has_letter(w)) / n_tokens) < self.min_alpha_words_ratio:
+            return Reject("alpha_words", r, self.min_alpha_words_ratio)
         stop = self._stop_words(lang)
         if stop is None:
             self._unavailable += 1
-        elif self._count_stop_words(stop, [t.lower() for t in tokens]) < self.min_stop_words:
-            return "stop_words"
+        elif (k := self._count_stop_words(stop, [t.lower() for t in tokens])) < self.min_stop_words:
+            return Reject("stop_words", k, self.min_stop_words)
         return None
 
     def _count_stop_words(self, stop: frozenset[str], tokens: list[str]) -> int:
@@ -243,24 +243,24 @@ class GopherRepetition(Filter):
         self.default_lang = check(self, "default_lang", default_lang, str)
         self.text_units = units_version()
 
-    def reject_rule(self, doc: Document) -> str | None:
+    def reject_rule(self, doc: Document) -> str | Reject | None:
         text = doc.text
         stripped = text.strip()
         if not stripped:
             return "empty"
         paragraphs, dups, dup_chars = dup_pieces(stripped, 2)
-        if dups / paragraphs > self.max_dup_para_frac:
-            return "dup_para_frac"
-        if dup_chars / len(text) > self.max_dup_para_char_frac:
-            return "dup_para_char_frac"
+        if (r := dups / paragraphs) > self.max_dup_para_frac:
+            return Reject("dup_para_frac", r, self.max_dup_para_frac)
+        if (r := dup_chars / len(text)) > self.max_dup_para_char_frac:
+            return Reject("dup_para_char_frac", r, self.max_dup_para_char_frac)
         lines, dups, dup_chars = dup_pieces(stripped, 1)
-        if dups / lines > self.max_dup_line_frac:
-            return "dup_line_frac"
-        if dup_chars / len(text) > self.max_dup_line_char_frac:
-            return "dup_line_char_frac"
+        if (r := dups / lines) > self.max_dup_line_frac:
+            return Reject("dup_line_frac", r, self.max_dup_line_frac)
+        if (r := dup_chars / len(text)) > self.max_dup_line_char_frac:
+            return Reject("dup_line_char_frac", r, self.max_dup_line_char_frac)
         return self._ngram_rule(text_stats(text, doc.lang or self.default_lang).word_tokens, len(text))
 
-    def _ngram_rule(self, words: list[str], n_chars: int) -> str | None:
+    def _ngram_rule(self, words: list[str], n_chars: int) -> str | Reject | None:
         """The first n-gram rule over its limit, n ascending, the top rule before the duplicate one at each n.
         The counting is compiled (curate/filters/_repetition.c); the comparisons are the reference's, so
         both give the same decisions (tests/test_gopher_repetition_compiled.py)."""
@@ -272,9 +272,9 @@ class GopherRepetition(Filter):
         top, dup = _repetition.ngram_stats(words, tuple(top_limits), tuple(dup_limits))
         for n in range(2, max(top_limits | dup_limits, default=1) + 1):
             if n in top and top[n] / n_chars > top_limits[n]:
-                return f"top_{n}_gram"
+                return Reject(f"top_{n}_gram", top[n] / n_chars, top_limits[n])
             if n in dup and dup[n] > dup_limits[n] * n_chars:
-                return f"dup_{n}_gram"
+                return Reject(f"dup_{n}_gram", dup[n] / n_chars, dup_limits[n])
         return None
 
 

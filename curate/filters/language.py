@@ -116,8 +116,8 @@ class Language(Step):
                 out.append(doc)
             elif doc.lang not in self.languages:
                 out.append(Reject("unlisted"))
-            elif doc.lang_score < self.threshold_for(doc.lang):
-                out.append(Reject("low_score"))
+            elif doc.lang_score < (limit := self.threshold_for(doc.lang)):
+                out.append(Reject("low_score", doc.lang_score, limit))
             else:
                 out.append(doc)
         return out

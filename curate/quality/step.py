@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.core.document import Document
+from curate.core.document import Document, rejected_schema
 from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep, Reject, Result, Step
@@ -61,7 +61,7 @@ class Classifier(Step):
         out: list[Result] = []
         for doc, score in zip(docs, scores.tolist(), strict=True):
             doc.quality_score = score
-            out.append(doc if score >= self.threshold else Reject(BELOW))
+            out.append(doc if score >= self.threshold else Reject(BELOW, score, self.threshold))
         return out
 
     def apply(self, doc: Document) -> Result:
@@ -271,7 +271,7 @@ def cut_shard(job: CutJob) -> dict:
     keep[tied[: job.ties_to_keep]] = True
     stats = StepStats("quality")
     out = job.writer.open_file(job.output, job.schema)
-    rej_schema = job.schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    rej_schema = rejected_schema(job.schema)
     rej = job.writer.open_file(job.rejected, rej_schema) if job.rejected else None
     with together(out, rej):
         _cut_rows(job, scores, keep, stats, out, rej)

@@ -804,9 +804,10 @@ def _run_batch(steps: list[Step], stats: list[StepStats], batch: list[Document],
                 st.extra["split_parts"] = st.extra.get("split_parts", 0) + len(res)  # documents they became
                 continue
             reason = f"{st.name}:{res.rule if isinstance(res, Reject) else 'rejected'}"
-            st.drop(reason, _text_chars([doc], st.name))
+            evidence = (res.measured, res.limit) if isinstance(res, Reject) else (None, None)
+            st.drop(reason, _text_chars([doc], st.name), evidence[1])
             if rej is not None:
-                rej.write(doc, drop_reason=reason)
+                rej.write(doc, drop_reason=reason, drop_measured=evidence[0], drop_limit=evidence[1])
         st.docs_out += len(kept)
         st.chars_out += _text_chars(kept, st.name)
         st.seconds += time.perf_counter() - t

@@ -47,7 +47,7 @@ def test_hf_export_loads_with_datasets_and_its_card_holds_the_funnel(run, tmp_pa
     for step in stats["steps"]:  # every step's funnel row, with the numbers of stats.json
         assert re.search(rf"\| {step['name']} \| {step['docs_in']:,} \| {step['docs_out']:,} \|", card)
     assert "| `" + str(Path(json.loads((run / "manifest.json").read_text())["inputs"][0])) + "` | CC-BY-SA-4.0 |" in card
-    assert card.startswith("---\nlicense: other\n")
+    assert card.startswith('---\nlicense: "other"\n')
 
 
 def test_jsonl_and_parquet_exports_hold_the_same_documents(run, tmp_path):
@@ -92,3 +92,18 @@ def test_not_a_run_is_one_line(tmp_path, capsys):
     (tmp_path / "d").mkdir()
     assert main(["export", str(tmp_path / "d"), "--out", str(tmp_path / "o")]) == 2
     assert "no manifest.json" in capsys.readouterr().err
+
+
+def test_a_licence_with_a_newline_adds_no_key_to_the_card_header(run, tmp_path):
+    """Every value of the card's YAML header is one quoted scalar (issue 42.5): `--license` with a newline and
+    `key: value` after it added that key to the header the Hub reads as metadata."""
+    yaml = pytest.importorskip("yaml")
+    evil = "mit\nextra_key: pwned\n---\n# not a heading"
+    assert main(["export", str(run), "--out", str(tmp_path / "hf"), "--license", evil]) == 0
+    _, header, body = (tmp_path / "hf" / "README.md").read_text().split("---\n", 2)
+    meta = yaml.safe_load(header)
+    assert sorted(meta) == ["configs", "license", "pretty_name"]
+    assert meta["license"] == "mit\\x0aextra_key: pwned\\x0a---\\x0a# not a heading"  # its escapes, shown
+    assert meta["configs"] == [{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}]
+    assert body.startswith("\n# tiny\n")
+

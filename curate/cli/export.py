@@ -26,7 +26,7 @@ from typing import Any
 
 from curate.cli.common import add_overwrite
 from curate.core.errors import UsageError
-from curate.core.shown import for_markdown, neutral
+from curate.core.shown import for_markdown, for_yaml
 
 FORMATS = ("hf", "parquet", "jsonl")
 LAYOUT = ("export.json", "README.md", "data")
@@ -191,8 +191,9 @@ def dataset_card(manifest: dict, stats: dict, files: list[str], format: str, lic
         rows.append(f"| {for_markdown(path, code=True)} | {for_markdown(lic or 'unknown: check before publishing')} |")
     steps = "\n".join(f"{k + 1}. {for_markdown(s, code=True)}" for k, s in enumerate(pipeline.get("steps") or [])) or "(none recorded)"
     return "\n".join([
-        "---", f"license: {license}", f"pretty_name: {json.dumps(neutral(title, keep=''))}", "configs:", "- config_name: default",
-        "  data_files:", "  - split: train", f"    path: {pattern}", "---", "",
+        "---", f"license: {for_yaml(license)}", f"pretty_name: {for_yaml(title)}", "configs:",
+        f"- config_name: {for_yaml('default')}", "  data_files:", f"  - split: {for_yaml('train')}",
+        f"    path: {for_yaml(pattern)}", "---", "",
         f"# {for_markdown(title)}", "",
         f"Curated with Peneira `curate run`: {manifest.get('docs_written', '?'):,} documents "
         f"kept of {manifest.get('docs_read', '?'):,} read, in {len(files)} file(s) ({format})."

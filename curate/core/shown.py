@@ -67,6 +67,15 @@ def _underscores(m: re.Match) -> str:
     return m.group() if inert else m.group().replace("_", "\\_")
 
 
+def for_yaml(text: object) -> str:
+    """A YAML scalar that reads back as the neutralised text and nothing more (a dataset card's header): one
+    double-quoted line, JSON's escapes (which YAML reads), so a newline, `: ` or `---` in a value never adds a
+    key or ends the header (issue 42.5: `curate export --license` with a newline added keys)."""
+    import json
+
+    return json.dumps(neutral(str(text), keep=""), ensure_ascii=False)
+
+
 def for_html(text: object) -> str:
     """Text fit for an HTML element or a quoted attribute: neutralised, then `& < > " '` escaped."""
     return html.escape(neutral(str(text)), quote=True)

@@ -14,7 +14,8 @@ whitespace split, which would make a whole Chinese sentence one word): `pip inst
 
 Sentences (`count_sentences`, `sentences`). English keeps C4's rule (a stop, space, then a capital or digit,
 unless an abbreviation precedes). Every other language uses the script-aware rule: a run of the
-sentence-ending marks of every script (`. ! ?` and `。！？｡． ؟ ۔ । ॥ ။ ። ፧ ։ ។ ៕ ‼ …`'s kin, `STOPS`),
+sentence-ending marks of every script (`. ! ?` and `。！？｡． ؟ ۔ । ॥ ။ ። ፧ ։ ។ ៕ ། ‼ …`: `STOPS`, from the Unicode
+data: Sentence_Terminal, and Terminal_Punctuation in scripts that have no Sentence_Terminal),
 then closing quotes or brackets, then either whitespace and a character that is not a lower-case letter
 (scripts without case start sentences with any letter), or directly text after a full-width stop (Chinese
 and Japanese do not space sentences). Thai and Lao mark no sentence end: a space between two letters of
@@ -165,8 +166,35 @@ def word_count(text: str, lang: str | None = "en") -> int:
 
 # ------------------------------------------------------------------------------------------ sentences
 
-# Sentence-ending marks of the scripts lid.176's languages are written in.
-STOPS = ".!?。！？｡．؟۔।॥။።፧፨։។៕‼⁇⁈⁉⸮‽܀܁܂߹᙮"
+def _unicode_stops() -> str:
+    """Every script's sentence terminators, from the Unicode Character Database (through `regex`'s property tables):
+    the Sentence_Terminal property (UAX #29's STerm: `. ! ? 。 । ။ ። ։ ។ ؟ ۔`...), and the Terminal_Punctuation of
+    each script none of whose characters is a Sentence_Terminal (the Tibetan shad `།`, Thai's `๚ ๛`, the Hebrew
+    sof pasuq `׃`), word dividers and separators (which Terminal_Punctuation also holds) left out by name. A
+    character's script is the first word of its name, checked against its Script property. Every such character
+    lies below U+20000 (the planes above hold ideographs)."""
+    import unicodedata
+
+    import regex
+
+    marks = regex.findall(r"[\p{Sentence_Terminal}\p{Terminal_Punctuation}]", "".join(map(chr, range(0x20000))))
+    sterm = set(regex.findall(r"\p{Sentence_Terminal}", "".join(marks)))
+
+    def script(c: str) -> str | None:
+        word = unicodedata.name(c, "").split(" ")[0].title()
+        try:
+            return word if word.isalpha() and regex.match(rf"\p{{Script={word}}}", c) else None
+        except regex.error:  # the name's first word is no script (EXCLAMATION, FULLWIDTH, ...)
+            return None
+
+    with_sterm = {script(c) for c in sterm}
+    extra = [c for c in marks if c not in sterm and script(c) not in with_sterm | {None}
+             and "WORD" not in unicodedata.name(c)]
+    return "".join(m for m in marks if m in sterm or m in extra)
+
+
+# Sentence-ending marks of every script (`_unicode_stops`).
+STOPS = _unicode_stops()
 FULL_WIDTH_STOPS = frozenset("。！？｡．")  # end a sentence with no space after (Chinese, Japanese)
 # The line-end marks FineWeb's `punct_lines` has always taken for every language (English's, unchanged); other
 # languages take every script's `STOPS` (which adds Burmese ။, Khmer ។ ៕, Ethiopic ፨ and the rarer marks).

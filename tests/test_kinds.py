@@ -146,3 +146,20 @@ def test_only_kinds_decides_a_compression_from_a_name():
         if rel not in _ALLOWED and _BY_NAME.search(path.read_text(encoding="utf-8")):
             found.append(rel)
     assert found == [], f"decide a file's kind with curate.io.kinds, not its name: {found}"
+
+
+# a path or URL taken apart (protocol, the path inside a store) outside curate/io/fs.py (issue 42.4)
+_PARSES_PATH = re.compile(r"""split\(["']://["']|fsspec\.core|_strip_protocol\(""")
+_PATH_ALLOWED = {
+    "curate/io/fs.py": "the one home: is_url, url_to_fs, local_path, without_protocol, glob's URLs",
+    "curate/core/validate.py": "the core layer imports nothing of curate.io; it only asks a store whether a file is there",
+}
+
+
+def test_only_fs_takes_a_path_or_url_apart():
+    found = []
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT.parent).as_posix()
+        if rel not in _PATH_ALLOWED and _PARSES_PATH.search(path.read_text(encoding="utf-8")):
+            found.append(rel)
+    assert found == [], f"parse paths and URLs with curate.io.fs, not by hand: {found}"

@@ -40,7 +40,7 @@ __all__ = [
     "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
     "listdir_prefix", "unique_files",
     "load_npy", "local_path", "makedirs", "open", "parquet_file", "read_bytes", "read_table", "relpath", "remove", "remove_temp_files", "retrying",
-    "size", "url_to_fs",
+    "size", "url_to_fs", "without_protocol",
 ]
 
 
@@ -81,6 +81,15 @@ def local_path(path: str | os.PathLike) -> str | None:
         return path
     fs, inner = url_to_fs(path)
     return inner if _is_local_fs(fs) else None
+
+
+def without_protocol(path: str | os.PathLike) -> str:
+    """A URL's part after its protocol (`s3://b/k` -> `b/k`, `http://h/p` -> `h/p`), a `file://` URL's OS path,
+    a plain path as given: how a file is named the same wherever it is stored (`plan.input_keys`)."""
+    path = os.fspath(path)
+    if not is_url(path):
+        return path
+    return local_path(path) or path.split("://", 1)[1]
 
 
 def join(base: str, *parts: str) -> str:

@@ -35,7 +35,7 @@ def input_keys(files: list[str]) -> list[str]:
     So ids are unique within a run (no two inputs share a relative path) and the same files give the same
     ids wherever they are stored: a plain path, `file://`, `memory://` or `s3://` copy of the same layout.
     """
-    inner = [os.path.abspath(p) if not fs.is_url(p) else fs.local_path(p) or p.split("://", 1)[1] for p in files]
+    inner = [os.path.abspath(p) if not fs.is_url(p) else fs.without_protocol(p) for p in files]
     try:
         root = posixpath.dirname(inner[0]) if len(inner) == 1 else posixpath.commonpath(inner)
     except ValueError:  # local and remote inputs mixed: no common directory

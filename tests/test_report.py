@@ -138,7 +138,8 @@ def test_character_shares_are_of_the_extracted_text_and_the_raw_input_labelled()
     text = summary("w", stats)
     assert "with 25.0% of the extracted text's characters (5.0% of the raw input's, markup included)" in text
     funnel = next(rows for title, _, rows in _tables(stats, Corpus()) if title == "Funnel")
-    assert [r[-1] for r in funnel] == ["100.0%", "100.0%", "25.0%"]
+    assert [r[-1] for r in funnel] == ["-", "100.0%", "25.0%"]  # the reader's row is markup: no share of text
+    assert funnel[0][3] == "10,000 (markup)"
     plain = [StepStats("read", docs_out=10, chars_out=1_000), StepStats("c4", docs_out=5, chars_out=300)]
     assert "with 30.0% of their characters." in summary("j", plain)
 
@@ -226,3 +227,72 @@ def test_every_damaged_byte_of_a_shard_we_wrote_reads_back_identical_or_fails(tm
         if not back.equals(good):
             silent.append(off)
     assert not silent, f"damage at offsets {silent[:10]} read back as other data"
+
+
+def test_funnel_chart_has_a_bar_per_stage_and_one_character_base():
+    """Issue 46: with a second `read` (after MinHash) two bars shared one label, leaving 10 bars for 11 table rows;
+    the characters chart labelled shares of changing bases (`url` 0.0%, `extract` 100% on a bar an eighth of
+    `read`'s). The reference is the stats themselves: one bar per row, its length the row's count, its label the
+    share of what the title names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from curate.core.stats import StepStats, format_table
+    from curate.report.build import _funnel_figure
+
+    stats = [StepStats("read", docs_out=600, chars_out=9_877_418), StepStats("url", docs_out=590, chars_out=4_303),
+             StepStats("extract", docs_out=400, chars_out=1_200_000), StepStats("c4", docs_out=300, chars_out=900_000),
+             StepStats("minhash", docs_out=250, chars_out=800_000), StepStats("read", docs_out=250, chars_out=800_000),
+             StepStats("pii", docs_out=250, chars_out=799_000)]
+    fig = _funnel_figure(plt, stats)
+    docs_ax, chars_ax = fig.axes
+    labels = [t.get_text() for t in docs_ax.get_yticklabels()]
+    assert labels == ["read", "url", "extract", "c4", "minhash", "read (shards after minhash)", "pii"]
+    assert [p.get_width() for p in docs_ax.patches] == [s.docs_out for s in stats]
+    assert [t.get_text().strip() for t in docs_ax.texts] == [f"{100 * s.docs_out / 600:.1f}%" for s in stats]
+    assert [p.get_width() for p in chars_ax.patches] == [0, 0, *[s.chars_out for s in stats[2:]]]
+    assert [t.get_text().strip() for t in chars_ax.texts] == (
+        ["markup, no text yet"] * 2 + [f"{100 * s.chars_out / 1_200_000:.1f}%" for s in stats[2:]])
+    assert "share of the 1,200,000 extracted" in chars_ax.get_title()
+    plt.close(fig)
+    table = format_table(stats)
+    assert "read (shards after minhash)" in table and "`read` counts the raw records" in table
+
+
+def test_stats_by_input_follows_each_file_through_a_global_step(shared, tmp_path, capsys):
+    """Issue 46: every document is `source=web` and neither stats nor the report split by input. `curate stats
+    --by-input` follows each input's documents through a global step (exact dedup across the two files); the
+    reference is the planted ids, which name their file."""
+    from curate import dedup
+    from curate.report.inputs import by_input
+
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    lines = (shared / "text/clean_en/botchan_gutenberg8868.txt").read_text(encoding="utf-8").splitlines()
+    texts = list(dict.fromkeys(t.strip() for t in lines if len(t.split()) > 8))[:30]  # 30 different paragraphs
+    files = {"a": (tmp_path / "x/a.jsonl", texts[:20]), "b": (tmp_path / "y/b.jsonl", texts[10:] + ["tiny"] * 3)}
+    for name, (path, rows) in files.items():
+        path.write_text("".join(json.dumps({"id": f"{name}-{i}", "text": t}) + "\n" for i, t in enumerate(rows)))
+
+    def not_tiny(doc):
+        return doc.text != "tiny"
+
+    out = tmp_path / "out"
+    Pipeline(name="inputs", reader=readers.Jsonl(), steps=[not_tiny, dedup.Exact()]).run(
+        inputs=[str(p) for p, _ in files.values()], output=str(out), progress=False)
+    import pyarrow.parquet as pq
+
+    ids = pq.read_table(out / "data", columns=["id"])["id"].to_pylist()
+    table = by_input(str(out))["inputs"]
+    for name, (path, rows) in files.items():
+        r = table[str(path)]
+        kept = sum(i.split("#")[0].startswith(f"{name}-") for i in ids)
+        assert (r["records"], r["read"], r["first_stage"], r["kept"]) == (len(rows), len(rows), 20, kept)
+    assert table[str(files["a"][0])]["kept"] + table[str(files["b"][0])]["kept"] == len(ids) == 30
+    folders = by_input(str(out), folders=True)["inputs"]
+    assert sorted(folders) == [str(tmp_path / "x"), str(tmp_path / "y")]
+    assert cli(["stats", str(out), "--by-input"]) == 0
+    shown = capsys.readouterr().out
+    assert "kept documents per source:" in shown and "web" in shown and str(files["b"][0])[-40:] in shown

@@ -120,13 +120,34 @@ def merge_step_lists(lists: list[list[StepStats]]) -> list[StepStats]:
     return list(merged.values())
 
 
+def stage_labels(stats: list[StepStats]) -> list[str]:
+    """One label per stats row, unique: a run lists a step again where a later stage starts (the `read` of the shards
+    a global step wrote), and two rows under one name read as one step (a chart even draws them as one bar)."""
+    labels, seen = [], Counter()
+    for i, s in enumerate(stats):
+        seen[s.name] += 1
+        if seen[s.name] == 1:
+            labels.append(s.name)
+        elif s.name == "read" and i:
+            labels.append(f"read (shards after {stats[i - 1].name})")
+        else:
+            labels.append(f"{s.name} #{seen[s.name]}")
+    return labels
+
+
+def text_start(stats: list[StepStats]) -> int | None:
+    """The row from which characters are of text: the extractor's (its input was markup: the reader counts raw
+    records, and the steps before it see pages with no text yet); None when the run reads text from the start."""
+    return next((i for i, s in enumerate(stats) if s.name == "extract"), None)
+
+
 def format_table(stats: list[StepStats]) -> str:
     """A plain-text table for the terminal: one row per step, then drop reasons indented below it."""
-    head = f"{'step':<28}{'docs in':>10}{'docs out':>10}{'dropped':>10}{'chars in':>14}{'chars out':>14}{'sec':>9}"
+    head = f"{'step':<34}{'docs in':>10}{'docs out':>10}{'dropped':>10}{'chars in':>14}{'chars out':>14}{'sec':>9}"
     lines = [head, "-" * len(head)]
-    for s in stats:
+    for s, label in zip(stats, stage_labels(stats), strict=True):
         lines.append(
-            f"{for_terminal(s.name, lines=False):<28}{s.docs_in:>10,}{s.docs_out:>10,}{sum(s.dropped.values()):>10,}"
+            f"{for_terminal(label, lines=False):<34}{s.docs_in:>10,}{s.docs_out:>10,}{sum(s.dropped.values()):>10,}"
             f"{s.chars_in:>14,}{s.chars_out:>14,}{s.seconds:>9.2f}"
         )
         for reason, n in s.dropped.most_common():
@@ -137,4 +158,7 @@ def format_table(stats: list[StepStats]) -> str:
         if isinstance(t, dict) and t.get("docs"):
             lines.append(f"    model: {t['docs']:,} docs, {t['docs_per_s']:,} docs/s and {t['tokens_per_s']:,.0f} tokens/s "
                          f"per worker, {t.get('truncated', 0):,} truncated, padding {t['padding_share']:.1%}")
+    if text_start(stats):
+        lines.append("characters: `read` counts the raw records (markup included); the steps before `extract` see "
+                     "pages with no text yet; from `extract` on they are characters of text")
     return "\n".join(lines)

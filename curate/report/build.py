@@ -16,11 +16,12 @@ import numpy as np
 import pyarrow.compute as pc
 
 from curate.core.shown import for_html, for_markdown, neutral
-from curate.core.stats import StepStats
+from curate.core.stats import StepStats, stage_labels, text_start
 from curate.io import fs
 from curate.io.batching import iter_batches
 from curate.io.state import DAMAGED_SHARD, reading
 from curate.io.writers import parquet_shards
+from curate.report.inputs import by_input
 from curate.report.languages import language_funnel, rejected_by_step
 
 MAX_REASONS = 20  # drop reasons shown in the chart; the table lists all of them
@@ -100,9 +101,10 @@ def _add_batch(corpus: Corpus, lengths: dict[int, int], batch) -> None:
 
 
 def _funnel(stats: list[StepStats]) -> list[tuple[str, int, int]]:
-    """(label, docs, chars) after each step. The first step is the reader: its input counts records
-    (WARC requests, metadata), not documents, so the funnel starts at what it read."""
-    return [(s.name, s.docs_out, s.chars_out) for s in stats]
+    """(label, docs, chars) after each stage's step, labelled uniquely (`stage_labels`: the second `read` of a run
+    with a global step is its own row). The first step is the reader: its input counts records (WARC requests,
+    metadata), not documents, so the funnel starts at what it read."""
+    return [(label, s.docs_out, s.chars_out) for s, label in zip(stats, stage_labels(stats), strict=True)]
 
 
 def _base(values: list[int]) -> int:
@@ -121,11 +123,13 @@ def _text_base(stats: list[StepStats]) -> tuple[int, int]:
     return (raw if extracted is None else extracted), raw
 
 
-def _char_bases(stats: list[StepStats]) -> list[int]:
-    """Per funnel row, what its character share is of: the raw input before the extractor, its text from it on."""
-    text, raw = _text_base(stats)
-    first = next((i for i, s in enumerate(stats) if s.name == "extract"), 0)
-    return [raw if i < first else text for i in range(len(stats))]
+def _char_bases(stats: list[StepStats]) -> list[int | None]:
+    """Per funnel row, what its character share is of: one base, the text (the extractor's output, or what the
+    reader read when the input is text). Rows before the extractor hold markup or pages with no text yet: None,
+    no share (a share of raw bytes beside shares of text read as a 100x cut where there was none)."""
+    text, _ = _text_base(stats)
+    first = text_start(stats) or 0
+    return [None if i < first else text for i in range(len(stats))]
 
 
 def _reasons(stats: list[StepStats]) -> list[tuple[str, int, int]]:
@@ -133,7 +137,7 @@ def _reasons(stats: list[StepStats]) -> list[tuple[str, int, int]]:
     return sorted(rows, key=lambda r: -r[1])
 
 
-def _pct(a: float, b: float) -> str:
+def _pct(a: float, b: float | None) -> str:
     return f"{100 * a / b:.1f}%" if b else "-"
 
 
@@ -170,6 +174,31 @@ def summary(name: str, stats: list[StepStats], quote=_code) -> str:
 # ------------------------------------------------------------------ charts
 
 
+def _funnel_figure(plt, stats: list[StepStats]):
+    """Documents and characters after each stage, one bar per stats row at its own position (labels are ticks:
+    as categories, two rows named alike were drawn as one bar). Document shares are of what was read; character
+    bars are drawn from the extractor on only, with shares of the extracted text, the one base the title names."""
+    funnel = _funnel(stats)
+    ys = list(range(len(funnel)))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(ys) + 1.6), sharey=True)
+    docs = [r[1] for r in funnel]
+    text_bases = _char_bases(stats)
+    chars = [r[2] if b is not None else 0 for r, b in zip(funnel, text_bases, strict=True)]
+    base = next((b for b in text_bases if b is not None), None)
+    for ax, vals, bases, title in (
+            (axes[0], docs, [_base(docs)] * len(ys), f"documents kept (share of the {_base(docs):,} read)"),
+            (axes[1], chars, text_bases, f"characters of text kept (share of the {base or 0:,} extracted)")):
+        ax.barh(ys, vals, color="#4C72B0")
+        for y, v in zip(ys, vals, strict=True):
+            ax.text(v, y, f" {_pct(v, bases[y]) if bases[y] is not None else 'markup, no text yet'}",
+                    va="center", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(0, max(max(vals), 1) * 1.25)
+    axes[0].set_yticks(ys, [_label(r[0]) for r in funnel])
+    axes[0].invert_yaxis()
+    return fig
+
+
 def _label(value: str) -> str:
     """A chart label from the run's data: controls shown as escapes, `$` literal (not matplotlib's mathtext)."""
     return neutral(str(value), keep="").replace("$", r"\$")
@@ -192,18 +221,7 @@ def _charts(stats: list[StepStats], corpus: Corpus) -> dict[str, bytes]:
 
     funnel = _funnel(stats)
     if funnel:
-        labels = [_label(r[0]) for r in funnel]
-        fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(labels) + 1.6), sharey=True)
-        for ax, idx, what in ((axes[0], 1, "documents"), (axes[1], 2, "characters")):
-            vals = [r[idx] for r in funnel]
-            bases = [_base(vals)] * len(vals) if idx == 1 else _char_bases(stats)
-            ax.barh(labels, vals, color="#4C72B0")
-            for y, v in enumerate(vals):
-                ax.text(v, y, f" {_pct(v, bases[y])}", va="center", fontsize=8)
-            ax.set_title(f"{what} kept after each step")
-            ax.set_xlim(0, max(max(vals), 1) * 1.18)
-        axes[0].invert_yaxis()
-        save(fig, "funnel")
+        save(_funnel_figure(plt, stats), "funnel")
 
     reasons = _reasons(stats[1:])[:MAX_REASONS]
     if reasons:
@@ -262,13 +280,14 @@ def _tables(stats: list[StepStats], corpus: Corpus) -> list[tuple[str, list[str]
     funnel_rows = _funnel(stats)
     d0 = funnel_rows[0][1] if funnel_rows else 0
     bases = _char_bases(stats)
-    funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}", _pct(c, b)] for (n, d, c), b in zip(funnel_rows, bases, strict=True)]
+    funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}" + (" (markup)" if b is None else ""), _pct(c, b)]
+              for (n, d, c), b in zip(funnel_rows, bases, strict=True)]
     reasons = [[r, f"{n:,}", _pct(n, d0), f"{c:,}"] for r, n, c in _reasons(stats[1:])]
     reasons += [[r, f"{n:,}", "(input records)", ""] for r, n, _ in _reasons(stats[:1])]
     extras = [[s.name, k, f"{v:,}" if isinstance(v, (int, float)) else str(v)] for s in stats for k, v in s.extra.items()]
     errors = [[s.name, f"{s.errors:,}", s.error_sample or ""] for s in stats if s.errors]
     out = [
-        ("Funnel", ["after", "documents", "share", "characters", "share"], funnel),
+        ("Funnel", ["after", "documents", "share of read", "characters", "share of the text"], funnel),
         ("Drops per reason", ["reason", "documents", "of read", "characters"], reasons),
     ]
     if corpus.langs:
@@ -279,6 +298,15 @@ def _tables(stats: list[StepStats], corpus: Corpus) -> list[tuple[str, list[str]
     if errors:
         out.append(("Errors", ["step", "documents", "first error"], errors))
     return out
+
+
+def _inputs_table(out: str) -> tuple[str, list[str], list[list[str]]]:
+    """Documents read and kept per input file (`curate.report.inputs`), and the kept documents per source."""
+    table = by_input(out)
+    rows = [[k, f"{r['read']:,}", f"{r['kept']:,}", _pct(r["kept"], r["read"])] for k, r in table["inputs"].items()]
+    total = sum(table["sources"].values())
+    rows += [[f"source: {s}", "", f"{n:,}", _pct(n, total)] for s, n in table["sources"].most_common()]
+    return "Inputs", ["input", "documents read", "kept", "kept share"], rows
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
@@ -300,6 +328,7 @@ def write_report(out: str) -> dict[str, str]:
     per_language = language_funnel(stats, corpus.langs, rejected_by_step(out))
     if per_language:  # after the funnel and the drops: the same funnel, language by language
         tables.insert(2, ("Funnel per language", *per_language))
+    tables.insert(2, _inputs_table(out))
     head = summary(name, stats, lambda v: for_markdown(v, code=True))
 
     chart_dir = fs.join(out, "report")

@@ -4,7 +4,8 @@ quality and decontamination text forms take them from.
 Words. Languages that space their words get the spaCy-English-like tokens of `curate.lang.spaced` (what
 datatrove counts for English and, through `spacy.blank(lang)`, for most spaced languages), so English is
 tokenized exactly as before. Chinese, Japanese, Thai, Lao, Khmer and Burmese (and the other Han-script
-languages lid.176 names: Cantonese, Wu, Gan...) do not space words: every whitespace chunk holding a
+languages lid.176 names: Cantonese, Wu, Gan...) do not space words, and Amharic, Tigrinya, Tibetan and Dzongkha
+separate them with a mark of their own (`፡`, `་`) more often than a space: every whitespace chunk holding a
 character of those scripts is cut by ICU's word break iterator (the dictionary-based segmenter of
 ICU4C, shipped inside the `pyicu-wheels` wheel: CJ dictionary for Han and kana, and dictionaries for Thai, Lao,
 Khmer and Burmese), chunks without one go through the spaced tokenizer. Punctuation is a token either way.
@@ -34,22 +35,28 @@ from functools import cache
 from curate.core.errors import UsageError
 from curate.lang.spaced import _CHUNKS, _CHUNKS_MAX, _PLAIN, _SPLIT_WORDS, split_chunk, word_tokens
 
-VERSION = "units-1"  # bump when a language's words or sentences change: it enters the resume fingerprint
+# Bump when a language's words or sentences change: it enters the resume fingerprint. 2: every script's terminators
+# from the Unicode data; Amharic, Tigrinya (Ethiopic wordspace) and Tibetan, Dzongkha (tsheg) segmented by ICU.
+VERSION = "units-2"
 MAX_SEGMENT = 10_000  # characters given to the segmenter at once; longer whitespace-free runs are cut here
 
 # Scripts written without spaces between words: Han (with its extensions and compatibility forms), kana,
-# Thai, Lao, Khmer, Myanmar. A chunk holding one of these characters is segmented.
+# Thai, Lao, Khmer, Myanmar, and Ethiopic and Tibetan, whose words are separated by a mark of their own (the
+# wordspace ፡, the tsheg ་: ICU's word rules cut at them). A chunk holding one of these characters is segmented.
 _NOSPACE_RANGES = (
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"  # kana, Han, half-width kana
     "\U00020000-\U0003ffff"  # Han extensions B..H
     "\u0e00-\u0e7f\u0e80-\u0eff"  # Thai, Lao
     "\u1780-\u17ff\u19e0-\u19ff"  # Khmer
     "\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f"  # Myanmar
+    "\u1200-\u139f\u2d80-\u2ddf\uab00-\uab2f"  # Ethiopic: words often separated by the wordspace ፡, not spaces
+    "\u0f00-\u0fff"  # Tibetan: syllables separated by the tsheg ་, no spaces between words
 )
 NOSPACE_CHAR = re.compile(f"[{_NOSPACE_RANGES}]")
 # Languages whose text is segmented: ISO 639-1 codes (lid.176's labels) and the ISO 639-3 codes GlotLID's labels
 # start with (`cmn_Hani`, `jpn_Jpan`, `tha_Thai`: `language()` keeps the part before "_").
 SEGMENTED = frozenset({"zh", "ja", "th", "lo", "km", "my", "zho", "cmn", "jpn", "tha", "lao", "khm", "mya",
+                       "am", "ti", "bo", "dz", "amh", "tir", "bod", "dzo",
                        "yue", "wuu", "gan", "lzh", "nan", "hak", "hsn", "cjy", "cdo", "cpx", "mnp", "shn"})
 
 
@@ -75,7 +82,7 @@ def _icu():
         import icu
     except ImportError as e:
         raise SegmenterMissing(
-            "Chinese, Japanese, Thai, Lao, Khmer and Burmese words need ICU's word segmenter: "
+            "Chinese, Japanese, Thai, Lao, Khmer, Burmese, Ethiopic and Tibetan words need ICU's word segmenter: "
             "pip install 'peneira[lang]' (pyicu-wheels)") from e
     return icu
 

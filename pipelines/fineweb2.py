@@ -37,7 +37,7 @@ Where it cannot be the same, and why:
 
 * Thresholds. FineWeb-2 derived each language's from the distribution of each statistic over large
   reference corpora (its configs, ODC-By/Apache); these are curate.lang.config's, derived offline by
-  scripts/derive_languages.py from the UDHR (docs/languages.md, "Filter configurations"), for the 118
+  scripts/derive_languages.py from the UDHR (docs/languages.md, "Filter configurations"), for the 120
   lid.176 languages with a usable translation; every other language gets its script's fallback, counted
   in the stats as `lang_config:fallback:<lang>`. FineWeb-2 keeps 50-100,000 words in every language;
   here the bounds scale with how many words the language needs for the same text (zh 45, fi 40, th 68).

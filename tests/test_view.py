@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -79,13 +80,22 @@ def runs(tmp_path_factory, shared) -> dict[str, Path]:
     for variant, run in (("with_c4", "a"), ("without_c4", "b")):
         shutil.copytree(out[run], out["abl"] / "variants" / variant / "curated")
     (out["abl"] / "variants" / "unfinished").mkdir()  # a variant not curated yet: left out
+    from curate.cli.main import main as cli
+
+    assert cli(["tokenizer", "train", str(out["a"]), "--vocab-size", "400", "--out", str(root / "tok.json"),
+                "--no-progress"]) == 0
+    out["tokens"] = root / "tokens"
+    assert cli(["tokenize", str(out["a"]), "--tokenizer", str(root / "tok.json"), "--out", str(out["tokens"]),
+                "--val-fraction", "0.2", "--no-progress"]) == 0
     return out
 
 
 @pytest.fixture(scope="module")
 def server(runs):
-    """`curate view a b h bad grow abl --port 0` in its own process; yields its base URL."""
-    cmd = [sys.executable, "-m", "curate", "view", *(str(runs[k]) for k in ("a", "b", "h", "bad", "grow", "abl")),
+    """`curate view a b h bad grow abl tokens --port 0` in its own process (runs 0-4, the ablation's two variants
+    5 and 6, the token folder 7); yields its base URL."""
+    cmd = [sys.executable, "-m", "curate", "view",
+           *(str(runs[k]) for k in ("a", "b", "h", "bad", "grow", "abl", "tokens")),
            "--port", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -346,3 +356,29 @@ def test_an_ablation_folder_is_its_variants_runs(server):
     counts = [re.findall(r'<span id="n-\w+">([\d,]+)</span>', get(server, f"/compare?a={a}&b={b}").text)
               for a, b in ((0, 1), (5, 6))]
     assert counts[0] == counts[1] and len(counts[0]) == 3
+
+
+def test_a_token_folder_decodes_each_document_with_its_tokenizer(server, runs):
+    """Against the format's definition (data-contract.md: ends in the .idx, ids in the .bin, read with numpy here)
+    and the original run: byte-level BPE is lossless, so each decoded document is a kept text of run a + EOS."""
+    from tokenizers import Tokenizer
+
+    m = json.loads((runs["tokens"] / "manifest.json").read_text())
+    tok = Tokenizer.from_file(str(runs["tokens"] / "tokenizer.json"))
+    kept = {r["text"] for r in rows(runs["a"]) if r["status"] == "kept"}
+    page = get(server, "/tokens/7").text
+    assert f"{m['splits']['train']['docs']:,} documents" in page
+    entry = m["splits"]["train"]["shards"][0]
+    ids = np.fromfile(runs["tokens"] / entry["file"], np.dtype(m["dtype"]).newbyteorder("<"))
+    raw = (runs["tokens"] / entry["index"]).read_bytes()
+    n = int(np.frombuffer(raw, "<u8", 1, 8)[0])
+    ends = np.frombuffer(raw, "<i8", n, 16)
+    for k in (0, n // 2, n - 1):
+        doc = ids[(ends[k - 1] if k else 0):ends[k]]
+        page = get(server, "/tokens/7/doc", params={"split": "train", "shard": 0, "n": k}).text
+        assert f'<span id="ntokens">{len(doc)}</span>' in page
+        text = tok.decode(doc.tolist(), skip_special_tokens=False)
+        assert text.endswith(m["tokenizer"]["eos_token"]) and text[:-len(m["tokenizer"]["eos_token"])] in kept
+        assert f'<pre class="text" id="text">{html.escape(text, quote=True)}</pre>' in page
+    assert get(server, "/tokens/7/doc", params={"shard": 0, "n": n}).status_code == 400
+    assert get(server, "/run/7").status_code == 400 and get(server, "/tokens/0").status_code == 400

@@ -25,7 +25,8 @@ def main(args) -> int:
         import uvicorn
 
         from curate.view.app import make_app
-        from curate.view.query import ViewError, runs_of
+        from curate.view.folders import runs_of
+        from curate.view.query import ViewError
     except ImportError as e:
         if e.name not in ("uvicorn", "starlette", "jinja2", "markupsafe"):
             raise
@@ -34,7 +35,8 @@ def main(args) -> int:
     runs = [run for path in args.runs for run in runs_of(path)]
     for run in runs:  # the shards' footers read now, not on the first page someone opens
         try:
-            run.columns()
+            if run.kind == "run":
+                run.columns()
         except ViewError as e:  # a damaged shard: its pages say so; the other runs are still worth a look
             print(f"curate view: note: {e}", file=sys.stderr)
     sock = _bind(args.host, args.port)

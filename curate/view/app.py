@@ -29,6 +29,7 @@ from curate.io import fs
 from curate.view import compare as cmp
 from curate.view import query
 from curate.view.query import Filters, Run, ViewError
+from curate.view.tokens import MAX_PIECES
 
 PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; frame-src 'self'; form-action 'self'; "
             "base-uri 'none'; frame-ancestors 'none'")
@@ -58,13 +59,17 @@ class App:
         html = self.env.get_template(name).render(runs=self.runs, **ctx)
         return HTMLResponse(html, status_code=status, headers={**HEADERS, "Content-Security-Policy": PAGE_CSP})
 
-    def run(self, request: Request, key: str = "i") -> tuple[int, Run]:
+    def run(self, request: Request, key: str = "i", kind: str = "run") -> tuple[int, Run]:
         raw = request.path_params.get(key, request.query_params.get(key, ""))
         try:
             i = int(raw)
-            return i, self.runs[i]
+            run = self.runs[i]
         except (ValueError, IndexError):
             raise ViewError(f"no run {raw!r}: this server shows runs 0 to {len(self.runs) - 1}") from None
+        if run.kind != kind:
+            raise ViewError(f"{run.name} is a {'token folder' if run.kind == 'tokens' else 'run'}, not a "
+                            f"{'token folder' if kind == 'tokens' else 'run'}")
+        return i, run
 
     def index(self, request: Request):
         return self.page("index.html")
@@ -127,6 +132,18 @@ class App:
         lines = cmp.text_diff(da["text"], db["text"]) if da and db else []
         return self.page("diff.html", ia=ia, ib=ib, a=a, b=b, id=doc_id, da=da, db=db, lines=lines)
 
+    def tokens_page(self, request: Request):
+        i, folder = self.run(request, kind="tokens")
+        return self.page("tokens.html", i=i, folder=folder, m=folder.manifest)
+
+    def token_doc_page(self, request: Request):
+        i, folder = self.run(request, kind="tokens")
+        q = request.query_params
+        split = q.get("split", "train")
+        shard, n = (query._number(q.get(k), k, int) or 0 for k in ("shard", "n"))
+        return self.page("token_doc.html", i=i, folder=folder, d=folder.document(split, shard, n),
+                         max_pieces=MAX_PIECES)
+
     def error(self, request: Request, e: Exception):
         """One message on the page, never a stack trace (the server logs those). Routes are plain functions:
         Starlette runs them in its thread pool, so a long query never stalls the other requests."""
@@ -157,6 +174,7 @@ def make_app(runs: list[Run], hosts: list[str]) -> Starlette:
     routes = [Route("/", app.index), Route("/static/style.css", app.style),
               Route("/run/{i}", app.run_page), Route("/run/{i}/docs", app.docs_page),
               Route("/run/{i}/doc", app.doc_page), Route("/run/{i}/raw", app.raw_html),
-              Route("/compare", app.compare_page), Route("/compare/doc", app.diff_page)]
+              Route("/compare", app.compare_page), Route("/compare/doc", app.diff_page),
+              Route("/tokens/{i}", app.tokens_page), Route("/tokens/{i}/doc", app.token_doc_page)]
     return Starlette(routes=routes, exception_handlers={Exception: app.error, ViewError: app.error, HTTPException: app.error},
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])

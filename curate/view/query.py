@@ -116,20 +116,10 @@ class Page:
     columns: list[str]
 
 
-def runs_of(path: str) -> list[Run]:
-    """The runs a command-line folder stands for: itself, or for an ablation folder (`python -m train ablate`:
-    `variants/NAME/curated/` each), its variants' curated runs, named by variant, so they can be compared."""
-    variants = fs.join(path, "variants")
-    if not fs.isdir(fs.join(path, "data")) and fs.isdir(variants):
-        found = [Run(fs.join(variants, v, "curated"), name=v) for v in sorted(fs.listdir(variants))
-                 if fs.isdir(fs.join(variants, v, "curated", "data"))]
-        if found:
-            return found
-    return [Run(path)]
-
-
 class Run:
     """One run folder, addressed by its index in the command line: a request never names a path."""
+
+    kind = "run"
 
     def __init__(self, path: str, name: str | None = None):
         self.path = path.rstrip("/") or path

@@ -28,8 +28,9 @@ _PROMPT = re.compile(r"Document (\S+)\n<<<\n(.*)\n>>>\n", re.S)
 
 class ChatServer:
     def __init__(self, grade: Callable[[str, str], str | dict | None], faults: dict[str, list[str]] | None = None,
-                 hang_s: float = 1.5):
+                 hang_s: float = 1.5, delay_s: float = 0.0):
         self.grade, self.faults, self.hang_s = grade, {k: list(v) for k, v in (faults or {}).items()}, hang_s
+        self.delay_s = delay_s  # every answer takes this long (a teacher's generation time, for benchmarks)
         self.paid: collections.Counter = collections.Counter()
         self.tokens: collections.Counter = collections.Counter()  # usage of the answers paid
         self.seen: dict[str, list[float]] = collections.defaultdict(list)
@@ -79,6 +80,8 @@ class ChatServer:
         if fault == "garbage":
             self._send(h, 200, b"<html>502 Bad Gateway from the proxy</html>")
             return
+        if self.delay_s:
+            time.sleep(self.delay_s)
         data = self._reply(body, prompt, self.grade(doc_id, text))
         reply = json.dumps(data).encode()
         if fault == "cut":

@@ -365,3 +365,29 @@ def test_cancel_of_a_local_run_says_what_to_do(tmp_path):
     assert "is not a Slurm run" in curate("cancel", str(tmp_path)).stdout
     assert "not finished and no command holds it" in curate("status", str(tmp_path)).stdout
     assert "no run has started here" in curate("status", str(tmp_path / "_done")).stdout
+
+
+@pytest.mark.slow
+def test_perplexity_buckets_run_as_slurm_arrays(shared, tmp_path):
+    """issue 40: a model step on Slurm: each shard scored by an array task (model loaded in the task), the buckets
+    the same as a local run's. On CPU: this one-node cluster has no GPUs to give (`--gres` is checked in
+    tests/test_perplexity.py from the sbatch command line)."""
+    from _models import bpe, clean_texts, train_gpt
+
+    from curate import Pipeline, quality, readers
+
+    texts = clean_texts(shared)[:90]
+    ref = train_gpt(texts[:40], bpe(texts[:40]), tmp_path / "ref", steps=10)
+    for k in range(3):
+        (tmp_path / f"in{k}.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
+                                                       for i, t in enumerate(texts) if i % 3 == k))
+    p = Pipeline(name="ppl", reader=readers.Jsonl(),
+                 steps=[quality.PerplexityBuckets(ref, device="cpu", threads=1, per_language=False)])
+    inputs = [str(tmp_path / f"in{k}.jsonl") for k in range(3)]
+    p.run(inputs=inputs, output=str(tmp_path / "local"), progress=False)
+    p.run(inputs=inputs, output=str(tmp_path / "slurm"), progress=False,
+          executor=SlurmExecutor(str(tmp_path / "work"), progress=False))
+    read = lambda out: sorted((r["id"], r["perplexity_bucket"], round(r["perplexity_bpb"], 5))  # noqa: E731
+                              for f in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist())
+    assert read(tmp_path / "slurm") == read(tmp_path / "local") and len(read(tmp_path / "local")) == 54  # 60% kept
+    assert list((tmp_path / "work" / "batches").glob("*perplexity-score*"))  # the scoring ran as an array

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import train.loop
-from train.ablate import load_spec, main, run
+from train.ablate.stages import load_spec, main, run
 from train.data import TokenDataset
 from train.evaluate import EvalPlan, evaluate
 from train.evaluate.heldout import HeldoutSet

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from train.ablate import eval_plan, fingerprint, train_config, trainable
-from train.ablate_stages import Spec, budget, mark, read_mark, stage_busy, stage_lock, stage_state
+from train.ablate.spec import Spec, budget, mark, read_mark, stage_busy, stage_lock, stage_state
+from train.ablate.stages import eval_plan, fingerprint, train_config, trainable
 from train.evaluate.cli import apply_max_bytes
 from train.evaluate.heldout import HeldoutSet
 
@@ -134,7 +134,7 @@ def _results(values: dict[str, list[float]]) -> dict:
 
 
 def test_gap_table_states_each_steps_gap_with_the_seed_spread():
-    from train.ablate_report import gap_table
+    from train.ablate.report import gap_table
 
     table = gap_table(_results({"dedup": [3.0, 3.2, 3.1], "quality": [3.3, 3.5]}), [("dedup", "quality")])
     # gap = 3.1 - 3.4 = -0.3; sds 0.1 and 0.1414; standard error sqrt(0.01/3 + 0.02/2) = 0.1155; ranges apart
@@ -144,7 +144,7 @@ def test_gap_table_states_each_steps_gap_with_the_seed_spread():
 
 
 def test_docs_tables_are_replaced_between_their_markers(tmp_path):
-    from train.ablate_report import write_docs
+    from train.ablate.report import write_docs
 
     doc = tmp_path / "ablation.md"
     doc.write_text("intro\n<!-- ablate:gaps -->\nold numbers\n<!-- /ablate:gaps -->\nafter\n")
@@ -169,7 +169,7 @@ def test_the_classifier_card_is_read_where_the_model_lives_even_on_a_store():
     import json
 
     from curate.io import fs
-    from train.ablate_report import classifier_card
+    from train.ablate.report import classifier_card
 
     model = "memory://ablate-card/quality.bin"
     fs.atomic_write_text(f"{model}.json", json.dumps({"heldout_metrics": {"roc_auc": 0.91, "average_precision": 0.88},

@@ -325,7 +325,7 @@ def test_shipped_configs_load_and_match_their_models():
 
 
 def test_sweep_lr_shows_the_regimes_and_stops_divergence(tokens, tmp_path):
-    from train.sweep import sweep_lr
+    from train.ablate.sweep import sweep_lr
 
     cfg = cfg_for(tokens, tmp_path, steps=16, warmup_steps=3, micro_batch=8, seq_len=32, batch_tokens=256,
                   eval_every=0, lr=3e-3)

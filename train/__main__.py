@@ -135,11 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         from curate.core.errors import UsageError
         from curate.models.checkpoint import CheckpointError
         from curate.models.device import DeviceError
+        from train.ablate.sweep import sweep_lr
         from train.checkpoint import ResumeError
         from train.config import ConfigError
         from train.data import TokenDataError
         from train.loop import train
-        from train.sweep import sweep_lr
 
         try:
             if command == "train":
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return eval_main(rest)
     if command == "ablate":  # curation variants trained and evaluated alike (docs/ablation.md)
-        from train.ablate import main as ablate_main
+        from train.ablate.stages import main as ablate_main
 
         return ablate_main(rest)
 

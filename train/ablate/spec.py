@@ -1,6 +1,6 @@
 """The ablation's spec and its stages' bookkeeping: records, keys, locks and the token budget rule.
 
-Both `train.ablate` (which runs the stages) and `train.ablate_report` (which reads what they recorded) import this
+Both `train.ablate.stages` (which runs the stages) and `train.ablate.report` (which reads what they recorded) import this
 module, and neither imports the other's internals.
 """
 

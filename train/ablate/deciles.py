@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from train.ablate_stages import Spec, seeds_of
+from train.ablate.spec import Spec, seeds_of
 
 DECILES = 10
 

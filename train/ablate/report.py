@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.io import fs
-from train.ablate_stages import read_mark, seeds_of
+from train.ablate.spec import read_mark, seeds_of
 from train.evaluate.icl import primary
 from train.evaluate.report import task_label
 
@@ -244,7 +244,7 @@ def write_docs(spec, results: dict, doc: Path) -> list[Path]:
 
     tables = {"results": markdown(results).split("## Seed-to-seed")[0].strip(), "gaps": gap_table(results)}
     if (spec.out / "deciles.json").is_file():  # written by --deciles
-        from train.ablate_deciles import markdown as decile_markdown
+        from train.ablate.deciles import markdown as decile_markdown
 
         tables["deciles"] = decile_markdown(json.loads((spec.out / "deciles.json").read_text()))
     text = doc.read_text()

@@ -38,7 +38,7 @@ from pathlib import Path
 from curate.core.stats import StepStats
 from curate.io import readers
 from curate.io.readers import Reader
-from train.ablate_stages import (
+from train.ablate.spec import (
     Spec,
     budget,
     digest,
@@ -382,7 +382,7 @@ def run(spec: Spec, only: list[str] | None = None, jobs: int = 1, progress: bool
 
     import torch
 
-    from train.ablate_report import collect, write
+    from train.ablate.report import collect, write
 
     if spec.threads:
         torch.set_num_threads(spec.threads)
@@ -467,7 +467,7 @@ def main(argv: list[str]) -> int:
             return _verify_command(spec, args)
         if args.deciles:
             return _deciles_command(spec, args.deciles)
-        from train.ablate_report import collect, write, write_docs
+        from train.ablate.report import collect, write, write_docs
 
         if args.report:
             results = collect(spec)
@@ -497,7 +497,7 @@ def _verify_command(spec: Spec, args) -> int:
 
 
 def _deciles_command(spec: Spec, arg: str) -> int:
-    from train.ablate_deciles import deciles, markdown
+    from train.ablate.deciles import deciles, markdown
 
     parts = arg.split(":")
     if len(parts) != 3:

@@ -101,13 +101,13 @@ def detach(args: argparse.Namespace, output: str, argv: list[str] | None = None)
     """`--detach`: submit this same command, without --detach, as a one-task Slurm job; print how to follow it."""
     import os
     import shlex
-    import subprocess
     import sys
 
     from curate.core.errors import UsageError
+    from curate.run.executors.slurm import DRIVER_JOB_NAME, submit_recorded
 
     argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--detach"]
-    slurm_work_dir(output, args.slurm_work_dir)
+    work = slurm_work_dir(output, args.slurm_work_dir)
     # not inside the output: the run claims that folder (an unknown file there would make it look foreign)
     log = os.path.join(os.path.abspath(args.log_dir or "."), "curate-driver-%j.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)  # sbatch does not create it: the job would fail unseen
@@ -116,11 +116,11 @@ def detach(args: argparse.Namespace, output: str, argv: list[str] | None = None)
     opts = [f"--partition={args.partition}"] if args.partition else []
     opts += [f"--account={args.account}"] if args.account else []
     opts += [f"--qos={args.qos}"] if args.qos else []
-    p = subprocess.run(["sbatch", "--parsable", "--job-name=curate-driver", f"--output={log}", *opts,
-                        f"--wrap={cmd}"], capture_output=True, text=True, check=False)
-    if p.returncode != 0:
-        raise UsageError(f"sbatch of the driver failed: {p.stderr.strip()}")
-    job = p.stdout.strip().split(";")[0]
+    try:  # recorded in the work folder before it can start: status and cancel see it pending (issue 42.3)
+        job = submit_recorded(["sbatch", "--parsable", f"--job-name={DRIVER_JOB_NAME}", f"--output={log}", *opts,
+                               f"--wrap={cmd}"], work, driver=True)
+    except RuntimeError as e:
+        raise UsageError(f"sbatch of the driver failed: {e}") from None
     print(f"submitted the driver as Slurm job {job}; follow it with `curate status {output}` "
           f"(log {log.replace('%j', job)}); stop it with `curate cancel {output}`")
     return 0

@@ -42,7 +42,7 @@ def claim(out: str, *, what: str, option: str, own: Callable[[], bool], layout: 
     (relative to `out`, e.g. `_done/config.json`) whose publication makes the folder the command's; a folder
     holding nothing but that file's temporary files and the folder made for it is a start killed before it
     published the marker (`unfinished_start`): those are removed and the folder is taken as empty."""
-    names = [n for n in fs.listdir(out) if n != LOCK_NAME]
+    names = [n for n in fs.listdir(out) if n != LOCK_NAME and not (n == "_work" and _driver_record_only(out))]
     if not names:
         return False
     if overwrite:
@@ -56,6 +56,18 @@ def claim(out: str, *, what: str, option: str, own: Callable[[], bool], layout: 
         return False
     raise UsageError(f"{out} is not empty and holds no earlier {what} output: choose an empty {option}, "
                      "or pass --overwrite to replace what is there")
+
+
+DRIVER_RECORD = ("jobs.txt", "driver.json", "cancel")  # what `--detach` writes in `_work/slurm` before its driver
+
+
+def _driver_record_only(out: str) -> bool:
+    """Whether `out/_work` holds only the job record `--detach` wrote before submitting the driver that is now
+    claiming `out` (`curate.run.executors.slurm.submit_recorded`): kept, and no sign of a foreign folder."""
+    work = fs.join(out, "_work")
+    if fs.listdir(work) != ["slurm"]:
+        return False
+    return set(fs.listdir(fs.join(work, "slurm"))) <= set(DRIVER_RECORD)
 
 
 def unfinished_start(out: str, names: list[str], marker: str) -> bool:

@@ -18,8 +18,10 @@ extra attempts per item; so is an exception, under the same rule as on Ray (`bas
 `StepFailed` or `UsageError`). Because outputs are committed by rename and markers written last, an attempt
 run again from scratch cannot duplicate anything. Arrays longer than the cluster's MaxArraySize are split.
 
-Every job id is appended to `work_dir/jobs.txt`, so `curate cancel` can scancel them; it also drops a
-`cancel` file that the waiting driver reads (it would otherwise resubmit what was cancelled).
+Every job id (arrays and a `--detach` driver) is appended to `work_dir/jobs.txt` before the job can start
+(`submit_recorded`: submitted held, recorded, released), so `curate status` and `curate cancel` see it pending,
+running or done; cancel also drops a `cancel` file that the waiting driver reads (it would otherwise resubmit
+what was cancelled), and a driver that starts after it exits without work.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ LIVE_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "
                "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"}
 CANCEL_FILE = "cancel"  # dropped by `curate cancel`: the driver stops instead of resubmitting
 JOBS_FILE = "jobs.txt"  # every job id this work folder submitted, one per line: what `curate cancel` stops
-DEFAULT_MAX_ARRAY = 1001
-DRIVER_JOB_NAME = "curate-driver"  # the job `--detach` submits  # Slurm's own default MaxArraySize
+DEFAULT_MAX_ARRAY = 1001  # Slurm's own default MaxArraySize
+DRIVER_JOB_NAME = "curate-driver"  # the job `--detach` submits
+DRIVER_FILE = "driver.json"  # the detached driver's job id and submission time, written before it can start
 
 
 class SlurmExecutor(Executor):
@@ -80,6 +83,9 @@ class SlurmExecutor(Executor):
         self.python = python or sys.executable
         self.job_name = job_name
         self.started = time.time()  # a cancel file older than this driver is a past run's
+        if os.environ.get("SLURM_JOB_NAME") == DRIVER_JOB_NAME:  # a detached driver: its run began at submission
+            self.started = driver_submitted(self.work_dir) or self.started
+            self._check_cancelled()  # cancelled while it was pending: it exits before any work (issue 42.3)
         self._max_array: int | None = None
         self._seq = 0
 
@@ -135,14 +141,8 @@ class SlurmExecutor(Executor):
         return args + list(extra) + self.sbatch_args + [script, str(offset)]
 
     def sbatch(self, script: str, spec: str, offset: int, log: str, extra: Sequence[str] = ()) -> str:
-        """Submit one array; its job id."""
-        args = self.sbatch_command(script, spec, offset, log, extra)
-        job = _slurm(args).strip().split(";")[0]  # --parsable: "id" or "id;cluster"
-        if not job.isdigit():
-            raise RuntimeError(f"sbatch answered {job!r}, not a job id")
-        with open(os.path.join(self.work_dir, JOBS_FILE), "a", encoding="utf-8") as f:
-            f.write(job + "\n")
-        return job
+        """Submit one array, recorded before it can start (`submit_recorded`); its job id."""
+        return submit_recorded(self.sbatch_command(script, spec, offset, log, extra), self.work_dir)
 
     def announce(self, bar: Progress, label: str, attempt: int, error: str) -> None:
         bar.bar.write(f"retrying {label} (attempt {attempt} of {self.max_retries + 1} failed: {error})", file=sys.stderr)
@@ -167,9 +167,8 @@ class _Batch:
         self.script = os.path.join(self.dir, "task.sh")
         fs.atomic_write_text(self.script, _script(ex.setup, ex.python, self.dir))
         os.chmod(self.script, 0o755)
-        if os.environ.get("SLURM_JOB_NAME") == DRIVER_JOB_NAME:  # a detached driver: `curate cancel` stops it too
-            with open(os.path.join(ex.work_dir, JOBS_FILE), "a", encoding="utf-8") as f:
-                f.write(os.environ.get("SLURM_JOB_ID", "") + "\n")
+        if os.environ.get("SLURM_JOB_NAME") == DRIVER_JOB_NAME:  # recorded at submission; again, in case
+            record_job(ex.work_dir, os.environ.get("SLURM_JOB_ID", ""))  # --overwrite cleared the record since
         self.outcomes: list[Any] = [None] * self.n
         self.attempts = [0] * self.n
         self.in_flight: dict[int, str] = {}  # item -> job id of its current attempt
@@ -263,6 +262,46 @@ class _Batch:
     def cancel(self) -> None:
         if self.jobs:
             subprocess.run(["scancel", *self.jobs], capture_output=True, check=False)
+
+
+def submit_recorded(args: list[str], work_dir: str, driver: bool = False) -> str:
+    """Submit `args` (an `sbatch --parsable …` command line) so that its job id is in `work_dir/jobs.txt` before
+    the job can start (issue 42.3): submitted held (`--hold`), recorded (and, for a `--detach` driver, its
+    submission time in `driver.json`), then released (`scontrol release`). A job that cannot be recorded is
+    scancelled, never left to run unseen by `curate status` and `curate cancel`. Returns the job id."""
+    job = _slurm([*args[:2], "--hold", *args[2:]]).strip().split(";")[0]  # --parsable: "id" or "id;cluster"
+    if not job.isdigit():
+        raise RuntimeError(f"sbatch answered {job!r}, not a job id")
+    try:
+        os.makedirs(work_dir, exist_ok=True)
+        record_job(work_dir, job)
+        if driver:
+            fs.atomic_write_text(os.path.join(work_dir, DRIVER_FILE), json.dumps({"job": job, "submitted": time.time()}))
+        _slurm(["scontrol", "release", job])
+    except BaseException:  # not recorded, or held for good: never left in the queue
+        subprocess.run(["scancel", job], capture_output=True, check=False)
+        raise
+    return job
+
+
+def record_job(work_dir: str, job: str) -> None:
+    """Append a job id to `jobs.txt`, flushed to disk before the job is released."""
+    with open(os.path.join(work_dir, JOBS_FILE), "a", encoding="utf-8") as f:
+        f.write(job + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def driver_submitted(work_dir: str) -> float | None:
+    """When this process's own detached driver job was submitted (`driver.json`), None if it is not recorded."""
+    try:
+        with open(os.path.join(work_dir, DRIVER_FILE), encoding="utf-8") as f:
+            rec = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or str(rec.get("job")) != os.environ.get("SLURM_JOB_ID"):
+        return None
+    return float(rec["submitted"])
 
 
 def _script(setup: str | None, python: str, batch: str) -> str:

@@ -9,7 +9,7 @@ JSON), "cut" (200 whose body stops half-way through the Content-Length it promis
 
 `paid[doc_id]` counts answers delivered whole (what a hosted teacher bills); `seen[doc_id]` the times of every
 request. `hold_after = K` makes the server hold every request after the K-th paid answer until `release` is
-set, then drop it unanswered (and unpaid): a test kills the client while they hang.
+set, then drop it unanswered (and unpaid); `holding` counts them: a test kills the client while they hang.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class ChatServer:
         self.tokens: collections.Counter = collections.Counter()  # usage of the answers paid
         self.seen: dict[str, list[float]] = collections.defaultdict(list)
         self.hold_after: int | None = None
+        self.holding = 0  # requests held now
         self.release = threading.Event()
         self.lock = threading.Lock()
         server = self
@@ -69,6 +70,8 @@ class ChatServer:
             fault = self.faults[doc_id].pop(0) if self.faults.get(doc_id) else None
             hold = self.hold_after is not None and sum(self.paid.values()) >= self.hold_after
         if hold:
+            with self.lock:
+                self.holding += 1
             self.release.wait()
             return  # dropped unanswered: never paid
         if fault == "hang":

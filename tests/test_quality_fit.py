@@ -124,3 +124,19 @@ def test_logistic_head_on_our_own_checkpoint(tmp_path, shared):
     got = quality.NeuralClassifier(str(tmp_path / "h"), device="cpu", token_budget=64).scores(texts)
     np.testing.assert_allclose(got, want, atol=1e-4)
     assert json.loads((tmp_path / "h/head.json").read_text())["labels"] == ["1", "3", "4"]
+
+
+def test_fit_refuses_a_folder_of_other_files(tmp_path, capsys):
+    import pyarrow as pa
+
+    (tmp_path / "ann").mkdir()
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(20)], "text": ["x"] * 20, "score": [1.0, 4.0] * 10}),
+                   tmp_path / "ann/annotations.parquet")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/notes.txt").write_text("mine")
+    args = ["quality", "fit", str(tmp_path / "ann"), "--encoder", str(tmp_path / "nowhere"), "--out",
+            str(tmp_path / "out"), "--no-progress"]
+    assert curate_main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--overwrite" in err[0]
+    assert (tmp_path / "out/notes.txt").read_text() == "mine"

@@ -53,15 +53,23 @@ class Template:
 
     @classmethod
     def load(cls, path: str, system_path: str | None = None, max_chars: int = 10_000) -> Template:
-        user = fs.read_bytes(path).decode("utf-8")
+        user = _read_prompt(path, "--template")
         if "{text}" not in user:
             raise UsageError(f"--template {path}: the prompt has no {{text}} placeholder for the document")
-        system = fs.read_bytes(system_path).decode("utf-8") if system_path else None
-        return cls(user, system, max_chars)
+        return cls(user, _read_prompt(system_path, "--system") if system_path else None, max_chars)
 
     def messages(self, doc_id: str, text: str) -> list[dict]:
         user = self.user.replace("{id}", doc_id).replace("{text}", text[: self.max_chars])
         return ([{"role": "system", "content": self.system}] if self.system else []) + [{"role": "user", "content": user}]
+
+
+def _read_prompt(path: str, option: str) -> str:
+    try:
+        return fs.read_bytes(path).decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{option} {path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{option} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 @dataclass(frozen=True)

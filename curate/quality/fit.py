@@ -27,12 +27,20 @@ import numpy as np
 from curate.core.errors import UsageError
 from curate.io import fs
 from curate.quality.annotate import RESULT
-from curate.quality.head import HEAD_JSON, HEAD_NPZ, Head, is_head
+from curate.quality.head import HEAD_JSON, HEAD_NPZ, Head
 from curate.quality.neural import int_scores, reduce_outputs
 
 HEADS = ("ridge", "logistic")
 METRICS = "metrics.json"
+LAYOUT = (HEAD_JSON, HEAD_NPZ, METRICS)
 EMBED_CHUNK = 512  # texts handed to the inference layer at a time (it batches them by tokens)
+
+
+def _only_ours(out: str) -> bool:
+    """Whether `out` holds nothing but what `fit` writes (a whole head, or the part of one a killed fit wrote):
+    a fit into it replaces them."""
+    names = [n for n in fs.listdir(out) if not n.startswith(".")]
+    return all(n in LAYOUT or any(n.startswith(f"{x}.tmp.") for x in LAYOUT) for n in names)
 
 
 def load_annotations(inputs: list[str]) -> tuple[list[str], list[str], np.ndarray, int]:
@@ -109,10 +117,10 @@ def metrics(true: np.ndarray, pred: np.ndarray, keep_at: float, low: float, high
     t_int, p_int = int_scores(true, low, high), int_scores(pred, low, high)
     keep_t, keep_p = t_int >= keep_at, p_int >= keep_at
     p, r, f1, _ = precision_recall_fscore_support(keep_t, keep_p, average="binary", zero_division=0)
-    rho = spearmanr(true, pred).statistic if len(true) > 1 and np.ptp(true) > 0 else float("nan")
+    rho = spearmanr(true, pred).statistic if len(true) > 1 and np.ptp(true) > 0 and np.ptp(pred) > 0 else None
     scale = list(range(int(low), int(high) + 1))
     cm = confusion_matrix(t_int, p_int, labels=scale)
-    return {"documents": len(true), "spearman": round(float(rho), 4), "keep_at": keep_at,
+    return {"documents": len(true), "spearman": None if rho is None else round(float(rho), 4), "keep_at": keep_at,
             "precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f1), 4),
             "teacher_kept": int(keep_t.sum()), "head_kept": int(keep_p.sum()),
             "confusion": {"scores": scale, "rows_teacher_columns_head": cm.tolist()},
@@ -138,8 +146,8 @@ def fit(inputs: list[str], encoder: str, out: str, *, head: str = "ridge", holdo
     local = fs.local_path(encoder)
     ref = os.path.abspath(os.path.expanduser(encoder)) if local and os.path.exists(os.path.expanduser(local)) else encoder
     with locked(out, what="`curate quality fit`"):
-        claim(out, what="`curate quality fit`", option="--out", own=lambda: is_head(out),
-              layout=(HEAD_JSON, HEAD_NPZ, METRICS), overwrite=overwrite, marker=HEAD_JSON)
+        claim(out, what="`curate quality fit`", option="--out", own=lambda: _only_ours(out),
+              layout=LAYOUT, overwrite=overwrite, marker=HEAD_JSON)
         x = embed(ref, texts, device, max_tokens, revision, progress)
         w, b, labels, chosen = fit_head(x[~held], y[~held], head, seed)
         h = Head(ref, head, w.astype(np.float32), b.astype(np.float32), labels, low, high, keep_at, revision)

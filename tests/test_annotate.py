@@ -36,7 +36,7 @@ def _write(path, docs) -> str:
 
 def _args(inputs: str, out, url: str, template, n: int, *extra: str) -> list[str]:
     return ["quality", "annotate", inputs, "--out", str(out), "--endpoint", url, "--model", "teacher",
-            "--template", str(template), "-n", str(n), "--timeout", "0.5", "--no-progress", *extra]
+            "--template", str(template), "-n", str(n), "--timeout", "2", "--no-progress", *extra]
 
 
 ANSWERS = {"d05": "I cannot grade this page.", "d06": "Educational score: 9", "d07": '{"score": 3,}',
@@ -77,7 +77,7 @@ def test_misbehaving_server(tmp_path, shared, monkeypatch, capsys):
     inputs, template = _write(tmp_path / "docs.jsonl", docs), tmp_path / "prompt.txt"
     template.write_text(TEMPLATE, encoding="utf-8")
     out = tmp_path / "ann"
-    with ChatServer(_grade, FAULTS) as server:
+    with ChatServer(_grade, FAULTS, hang_s=3) as server:  # a hang outlasts the 2 s timeout; an answer does not
         assert curate_main(_args(inputs, out, server.url, template, 30, "--concurrency", "4")) == 0
         t = pq.read_table(out / "annotations.parquet").to_pylist()
         assert [r["id"] for r in t] != sorted(r["id"] for r in t)  # sample order, not input order

@@ -104,7 +104,7 @@ def test_memory_run_with_dedup_matches_local_and_resumes(shared, tmp_path, memor
     ex = Recording()
     m = pipeline().run(f"{memory_root}/in/*.jsonl", out_mem, executor=ex, rejected=True)
 
-    assert m["inputs"] == [f"memory:///{memory_root[len('memory://'):]}/in/part{k}.jsonl" for k in range(3)]
+    assert m["inputs"] == inputs_mem  # as written, the name mix and tokenize give them (issue 42.4)
     data_local = shard_tables(fs.glob(f"{out_local}/data/*.parquet"))
     data_mem = shard_tables(fs.glob(f"{out_mem}/data/*.parquet"))
     assert data_local and data_local == data_mem
@@ -122,7 +122,7 @@ def test_memory_run_with_dedup_matches_local_and_resumes(shared, tmp_path, memor
     assert ex.calls == []
     fs.remove(f"{out_mem}/_done/stage0-part-00001")
     pipeline().run(f"{memory_root}/in/*.jsonl", out_mem, executor=ex, rejected=True)
-    assert ex.calls == [("mem stage 0", [inputs_mem[1].replace("memory://", "memory:///")])]
+    assert ex.calls == [("mem stage 0", [inputs_mem[1]])]
     assert shard_tables(fs.glob(f"{out_mem}/data/*.parquet")) == data_local
 
 

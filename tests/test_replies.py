@@ -51,9 +51,12 @@ def _docs(url: str, tasks: int = 4) -> list[tuple]:
 def test_run_resolves_a_url_as_mix_and_tokenize_do(served):
     """`curate run` made `http://http://…` of a URL (fsspec's HTTP filesystem keeps the protocol in its paths);
     run's resolver (`fs.expand_inputs`) and mix / tokenize's (`corpus.resolve_inputs`) now give the same."""
+    import fsspec
+
     root, server = served
+    fsspec.filesystem("memory").pipe("/replies/web.jsonl.gz", (root / "web.jsonl.gz").read_bytes())
     for spec in (server.url + "web.jsonl.gz", str(root / "web.jsonl.gz"), f"file://{root}/web.jsonl.gz",
-                 f"{root}/*.jsonl.gz"):
+                 f"{root}/*.jsonl.gz", "memory://replies/web.jsonl.gz", "memory://replies/*.jsonl.gz"):
         assert fs.expand_inputs([spec]) == corpus.resolve_inputs(spec), spec
     assert fs.expand_inputs([server.url + "web.jsonl.gz"]) == [server.url + "web.jsonl.gz"]
 

@@ -115,7 +115,9 @@ def _unstrip(fs: Any, inner: str, like: str) -> str:
     stripped = fs._strip_protocol(inner)
     if is_url(stripped):  # HTTP's filesystem keeps the whole URL as its path: `http://` once (issue 42.4)
         return stripped
-    proto = like.split("://", 1)[0]  # chained URLs (`simplecache::s3://…`) keep their chain
+    proto, rest = like.split("://", 1)  # chained URLs (`simplecache::s3://…`) keep their chain
+    if stripped.startswith("/") and not rest.startswith("/"):  # `memory://a/b` stays so, not `memory:///a/b`:
+        stripped = stripped[1:]  # the name mix and tokenize keep, so every command gives a file one name
     return f"{proto}://{stripped}"
 
 

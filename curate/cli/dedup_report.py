@@ -2,7 +2,8 @@
 
 Reads the kept shards' `dedup_cluster` / `dedup_cluster_size` columns for the histogram and, when
 the run was made with --rejected, the dropped copies (same `dedup_cluster`) for the examples: a batch
-of narrow columns at a time, texts only for the few documents shown. A run with dedup.Substrings also gets its
+of narrow columns at a time, texts only for the few documents shown. dedup.Semantic's groups (`semantic_cluster`,
+`semantic_cluster_size`) are shown the same way. A run with dedup.Substrings also gets its
 most repeated struck regions, from the file that step's `top` phase wrote in the run's `_work` folder.
 """
 
@@ -50,11 +51,14 @@ def _largest(rows: list[dict], n: int) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["dedup_cluster_size"], r["id"]))[:n]
 
 
-def scan_kept(paths: list[str], examples: int) -> tuple[Counter, list[dict]]:
-    """(kept documents per cluster size, the kept rows of the `examples` largest clusters), from narrow columns."""
+def scan_kept(paths: list[str], examples: int, column: str = "dedup_cluster") -> tuple[Counter, list[dict]]:
+    """(kept documents per cluster size, the kept rows of the `examples` largest clusters), from narrow columns.
+    `column`: dedup_cluster (MinHash) or semantic_cluster (dedup.Semantic), with its `_size`; rows come back with
+    MinHash's names."""
     sizes: Counter = Counter()
     top: list[dict] = []
-    for b in _batches(paths, ["id", "dedup_cluster", "dedup_cluster_size"]):
+    for b in _batches(paths, ["id", column, f"{column}_size"]):
+        b = b.rename_columns(["id", "dedup_cluster", "dedup_cluster_size"])
         size = pc.fill_null(b.column(2), 1)
         for row in pc.value_counts(size).to_pylist():
             sizes[row["values"]] += row["counts"]
@@ -84,12 +88,14 @@ def _texts(paths: list[str], wanted: set[str]) -> dict[str, str]:
     return out
 
 
-def dropped_copies(paths: list[str], clusters: list, copies: int) -> dict:
-    """Per cluster, its `copies` MinHash-dropped members with the smallest ids, with their texts."""
+def dropped_copies(paths: list[str], clusters: list, copies: int, column: str = "dedup_cluster",
+                   step: str = "minhash") -> dict:
+    """Per cluster, its `copies` members dropped by `step` with the smallest ids, with their texts."""
     members: dict = {c: [] for c in clusters}
-    for b in _batches(paths, ["id", "dedup_cluster", "drop_reason"]):
+    for b in _batches(paths, ["id", column, "drop_reason"]):
+        b = b.rename_columns(["id", "dedup_cluster", "drop_reason"])
         keys = pa.array(clusters, b.schema.field("dedup_cluster").type)
-        hit = b.filter(pc.and_(pc.is_in(b.column(1), value_set=keys), pc.starts_with(b.column(2), "minhash:")))
+        hit = b.filter(pc.and_(pc.is_in(b.column(1), value_set=keys), pc.starts_with(b.column(2), f"{step}:")))
         for row in hit.to_pylist():
             c = row["dedup_cluster"]
             members[c] = sorted(members[c] + [row], key=lambda r: r["id"])[:copies]
@@ -129,19 +135,33 @@ def main(args) -> int:
     if not data:
         raise UsageError(f"no shards under {fs.join(args.output, 'data')}")
     spans = substring_spans(args.output, args.spans, args.width)
-    if fs.parquet_file(data[0]).schema_arrow.get_field_index("dedup_cluster") < 0:
+    names = fs.parquet_file(data[0]).schema_arrow.names
+    shown = [(col, step, what) for col, step, what in GROUPINGS if col in names]
+    if not shown:
         if spans:
             return 0
-        raise UsageError(f"{args.output} has no dedup_cluster column: was it made with dedup.MinHash or dedup.Substrings?")
-    sizes, top = scan_kept(data, args.examples)
-    print(f"kept documents: {sum(sizes.values()):,}   in clusters of 2+: {sum(n for s, n in sizes.items() if s > 1):,}   "
-          f"near-duplicates removed: {sum((s - 1) * n for s, n in sizes.items()):,}")
+        raise UsageError(f"{args.output} has no dedup_cluster or semantic_cluster column: was it made with "
+                         "dedup.MinHash, dedup.Semantic or dedup.Substrings?")
+    for column, step, what in shown:
+        clusters(args, data, column, step, what)
+    return 0
+
+
+# the cluster columns a run may hold: (column, the step that drops by it, what it removes)
+GROUPINGS = [("dedup_cluster", "minhash", "near-duplicates"), ("semantic_cluster", "semantic", "semantic duplicates")]
+
+
+def clusters(args, data: list[str], column: str, step: str, what: str) -> None:
+    """The histogram of one step's groups and its largest ones side by side."""
+    sizes, top = scan_kept(data, args.examples, column)
+    print(f"{step}: kept documents: {sum(sizes.values()):,}   in clusters of 2+: "
+          f"{sum(n for s, n in sizes.items() if s > 1):,}   {what} removed: {sum((s - 1) * n for s, n in sizes.items()):,}")
     print(f"\n{'cluster size':>14}{'clusters':>12}{'documents':>12}")
     for label, n, docs in histogram(sizes):
         print(f"{label:>14}{n:>12,}{docs:>12,}")
 
     rejected = fs.glob(fs.join(args.output, "rejected", "*.parquet"))
-    copies = dropped_copies(rejected, [r["dedup_cluster"] for r in top], args.copies) if top else {}
+    copies = dropped_copies(rejected, [r["dedup_cluster"] for r in top], args.copies, column, step) if top else {}
     if top and not any(copies.values()):
         print("\n(run with --rejected to see the dropped copies beside each kept document)")
     kept_text = _texts(data, {r["id"] for r in top}) if top else {}
@@ -150,4 +170,4 @@ def main(args) -> int:
         print(f"\ncluster {for_terminal(row['dedup_cluster'], lines=False)} ({row['dedup_cluster_size']} documents)")
         titles = [f"kept {row['id']}"] + [f"dropped {m['id']}" for m in members]
         print(side_by_side([kept_text[row["id"]]] + [m["text"] for m in members], titles, args.width, args.lines))
-    return 0
+    print()

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
-from curate.core.document import conform
+from curate.core.document import conform, rejected_schema
 from curate.core.errors import CorruptState
 from curate.core.step import GlobalContext
 from curate.core.validate import check, config_error
@@ -125,8 +125,10 @@ def docs_of(result: dict) -> int:
     return 0
 
 
-def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: list, labels: list[str]) -> list[dict]:
-    """Run the tasks of one phase that have no marker yet; return every task's result, in order."""
+def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: list, labels: list[str],
+              resources: dict[str, float] | None = None) -> list[dict]:
+    """Run the tasks of one phase that have no marker yet; return every task's result, in order. `resources`: what
+    each task needs beyond a CPU (`Step.resources()`: a GPU for a phase that runs a model on one)."""
     mdir = fs.join(ctx.work_dir, "_phases", phase)
     fs.makedirs(mdir)
     tasks = [Marked(fn, a, fs.join(mdir, f"{lab}.json")) for a, lab in zip(args, labels, strict=True)]
@@ -141,7 +143,8 @@ def run_phase(ctx: GlobalContext, phase: str, fn: Callable[[Any], dict], args: l
                 fs.remove(t.marker)
     todo = [t for t in tasks if t.marker not in results]
     if todo:
-        ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {fs.basename(t.marker)}" for t in todo])
+        ctx.executor.map(run_marked, todo, desc=f"{phase}", labels=[f"{phase} {fs.basename(t.marker)}" for t in todo],
+                         **({"resources": resources} if resources else {}))
     # every task ran: a missing marker is an error
     return [results[t.marker] if t.marker in results else run_state.read_json(t.marker, "") for t in tasks]
 
@@ -352,7 +355,8 @@ class FilterTask:
     rejected: str | None
     writer: Parquet  # the pipeline's writer: its compression and row groups
     schema_bytes: bytes  # the pipeline's shard schema, serialised
-    cluster_columns: bool  # write dedup_cluster / dedup_cluster_size
+    cluster_columns: bool  # write the group and its size into `columns`
+    columns: tuple[str, str] = ("dedup_cluster", "dedup_cluster_size")  # dedup.Semantic: semantic_cluster, ..._size
 
 
 def filter_shard(task: FilterTask) -> dict:
@@ -366,7 +370,7 @@ def filter_shard(task: FilterTask) -> dict:
         )
     dec = read_where(task.decisions, {"shard": task.shard}, ["row", "id", "cluster", "size", "keep"])
     out = task.writer.open_file(task.output, schema)
-    rej_schema = schema.append(pa.field("drop_reason", pa.string(), nullable=False))
+    rej_schema = rejected_schema(schema)
     rej = task.writer.open_file(task.rejected, rej_schema) if task.rejected else None
     with together(out, rej):
         stats = _filter_rows(task, pf, schema, dec, out, rej)
@@ -404,9 +408,9 @@ def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: p
             keep = pa.array(np.ones(table.num_rows, dtype=bool))
             cluster, size = table["id"], pa.array(np.ones(table.num_rows, dtype=np.int32))
         if task.cluster_columns:
-            table = table.set_column(table.schema.get_field_index("dedup_cluster"), "dedup_cluster", cluster)
-            table = table.set_column(table.schema.get_field_index("dedup_cluster_size"), "dedup_cluster_size",
-                                     pc.cast(size, pa.int32()))
+            name, sized = task.columns
+            table = table.set_column(table.schema.get_field_index(name), name, cluster)
+            table = table.set_column(table.schema.get_field_index(sized), sized, pc.cast(size, pa.int32()))
         drop = pc.invert(keep)
         kept, dropped = table.filter(keep), table.filter(drop)
         stats["docs_in"] += table.num_rows
@@ -422,7 +426,7 @@ def _filter_rows(task: FilterTask, pf: pq.ParquetFile, schema: pa.Schema, dec: p
 
 
 def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[int | None], cluster_columns: bool,
-               phase: str = "filter") -> list[dict]:
+               phase: str = "filter", columns: tuple[str, str] = ("dedup_cluster", "dedup_cluster_size")) -> list[dict]:
     """The last phase of both steps: one task per input shard."""
     stem = fs.basename(ctx.work_dir)
     tasks = [
@@ -437,6 +441,7 @@ def run_filter(ctx: GlobalContext, step: str, decisions: list[str], rows: list[i
             writer=ctx.writer,
             schema_bytes=ctx.schema.serialize().to_pybytes(),
             cluster_columns=cluster_columns,
+            columns=columns,
         )
         for i, path in enumerate(ctx.inputs)
     ]

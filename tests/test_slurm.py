@@ -391,3 +391,29 @@ def test_perplexity_buckets_run_as_slurm_arrays(shared, tmp_path):
                               for f in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist())
     assert read(tmp_path / "slurm") == read(tmp_path / "local") and len(read(tmp_path / "local")) == 54  # 60% kept
     assert list((tmp_path / "work" / "batches").glob("*perplexity-score*"))  # the scoring ran as an array
+
+
+@pytest.mark.slow
+def test_neural_classifier_and_percentile_buckets_run_as_slurm_arrays(shared, tmp_path):
+    """issue 40.4: a Hugging Face classifier scoring in array tasks (loaded in each), then Nemotron-CC's percentile
+    buckets as a global step whose count and assign phases are arrays: the same rows and scores as a local run."""
+    from _models import bpe, clean_texts, hf_encoder
+
+    from curate import Pipeline, quality, readers
+
+    texts = clean_texts(shared)[:60]
+    model = hf_encoder(bpe(texts[:30], vocab=300), tmp_path / "cls", labels=1)
+    for k in range(3):
+        (tmp_path / f"in{k}.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
+                                                       for i, t in enumerate(texts) if i % 3 == k))
+    p = Pipeline(name="edu", reader=readers.Jsonl(), steps=[
+        quality.NeuralClassifier(str(model), column="edu", device="cpu", threads=1),
+        quality.PercentileBuckets(["edu"], bins=4, threshold=2)])
+    inputs = [str(tmp_path / f"in{k}.jsonl") for k in range(3)]
+    p.run(inputs=inputs, output=str(tmp_path / "local"), progress=False)
+    p.run(inputs=inputs, output=str(tmp_path / "slurm"), progress=False,
+          executor=SlurmExecutor(str(tmp_path / "work"), progress=False))
+    read = lambda out: sorted((r["id"], r["quality_bucket"], round(r["edu"], 5))  # noqa: E731
+                              for f in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist())
+    kept = read(tmp_path / "local")
+    assert read(tmp_path / "slurm") == kept and 20 <= len(kept) <= 40  # the top half (scores tied in a bin go together)

@@ -4,6 +4,7 @@ test (tiny random BERT-layout models with a tokenizer trained on shared text, te
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -139,3 +140,31 @@ def test_percentile_buckets_against_brute_force(tmp_path, shared):
     assert sorted(int(r["id"]) for r in rows) == [i for i in range(n) if want[i] >= 15]
     assert all(r["quality_bucket"] == want[int(r["id"])] and r["s1_pct"] == pct(s1)[int(r["id"])] for r in rows)
     assert (pct(s1) == np.repeat(np.arange(20), 15)[np.argsort(np.argsort(s1))]).all()  # 5% a bin, as intended
+
+
+@pytest.mark.slow
+def test_on_ray_as_locally(models, texts, tmp_path):
+    """A classifier (loaded in each Ray worker) and the percentile buckets' phases as Ray tasks: a local run's rows."""
+    ray = pytest.importorskip("ray")
+    from curate.run.executors.ray import RayExecutor
+
+    for k in range(2):
+        (tmp_path / f"in{k}.jsonl").write_text("".join(json.dumps({"id": f"t{i}", "text": t}) + "\n"
+                                                       for i, t in enumerate(texts) if i % 2 == k))
+    p = Pipeline(name="n", reader=readers.Jsonl(), steps=[
+        quality.NeuralClassifier(str(models["cls"]), column="b", device="cpu", threads=1),
+        quality.PercentileBuckets(["b"], bins=4, threshold=2)])
+    inputs = [str(tmp_path / f"in{k}.jsonl") for k in range(2)]
+    p.run(inputs=inputs, output=str(tmp_path / "local"), progress=False)
+    ray.init(num_cpus=2, include_dashboard=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent)}})
+    try:
+        p.run(inputs=inputs, output=str(tmp_path / "ray"), executor=RayExecutor(workers=2, progress=False),
+              progress=False)
+    finally:
+        ray.shutdown()
+
+    def read(out):
+        return sorted((r["id"], r["quality_bucket"], round(r["b"], 5)) for r in pq.read_table(out / "data").to_pylist())
+
+    assert read(tmp_path / "ray") == read(tmp_path / "local") and 0 < len(read(tmp_path / "local")) < len(texts)

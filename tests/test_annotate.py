@@ -68,6 +68,14 @@ def test_sample_is_seeded_and_order_free(tmp_path, shared):
     assert sample([a], 10, seed=1) == sample([b], 10, seed=1)
     assert len(sample([b], 10, seed=1)) == 10 and sample([a], 10, seed=1) != sample([a], 10, seed=2)
     assert {i for i, _ in sample([a], 40, seed=3)} == {d["id"] for d in docs}
+    import pyarrow as pa  # a run folder's Parquet shards give the same sample as the same documents in JSONL
+
+    (tmp_path / "run/data").mkdir(parents=True)
+    for k in range(2):
+        part = docs[k::2]
+        pq.write_table(pa.table({"id": [d["id"] for d in part], "text": [d["text"] for d in part]}),
+                       tmp_path / f"run/data/part-0000{k}-000.parquet")
+    assert sample([str(tmp_path / "run")], 10, seed=1) == sample([a], 10, seed=1)
 
 
 def test_misbehaving_server(tmp_path, shared, monkeypatch, capsys):

@@ -26,7 +26,8 @@ def _add_inputs(p) -> None:
 
 
 def add_parser(sub):
-    p = sub.add_parser("quality", help="train and evaluate the fastText quality classifier")
+    p = sub.add_parser("quality", help="train and evaluate the fastText quality classifier; annotate a sample by a "
+                                       "teacher model and fit a neural classifier's head on the grades")
     qsub = p.add_subparsers(dest="quality_command", required=True, parser_class=type(p))
 
     t = qsub.add_parser("train", help="train a model; prints held-out metrics, score histograms and confound warnings")

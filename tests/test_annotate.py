@@ -148,6 +148,7 @@ def test_sigkill_resumes_without_paying_twice(tmp_path, shared):
         assert r.returncode == 0, r.stderr
         assert f"resumed_from_journal: {paid}" in r.stdout
         assert server.paid == {d["id"]: 1 for d in docs}  # nobody paid twice, nobody lost
+        assert len(list((killed / "journal").glob("part-*.jsonl"))) == 1  # merged once complete
     with ChatServer(_grade) as fresh:
         r = subprocess.run([*CURATE, *_args(inputs, whole, fresh.url, template, 20)], env=env, capture_output=True,
                            text=True, timeout=120)

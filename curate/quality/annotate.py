@@ -8,7 +8,8 @@ The teacher is served elsewhere (vLLM, SGLang, TGI, llama.cpp, Ollama, a hosted 
   and inputs give the same sample whatever the order of files, in memory of `n` documents.
 * **The journal** (`OUT/journal/part-NNNNNN.jsonl`): every finished grade is appended as it arrives, in
   batches (`batch` grades, or whatever arrived within `flush_s`), each batch one file written atomically, so
-  a kill loses at most the answers not yet flushed, never a half-written record. Entries are keyed by
+  a kill loses at most the answers not yet flushed, never a half-written record; the parts are merged into one
+  when the annotation completes. Entries are keyed by
   document id and text hash; a rerun skips the documents the journal holds and asks only for the rest.
 * **The claim**: `OUT/annotate.json` records what makes grades comparable (model, template, score rule,
   generation parameters, the sample's digest); a rerun into the same folder with any of them changed is
@@ -168,6 +169,15 @@ class Journal:
                 done[(row["id"], row["sha"])] = row
         return done
 
+    def compact(self) -> None:
+        """All parts as one (a slow teacher leaves one small file per answer): the merged part is written before
+        the old ones are removed, and reading keeps one row per key, so a kill in between loses nothing."""
+        old = sorted(n for n in fs.listdir(self.folder) if _PART.fullmatch(n))
+        if len(old) > 1:
+            self.append(list(self.read().values()))
+            for name in old:
+                fs.remove(fs.join(self.folder, name))
+
     def append(self, rows: list[dict]) -> None:
         if rows:
             text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -210,6 +220,7 @@ def annotate(inputs: list[str], out: str, client, template: Template, rule: Scor
         todo = [(i, t) for i, t in docs if (i, text_hash(t)) not in done]
         t0 = time.monotonic()
         _grade(todo, client, template, rule, journal, concurrency, batch, flush_s, progress)
+        journal.compact()
         done = journal.read()
         summary = _summary(docs, done, client.counts, len(docs) - len(todo), time.monotonic() - t0)
         _write_result(fs.join(out, RESULT), docs, done)

@@ -336,7 +336,8 @@ def pairs_part(task: PairsTask) -> dict:
             if cluster.height < 2:
                 continue
             x = np.frombuffer(b"".join(cluster["vec"].to_list()), dtype=dtype).reshape(cluster.height, dim)
-            labels, n = groups_in(x.astype(np.float32), task.threshold, task.block_floats)
+            # normalised again after float16 storage: a text's copies then meet at cosine 1 (to float32 rounding)
+            labels, n = groups_in(normalise(x), task.threshold, task.block_floats)
             pairs += n
             got = _members(cluster.drop("vec"), labels)
             if got is not None:

@@ -52,11 +52,10 @@ def real_texts() -> list[str]:
     return [t[i:i + 8000] for t in texts if t and t.strip() for i in range(0, len(t), 8000)]
 
 
-def write_corpus(folder: Path, size_mb: float, files: int = 8, seed: int = 0) -> int:
-    """JSONL files of about `size_mb` MB of text; returns the text's UTF-8 bytes."""
+def corpus_texts(size_mb: float, seed: int = 0):
+    """Documents until `size_mb` MB of UTF-8: the real texts, then copies with 2% of their words replaced."""
     rng = random.Random(seed)
     base = real_texts()
-    outs = [(folder / f"in-{k}.jsonl").open("w", encoding="utf-8") for k in range(files)]
     total, n = 0, 0
     while total < size_mb * MB:
         text = base[n % len(base)]
@@ -65,9 +64,18 @@ def write_corpus(folder: Path, size_mb: float, files: int = 8, seed: int = 0) ->
             for _ in range(len(words) // 50):
                 words[rng.randrange(len(words))] = str(rng.randrange(10**6))
             text = " ".join(words)
-        outs[n % files].write(json.dumps({"id": f"d{n:08d}", "text": text}) + "\n")
+        yield text
         total += len(text.encode())
         n += 1
+
+
+def write_corpus(folder: Path, size_mb: float, files: int = 8) -> int:
+    """JSONL files of about `size_mb` MB of text; returns the text's UTF-8 bytes."""
+    outs = [(folder / f"in-{k}.jsonl").open("w", encoding="utf-8") for k in range(files)]
+    total = 0
+    for n, text in enumerate(corpus_texts(size_mb)):
+        outs[n % files].write(json.dumps({"id": f"d{n:08d}", "text": text}) + "\n")
+        total += len(text.encode())
     for f in outs:
         f.close()
     return total
@@ -85,7 +93,7 @@ def one(args) -> dict:
         shards_run = Pipeline(name="read", reader=readers.Jsonl(), steps=[])
         shards_run.run(inputs=inputs, output=str(tmp / "read"), executor=LocalExecutor(1, progress=False), progress=False)
         shards = sorted(str(p) for p in (tmp / "read" / "data").glob("*.parquet"))
-        step = dedup.Substrings(min_length=100, keep=args.keep, part_bytes=int(args.part_mb * MB))
+        step = dedup.Substrings(min_length=100, keep=args.keep[0], part_bytes=int(args.part_mb * MB))
         t, cpu = time.perf_counter(), time.process_time()
         Pipeline(name="sub", reader=readers.Parquet(), steps=[step]).run(
             inputs=shards, output=str(tmp / "sub"), executor=LocalExecutor(1, progress=False), progress=False)
@@ -97,7 +105,7 @@ def one(args) -> dict:
             inputs=shards, output=str(tmp / "exact"), executor=LocalExecutor(1, progress=False), progress=False)
         exact = time.process_time() - t
         ex = st["extra"]
-        return {"size_mb": round(nbytes / MB, 1), "part_mb": args.part_mb, "keep": args.keep, "parts": ex["parts"],
+        return {"size_mb": round(nbytes / MB, 1), "part_mb": args.part_mb, "keep": args.keep[0], "parts": ex["parts"],
                 "pair_tasks": ex["pair_tasks"], "max_pair_mb": round(ex["max_pair_bytes"] / MB, 1),
                 "seconds": ex["seconds"], "cpu_seconds": ex["cpu_seconds"], "wall": round(wall, 2), "cpu": round(cpu, 2),
                 "exact_cpu": round(exact, 2), "load": round(os.getloadavg()[0], 1),
@@ -108,17 +116,18 @@ def one(args) -> dict:
 
 
 def sa_rate(part_mb: float, keep: str) -> float:
-    """MB/s (CPU time) of the suffix and LCP arrays (and the longest previous factor) on one pair's real text."""
+    """MB/s (CPU time) of the suffix and LCP arrays (and the longest previous factor) on the text of one pair task:
+    the first 2 x `part_mb` MB of the benchmark's corpus."""
     import numpy as np
 
     from curate.dedup.substrings import longest_repeats
 
-    raw = "\xff".join(real_texts()).encode()
     n = int(2 * part_mb * MB)
-    text = np.frombuffer(bytearray((raw * (n // len(raw) + 1))[:n]), dtype=np.uint8)
+    raw = b"".join(t.encode() + b"\xff" for t in corpus_texts(2 * part_mb))[:n]
+    text = np.frombuffer(bytearray(raw), dtype=np.uint8)
     t = time.process_time()
     longest_repeats(text, keep)
-    return n / MB / (time.process_time() - t)
+    return len(raw) / MB / (time.process_time() - t)
 
 
 def rates(r: dict) -> dict:
@@ -129,14 +138,14 @@ def rates(r: dict) -> dict:
 
 def markdown(path: str) -> str:
     doc = json.loads(Path(path).read_text())
-    lines = [f"Machine: {doc['machine']}; `{doc['command']}`; `keep=\"{doc['runs'][0]['keep']}\"`, min_length 100, "
+    lines = [f"Machine: {doc['machine']}; `{doc['command']}`; min_length 100, "
              "one worker; MB/s per core: corpus MB over CPU seconds (a phase's tasks' own, the step's and dedup.Exact's "
              "process), as the machine is shared (load average in the last column).", "",
-             "| corpus MB | part MB | parts | pair tasks | text MB/s | pairs MB/s | rewrite MB/s | step MB/s | "
-             "dedup.Exact MB/s | peak RSS MB | struck | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| keep | corpus MB | part MB | parts | pair tasks | text MB/s | pairs MB/s | rewrite MB/s | step MB/s | "
+             "dedup.Exact MB/s | peak RSS MB | struck | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["runs"]:
         q = rates(r)
-        lines.append(f"| {r['size_mb']} | {r['part_mb']} | {r['parts']} | {r['pair_tasks']} | {q['text']} | {q['pairs']} | "
+        lines.append(f"| {r['keep']} | {r['size_mb']} | {r['part_mb']} | {r['parts']} | {r['pair_tasks']} | {q['text']} | {q['pairs']} | "
                      f"{q['rewrite']} | {q['total']} | {q['exact']} | {r['peak_rss_mb']} | {r['chars_struck_pct']}% | {r['load']} |")
     lines += ["", "Suffix + LCP arrays alone (libdivsufsort, one pair's text, CPU time): " +
               ", ".join(f"{k}: {v:.1f} MB/s" for k, v in doc["sa_mb_s"].items())]
@@ -148,7 +157,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=float, nargs="*", default=[10, 30, 100])
     ap.add_argument("--part-mb", type=float, default=16)
     ap.add_argument("--whole", action="store_true", help="also one part holding the whole corpus, per size")
-    ap.add_argument("--keep", default="none")
+    ap.add_argument("--keep", nargs="*", default=["none"], help='"none" and/or "first"')
+    ap.add_argument("--first-sizes", type=float, nargs="*", help='sizes keep="first" runs at (default: all)')
     ap.add_argument("--json")
     ap.add_argument("--markdown", metavar="JSON")
     ap.add_argument("--one", type=float, help=argparse.SUPPRESS)
@@ -160,12 +170,13 @@ def main() -> None:
         print(json.dumps(one(args)))
         return
     runs = []
-    for size in args.sizes:
-        for part in [args.part_mb] + ([round(size * 1.1, 1)] if args.whole else []):
-            out = subprocess.run([sys.executable, __file__, "--one", str(size), "--part-mb", str(part), "--keep", args.keep],
-                                 check=True, capture_output=True, text=True).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
-            print(json.dumps(runs[-1] | {"mb_s": rates(runs[-1])}), flush=True)
+    for keep in args.keep:
+        for size in args.sizes if keep == "none" or args.first_sizes is None else args.first_sizes:
+            for part in [args.part_mb] + ([round(size * 1.1, 1)] if args.whole else []):
+                out = subprocess.run([sys.executable, __file__, "--one", str(size), "--part-mb", str(part), "--keep", keep],
+                                     check=True, capture_output=True, text=True).stdout
+                runs.append(json.loads(out.strip().splitlines()[-1]))
+                print(json.dumps(runs[-1] | {"mb_s": rates(runs[-1])}), flush=True)
     doc = {"machine": f"{platform.node()} {platform.processor() or platform.machine()}, {platform.python_version()}",
            "command": " ".join(["benchmarks/substrings.py", *sys.argv[1:]]),
            "sa_mb_s": {k: sa_rate(args.part_mb, k) for k in ("none", "first")}, "runs": runs}

@@ -172,14 +172,15 @@ def test_same_output_at_any_workers_and_shards_and_keep_rules(planted, tmp_path)
     for files, workers in ((1, 1), (3, 2), (4, 1)):
         out = tmp_path / f"f{files}w{workers}"
         run(write(docs, tmp_path / f"in{files}", files), out,
-            [carry, Semantic(embeddings_column="emb", eps=EPS, clusters=5)], workers=workers)
+            [carry, Semantic(embeddings_column="emb", eps=EPS, clusters=5, sample=150)], workers=workers)
         got = outcome(out)
+        assert step_stats(out)["extra"]["sample"] == 150  # k-means on a sample: the same one at any shards
         ref = ref or got
         assert got == ref
     # farthest (the default) and centroid keep one per group, the same groups, mostly different keepers
     out = tmp_path / "centroid"
     run(write(docs, tmp_path / "in1", 1), out, [carry, Semantic(embeddings_column="emb", eps=EPS, clusters=5,
-                                                                 keep="centroid")])
+                                                                 sample=150, keep="centroid")])
     near = outcome(out)
     members = lambda got: sorted(sorted(i for i, g in got.items() if g[0] == c) for c in  # noqa: E731
                                  {g[0] for g in got.values() if g[1] > 1})

@@ -318,6 +318,14 @@ def _members(df: pl.DataFrame, labels: np.ndarray) -> pl.DataFrame | None:
     return df.filter(pl.Series(grouped)).with_columns(pl.Series("comp", labels[grouped].astype(np.int32)))
 
 
+def _vectors(table: pa.Table, dim: int) -> np.ndarray:
+    """The `vec` column (fixed-size binary) as an (n, dim) array over its buffer, without a copy per row."""
+    vec = table.column("vec").combine_chunks()
+    width = vec.type.byte_width
+    raw = np.frombuffer(vec.buffers()[1], dtype=np.uint8)[vec.offset * width:(vec.offset + len(vec)) * width]
+    return raw.view(np.float16 if width == 2 * dim else np.float32).reshape(len(vec), dim)
+
+
 def pairs_part(task: PairsTask) -> dict:
     """Phase 4 for one group of clusters: groups of near-parallel embeddings inside each cluster, one kept per group.
 
@@ -327,19 +335,19 @@ def pairs_part(task: PairsTask) -> dict:
     table = common.read_where(task.assigned, {"kpart": task.part}, cols)
     found, pairs, largest = [], 0, 0
     if table.num_rows:
-        df = pl.from_arrow(table).sort(["cluster", "shard", "row"])
-        width = table.schema.field("vec").type.byte_width
-        dim = fs.load_npy(task.centroids, mmap=True).shape[1]
-        dtype = np.float16 if width == 2 * dim else np.float32
-        for (_,), cluster in df.partition_by("cluster", as_dict=True, maintain_order=True).items():
-            largest = max(largest, cluster.height)
-            if cluster.height < 2:
+        table = table.sort_by([("cluster", "ascending"), ("shard", "ascending"), ("row", "ascending")])
+        x = _vectors(table, fs.load_npy(task.centroids, mmap=True).shape[1])
+        df = pl.from_arrow(table.drop_columns(["vec"]))
+        cluster = df["cluster"].to_numpy()
+        starts = np.flatnonzero(np.r_[True, cluster[1:] != cluster[:-1]]).tolist()
+        for lo, hi in zip(starts, [*starts[1:], len(cluster)], strict=True):
+            largest = max(largest, hi - lo)
+            if hi - lo < 2:
                 continue
-            x = np.frombuffer(b"".join(cluster["vec"].to_list()), dtype=dtype).reshape(cluster.height, dim)
             # normalised again after float16 storage: a text's copies then meet at cosine 1 (to float32 rounding)
-            labels, n = groups_in(normalise(x), task.threshold, task.block_floats)
+            labels, n = groups_in(normalise(x[lo:hi]), task.threshold, task.block_floats)
             pairs += n
-            got = _members(cluster.drop("vec"), labels)
+            got = _members(df.slice(lo, hi - lo), labels)
             if got is not None:
                 found.append(got)
     ranked = None

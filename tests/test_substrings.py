@@ -305,3 +305,20 @@ def test_chunks_change_nothing(monkeypatch):
         chunked = sub.intervals(text, starts, best, 9)
         monkeypatch.undo()
         assert len(whole[0]) > 50 and all((a == b).all() for a, b in zip(whole, chunked, strict=True))
+
+
+def test_floor_drops_short_leftovers_with_reasons(tmp_path):
+    """Documents left under min_chars after striking are dropped (substrings:emptied); a short document that lost
+    nothing stays; rejected/ holds what was cut from each changed document, then the dropped ones whole."""
+    span = "This paragraph is copied onto several pages of the same site. "
+    texts = ["short", "Kept long enough after the cut, surely!" + span, "Too short?" + span, span + "tiny"]
+    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=40, min_chars=20))
+    got = kept(tmp_path / "out")
+    assert got[0] == ("short", 0) and got[1] == ("Kept long enough after the cut, surely!", len(span))
+    assert 2 not in got and 3 not in got and stats["dropped"] == {"substrings:emptied": 2}
+    rejected = [r for p in glob.glob(f"{tmp_path}/out/rejected/*.parquet")
+                for r in pq.read_table(p, columns=["id", "text", "drop_reason"]).to_pylist()]
+    cut = sorted((r["id"].split("#")[0], r["text"]) for r in rejected if r["drop_reason"] == "substrings:duplicate")
+    assert cut == [("d0001", span), ("d0002", span), ("d0003", span)]
+    assert sorted((r["id"].split("#")[0], r["text"]) for r in rejected if r["drop_reason"] == "substrings:emptied") == [
+        ("d0002", "Too short?"), ("d0003", "tiny")]

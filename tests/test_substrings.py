@@ -322,3 +322,12 @@ def test_floor_drops_short_leftovers_with_reasons(tmp_path):
     assert cut == [("d0001", span), ("d0002", span), ("d0003", span)]
     assert sorted((r["id"].split("#")[0], r["text"]) for r in rejected if r["drop_reason"] == "substrings:emptied") == [
         ("d0002", "Too short?"), ("d0003", "tiny")]
+
+
+def test_missing_library_is_said_when_the_pipeline_is_built(monkeypatch):
+    from curate.core.errors import UsageError
+
+    real = sub.importlib.util.find_spec
+    monkeypatch.setattr(sub.importlib.util, "find_spec", lambda name: None if name == "pydivsufsort" else real(name))
+    with pytest.raises(UsageError, match=r"peneira\[substrings\]"):
+        dedup.Substrings()

@@ -35,6 +35,7 @@ arrays of 2 x `part_bytes` for P parts (quadratic in the corpus over the budget)
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -47,7 +48,7 @@ import xxhash
 from curate.core.document import conform
 from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep
-from curate.core.validate import check
+from curate.core.validate import check, config_error
 from curate.dedup import common
 from curate.dedup.lines import Emitter, _open
 from curate.io import fs
@@ -385,6 +386,8 @@ class Substrings(GlobalStep):
         self.min_words = check(self, "min_words", min_words, int, lo=0)
         self.language = check(self, "language", language, str)
         self.text_units = units_version()  # min_words' words (curate.lang): fingerprinted
+        if importlib.util.find_spec("pydivsufsort") is None:  # said when the pipeline is built, not in a worker
+            raise config_error(self, "needs pydivsufsort for its suffix arrays: pip install 'peneira[substrings]'")
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
         # parts change nothing in the output, but the work files are cut by them: a new part size starts over

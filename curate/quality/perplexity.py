@@ -53,7 +53,7 @@ class _Scores:
         self.model = os.fspath(model) if isinstance(model, (str, os.PathLike)) else model
         self.max_tokens = None if max_tokens is None else check(owner, "max_tokens", max_tokens, int, lo=1)
         self.kind, self.device, self.dtype, self.revision = kind, device, dtype, revision
-        self.token_budget = check(owner, "token_budget", token_budget, int, lo=1)
+        self.token_budget = check(owner, "token_budget", token_budget, int, lo=1, optional=True)
         self._spec = _spec(owner, model, kind, device, dtype, revision, threads)
 
     def resources(self) -> dict[str, float]:
@@ -71,7 +71,8 @@ class Perplexity(_Scores, Step):
     `model`: this project's checkpoint (`RUN/ckpt.pt` or `RUN`) or a Hugging Face causal LM (folder or hub id).
     `device`: auto | cpu | cuda (the executor gives each worker its GPU); `dtype`: auto (bf16 on CUDA, fp32 on
     CPU). `max_tokens`: a longer document is scored by its first `max_tokens` tokens (counted as truncated).
-    `threads`: torch's CPU threads per worker (None: torch's default). The step's stats carry the model's
+    `threads`: torch's CPU threads per worker (None: torch's default); `token_budget`: padded tokens per batch
+    (None: the layer's default for the device). The step's stats carry the model's
     throughput (`extra.throughput`: documents/s, tokens/s, truncated, padding share).
     """
 
@@ -80,7 +81,7 @@ class Perplexity(_Scores, Step):
 
     def __init__(self, model: str | os.PathLike, *, threshold: float | None = None, max_tokens: int | None = MAX_TOKENS,
                  device: str = "auto", dtype: str = "auto", kind: str = "auto", revision: str | None = None,
-                 threads: int | None = None, token_budget: int = 16384):
+                 threads: int | None = None, token_budget: int | None = None):
         self.threshold = None if threshold is None else check("Perplexity", "threshold", threshold, float, lo=0)
         self._init_model("Perplexity", model, max_tokens, kind, device, dtype, revision, threads, token_budget)
         self._model = None
@@ -146,7 +147,7 @@ class PerplexityBuckets(_Scores, GlobalStep):
     def __init__(self, model: str | os.PathLike, *, percentiles: Sequence[float] = (30, 60),
                  keep: Sequence[str] = ("head", "middle"), per_language: bool = True,
                  max_tokens: int | None = MAX_TOKENS, device: str = "auto", dtype: str = "auto", kind: str = "auto",
-                 revision: str | None = None, threads: int | None = None, token_budget: int = 16384):
+                 revision: str | None = None, threads: int | None = None, token_budget: int | None = None):
         pts = [check("PerplexityBuckets", "percentiles", float(p), float, lo=0, hi=100) for p in percentiles]
         if len(pts) != 2 or pts[0] > pts[1]:
             raise config_error("PerplexityBuckets", f"percentiles must be two ascending values in [0, 100] "
@@ -213,7 +214,7 @@ class ScoreJob:
     shard: str
     stem: str  # the work files: stem + ".bpb.npy" (scores), ".lang.npy" (groups), ".done"
     max_tokens: int | None
-    token_budget: int
+    token_budget: int | None
     per_language: bool
 
     @property

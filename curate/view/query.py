@@ -46,6 +46,7 @@ class Filters:
     domain: str = ""  # exact host of the URL, case-insensitive
     q: str = ""  # substring of the text, case-insensitive
     ranges: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # column -> [lo, hi)
+    equals: dict[str, str] = field(default_factory=dict)  # column -> value (`eq:dedup_cluster=…`: a cluster)
     sort: str = ""
     desc: bool = False
     page: int = 0
@@ -61,6 +62,9 @@ class Filters:
             lo, hi = (_number(params.get(f"{b}:{col}"), f"{b}:{col}", float) for b in ("min", "max"))
             if lo is not None or hi is not None:
                 f.ranges[col] = (lo, hi)
+        for key, value in params.items():
+            if key.startswith("eq:") and value != "":
+                f.equals[key[3:]] = value
         return f
 
     def expr(self, columns: set[str]) -> pl.Expr | None:
@@ -78,6 +82,8 @@ class Filters:
             conds.append(pl.col("url").str.extract(_DOMAIN, 1).str.to_lowercase() == self.domain.lower())
         if self.q:
             conds.append(pl.col("text").str.contains("(?i)" + re.escape(self.q)))
+        for col, value in self.equals.items():  # compared as text, so any column can be matched from a link
+            conds.append(pl.col(col).cast(pl.String) == value if col in columns and col not in HIDDEN else pl.lit(False))
         for col, (lo, hi) in self.ranges.items():
             if lo is not None:
                 conds.append(pl.col(col) >= lo)
@@ -91,6 +97,7 @@ class Filters:
                                            "sort", "desc", "page")}
         d.update(change)
         out = [(k, "1" if v is True else str(v)) for k, v in d.items() if v not in ("", False, 0, None)]
+        out += [(f"eq:{col}", v) for col, v in self.equals.items()]
         for col, (lo, hi) in self.ranges.items():
             out += [(f"{b}:{col}", _fmt(v)) for b, v in (("min", lo), ("max", hi)) if v is not None]
         return out

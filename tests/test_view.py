@@ -135,9 +135,9 @@ def listed_ids(page: str) -> list[str]:
 
 
 def test_every_page_is_served_under_the_strict_policy(server):
-    for path in ("/", "/run/0", "/run/0/docs", "/compare?a=0&b=1", "/run/9", "/static/style.css"):
+    for path in ("/", "/run/0", "/run/0/docs", "/compare?a=0&b=1", "/run/9", "/run/-1", "/static/style.css"):
         r = get(server, path)
-        assert r.status_code == (400 if path == "/run/9" else 200), path
+        assert r.status_code == (400 if path in ("/run/9", "/run/-1") else 200), path
         assert r.headers["x-content-type-options"] == "nosniff"
         if path != "/static/style.css":
             assert r.headers["content-security-policy"] == PAGE_CSP

@@ -63,7 +63,7 @@ class App:
         raw = request.path_params.get(key, request.query_params.get(key, ""))
         try:
             i = int(raw)
-            run = self.runs[i]
+            run = self.runs[i] if i >= 0 else self.runs[len(self.runs)]  # no counting from the end
         except (ValueError, IndexError):
             raise ViewError(f"no run {raw!r}: this server shows runs 0 to {len(self.runs) - 1}") from None
         if run.kind != kind:
@@ -118,7 +118,7 @@ class App:
     def compare_page(self, request: Request):
         (ia, a), (ib, b) = self.run(request, "a"), self.run(request, "b")
         kind = request.query_params.get("kind", "only_a")
-        page = max(query._number(request.query_params.get("page"), "page", int) or 0, 0)
+        page = max(query.number(request.query_params.get("page"), "page", int) or 0, 0)
         result = cmp.compare(a, b, kind, page)
         return self.page("compare.html", ia=ia, ib=ib, a=a, b=b, result=result, kinds=cmp.KINDS, page=page,
                          page_size=query.PAGE)
@@ -140,7 +140,7 @@ class App:
         i, folder = self.run(request, kind="tokens")
         q = request.query_params
         split = q.get("split", "train")
-        shard, n = (query._number(q.get(k), k, int) or 0 for k in ("shard", "n"))
+        shard, n = (query.number(q.get(k), k, int) or 0 for k in ("shard", "n"))
         return self.page("token_doc.html", i=i, folder=folder, d=folder.document(split, shard, n),
                          max_pieces=MAX_PIECES)
 

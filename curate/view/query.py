@@ -10,7 +10,6 @@ back into Python. Memory is bounded by the page and Polars' batches, not by the 
 from __future__ import annotations
 
 import functools
-import json
 import operator
 import re
 from dataclasses import dataclass, field
@@ -18,9 +17,11 @@ from functools import cached_property
 
 import polars as pl
 
+from curate.core.errors import UsageError
 from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.writers import parquet_shards
+from curate.report.build import load_stats
 
 PAGE = 50  # rows per page of Documents and Compare
 SNIPPET = 200  # characters of text per row of a list
@@ -57,9 +58,9 @@ class Filters:
         f = cls(**{k: params.get(k, "").strip() for k in ("status", "step", "reason", "lang", "source", "url",
                                                             "domain", "q", "sort")})
         f.desc = params.get("desc", "") in ("1", "true", "on")
-        f.page = max(_number(params.get("page"), "page", int) or 0, 0)
+        f.page = max(number(params.get("page"), "page", int) or 0, 0)
         for col in ["length", *numeric]:
-            lo, hi = (_number(params.get(f"{b}:{col}"), f"{b}:{col}", float) for b in ("min", "max"))
+            lo, hi = (number(params.get(f"{b}:{col}"), f"{b}:{col}", float) for b in ("min", "max"))
             if lo is not None or hi is not None:
                 f.ranges[col] = (lo, hi)
         for key, value in params.items():
@@ -83,7 +84,8 @@ class Filters:
         if self.q:
             conds.append(pl.col("text").str.contains("(?i)" + re.escape(self.q)))
         for col, value in self.equals.items():  # compared as text, so any column can be matched from a link
-            conds.append(pl.col(col).cast(pl.String) == value if col in columns and col not in HIDDEN else pl.lit(False))
+            known = col in columns and col not in HIDDEN
+            conds.append(pl.col(col).cast(pl.String) == value if known else pl.lit(False))
         for col, (lo, hi) in self.ranges.items():
             if lo is not None:
                 conds.append(pl.col(col) >= lo)
@@ -103,7 +105,8 @@ class Filters:
         return out
 
 
-def _number(value, name: str, kind):
+def number(value, name: str, kind):
+    """A query-string number, or None when empty; not a number is a ViewError (one line on the page)."""
     if value is None or str(value).strip() == "":
         return None
     try:
@@ -132,8 +135,6 @@ class Run:
         self.path = path.rstrip("/") or path
         self.name = name or fs.basename(self.path)
         if not fs.isdir(fs.join(self.path, "data")) and not fs.exists(fs.join(self.path, "stats.json")):
-            from curate.core.errors import UsageError
-
             raise UsageError(f"{path} is not a run folder (no data/ and no stats.json)")
         self._schemas: dict[str, dict[str, pl.DataType]] = {}  # shard path -> its columns (shards never change)
         self._cache: dict[tuple, object] = {}
@@ -156,12 +157,9 @@ class Run:
         return bool(self.shards("rejected"))
 
     def stats(self) -> list[StepStats]:
-        """stats.json's steps, or none for a run still being written (its tasks' stats/ are not merged yet)."""
-        path = fs.join(self.path, "stats.json")
-        if not fs.exists(path):
-            return []
-        with fs.open(path, "r", encoding="utf-8") as f:
-            return [StepStats.from_dict(d) for d in json.load(f)["steps"]]
+        """stats.json's steps (read as the report reads them), or none for a run still being written (its tasks'
+        stats/ are not merged yet)."""
+        return load_stats(self.path)[1] if fs.exists(fs.join(self.path, "stats.json")) else []
 
     def _schema(self, shard: str) -> dict[str, pl.DataType]:
         if shard not in self._schemas:

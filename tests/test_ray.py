@@ -175,6 +175,32 @@ def test_substrings_same_on_local_and_ray(extract_runs, tmp_path):
     assert extra["parts"] >= 2 and extra["chars_struck"] > 0
 
 
+def trigram_embedding(doc):
+    """A bag of hashed character trigrams (256 dims) in `emb`: an embedding every process computes alike."""
+    import zlib
+
+    v = [0.0] * 256
+    t = doc.text.lower()
+    for i in range(len(t) - 2):
+        v[zlib.crc32(t[i:i + 3].encode()) % 256] += 1.0
+    doc.extra["emb"] = v
+    return doc
+
+
+def test_semantic_same_on_local_and_ray(extract_runs, tmp_path):
+    """dedup.Semantic's phases (embed, kmeans, assign, pairs, filter) as Ray tasks: the same documents and groups."""
+    from curate import dedup
+
+    shards = sorted(str(p) for p in (extract_runs[0] / "data").glob("*.parquet"))
+    step = dedup.Semantic(embeddings_column="emb", eps=0.01, clusters=4, partitions=2)
+    pipeline = Pipeline(name="semantic", reader=readers.Parquet(), steps=[trigram_embedding, step])
+    pipeline.run(shards, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
+    pipeline.run(shards, str(tmp_path / "ray"), executor=RayExecutor(progress=False))
+    assert_same_run(tmp_path / "local", tmp_path / "ray")
+    st = {s["name"]: s for s in counts(tmp_path / "ray")}["semantic"]
+    assert st["dropped"]["semantic:duplicate"] > 0 and st["extra"]["pair_tasks"] == 2
+
+
 def test_killed_worker_is_retried_without_loss_or_duplicates(shared, tmp_path):
     warcs = sorted(str(p) for p in (shared / "warc" / "wget").glob("*.warc.gz"))
 

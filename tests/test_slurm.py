@@ -393,6 +393,39 @@ def test_perplexity_buckets_run_as_slurm_arrays(shared, tmp_path):
     assert list((tmp_path / "work" / "batches").glob("*perplexity-score*"))  # the scoring ran as an array
 
 
+def planted_embedding(doc):
+    """The document's embedding from its metadata (a vector near one of 3 directions; every 5th a near-copy)."""
+    doc.extra["emb"] = doc.metadata.pop("emb")
+    return doc
+
+
+@pytest.mark.slow
+def test_semantic_runs_as_slurm_arrays(tmp_path):
+    """issue 43.3: dedup.Semantic's phases as array tasks (embed and assign per shard, k-means, pairs per group of
+    clusters, filter): the same kept documents and groups as a local run."""
+    import numpy as np
+
+    from curate import Pipeline, dedup, readers
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 16))[rng.integers(0, 3, 150)] + 0.5 * rng.normal(size=(150, 16))
+    x[::5] = x[1::5] + 0.01 * rng.normal(size=(30, 16))
+    for k in range(3):
+        (tmp_path / f"in{k}.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": "t" * (i + 1),
+                                                                   "emb": x[i].tolist()}) + "\n"
+                                                       for i in range(150) if i % 3 == k))
+    p = Pipeline(name="sem", reader=readers.Jsonl(), steps=[planted_embedding, dedup.Semantic(
+        embeddings_column="emb", eps=0.01, clusters=3, partitions=2)])
+    inputs = [str(tmp_path / f"in{k}.jsonl") for k in range(3)]
+    p.run(inputs=inputs, output=str(tmp_path / "local"), progress=False)
+    p.run(inputs=inputs, output=str(tmp_path / "slurm"), progress=False,
+          executor=SlurmExecutor(str(tmp_path / "work"), progress=False))
+    read = lambda out: sorted((r["id"], r["semantic_cluster"], r["semantic_cluster_size"])  # noqa: E731
+                              for f in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist())
+    assert read(tmp_path / "slurm") == read(tmp_path / "local") and len(read(tmp_path / "local")) == 120
+    assert list((tmp_path / "work" / "batches").glob("*pairs*"))  # the pairs phase ran as an array
+
+
 @pytest.mark.slow
 def test_neural_classifier_and_percentile_buckets_run_as_slurm_arrays(shared, tmp_path):
     """issue 40.4: a Hugging Face classifier scoring in array tasks (loaded in each), then Nemotron-CC's percentile

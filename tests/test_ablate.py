@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import train.loop
+from train.ablate.depends import stale
 from train.ablate.stages import load_spec, main, run
 from train.data import TokenDataset
 from train.evaluate import EvalPlan, evaluate
@@ -83,6 +84,8 @@ def test_tiny_ablation_end_to_end_then_resumes(shared, tmp_path, monkeypatch, ca
     assert "| extract |" in capsys.readouterr().out
     results = json.loads((out / "results.json").read_text())
     by_name = {v["name"]: v for v in results["variants"]}
+    # the record carries what it was made with, and it is what the staleness check computes from the code now
+    assert stale(results, load_spec(spec_file)) == []
     # the raw input: 15 HTML pages in the WARC (SOURCES.md) plus 10 JSONL documents; GopherQuality only removes
     assert by_name["extract"]["curated"]["docs_read"] == by_name["gopher"]["curated"]["docs_read"]
     assert by_name["gopher"]["curated"]["docs_written"] <= by_name["extract"]["curated"]["docs_written"]

@@ -179,3 +179,77 @@ def test_the_classifier_card_is_read_where_the_model_lives_even_on_a_store():
                     "chunk_words": 100}
     assert classifier_card({"env": {"PENEIRA_QUALITY_MODEL": "memory://ablate-card/none.bin"}}) is None
     assert classifier_card({}) is None
+
+
+JSONL_PIPELINE = '''from curate import Pipeline, filters, readers, writers
+pipeline = Pipeline(name="plain", reader=readers.Jsonl(), steps=[filters.GopherQuality()], writer=writers.Parquet())
+'''
+
+
+def _small_spec(tmp_path: Path, shared: Path, out: Path) -> Path:
+    """One variant over ten JSONL documents: curation in about a second, no training."""
+    (tmp_path / "plain.py").write_text(JSONL_PIPELINE)
+    f = tmp_path / "spec.toml"
+    f.write_text(f'''out = "{out}"
+[[input]]
+name = "cc"
+path = "{shared / 'text/web_cc/dolma_ccnet_cc_en_head-0174.jsonl.gz'}"
+reader = "jsonl"
+[[variant]]
+name = "plain"
+pipeline = "{tmp_path / 'plain.py'}"
+[eval]
+heldout = ["book={shared / 'text/clean_en/botchan_gutenberg8868.txt'}"]
+''')
+    return f
+
+
+def test_verify_removes_what_it_made_and_nothing_else(tmp_path, shared, capsys):
+    """--verify curates into OUT/verify and removes it, and OUT with it when OUT did not exist before (a fresh
+    clone verifying a record has no run folder); an OUT that held something keeps it."""
+    import json
+
+    from train.ablate.stages import main
+
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"variants": [{"name": "plain", "curated": {
+        "docs_read": 10, "docs_written": -1, "chars_written": 0, "ids_digest": "0", "id_sample": [], "dropped": {}}}]}))
+    out = tmp_path / "runs" / "abl"
+    spec_file = _small_spec(tmp_path, shared, out)
+    assert main(["--spec", str(spec_file), "--verify", str(record)]) == 1
+    said = capsys.readouterr().out
+    assert "plain: docs_written -1 recorded" in said and "plain: docs_read" not in said  # it did curate
+    assert not (tmp_path / "runs").exists()
+    out.mkdir(parents=True)
+    (out / "mine.txt").write_text("kept")
+    assert main(["--spec", str(spec_file), "--verify", str(record)]) == 1
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+
+
+def _finished_run(out: Path, name: str, tasks: list) -> None:
+    """What a trained and evaluated run leaves for the report: its curve and final evaluation."""
+    import json
+
+    d = out / "variants" / name / "seed0"
+    d.mkdir(parents=True)
+    (d / "curve.jsonl").write_text(json.dumps({"step": 4, "tokens": 2048, "heldout": {"book": 2.5}}) + "\n")
+    (d / "eval.json").write_text(json.dumps({"step": 4, "tokens": 2048, "tasks": tasks,
+                                             "heldout": [{"set": "book", "bits_per_byte": 2.5}]}))
+
+
+def test_ablate_says_only_what_it_wrote(tmp_path, shared, capsys):
+    """Without tasks in the spec no tasks.png is written, none is named, and one an earlier spec left in OUT is
+    removed rather than passed off as these results'; before any run finished, no plot at all."""
+    from train.ablate.stages import main
+
+    out = tmp_path / "abl"
+    spec_file = _small_spec(tmp_path, shared, out)
+    out.mkdir()
+    assert main(["--spec", str(spec_file), "--report"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {out}/results.json, results.md (1 variants)"
+    assert sorted(p.name for p in out.iterdir()) == ["results.json", "results.md"]
+    _finished_run(out, "plain", tasks=[])
+    (out / "tasks.png").write_bytes(b"an earlier spec's plot")
+    assert main(["--spec", str(spec_file), "--report"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {out}/results.json, results.md, curves.png (1 variants)"
+    assert sorted(p.name for p in out.iterdir()) == ["curves.png", "results.json", "results.md", "variants"]

@@ -46,7 +46,8 @@ def collect(spec) -> dict:
                 curve = [json.loads(line) for line in (d / "curve.jsonl").read_text().splitlines()]
                 e = json.loads((d / "eval.json").read_text())
                 runs.append({"seed": seed, "eval": e, "curve": curve, "tokens_seen": e["tokens"],
-                             "epochs": e["tokens"] / unique if unique else None})
+                             "epochs": e["tokens"] / unique if unique else None,
+                             "trainer_code": read_mark(d).get("trainer_code")})
         curated = {k: x for k, x in read_mark(base / "curated").items() if k != "key"}
         variants.append({"name": v["name"], "pipeline": v["pipeline"], "curated": curated, "unique_tokens": unique,
                          "mix": {k: x for k, x in read_mark(base / "mix").items() if k != "key"},
@@ -188,17 +189,34 @@ def plot_tasks(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def write(spec, results: dict[str, Any]) -> None:
+PLOTS = ("curves.png", "tasks.png")
+
+
+def outputs(results: dict) -> list[str]:
+    """The files `write` makes of these results: the plots only when there is something to plot (curves once a run
+    finished, tasks when the spec evaluates tasks)."""
+    cols = _columns(results)
+    return (["results.json", "results.md"] + (["curves.png"] if cols else [])
+            + (["tasks.png"] if any(not c.endswith(" bpb") for c in cols) else []))
+
+
+def write(spec, results: dict[str, Any]) -> list[str]:
+    """results.json, results.md and the plots in OUT; a plot these results do not make is removed (one left by an
+    earlier spec in the same folder would pass for theirs). Returns the names written."""
     out = spec.out
+    names = outputs(results)
     for name, text in (("results.json", json.dumps(results, indent=1, default=str) + "\n"),
                        ("results.md", markdown(results))):
         tmp = out / f".{name}.{os.getpid()}.tmp"  # atomic, and several processes may write the report at once
         tmp.write_text(text)
         tmp.replace(out / name)
-    if _columns(results):
+    if "curves.png" in names:
         plot_curves(results, out / "curves.png")
-        if any(not c.endswith(" bpb") for c in _columns(results)):
-            plot_tasks(results, out / "tasks.png")
+    if "tasks.png" in names:
+        plot_tasks(results, out / "tasks.png")
+    for name in set(PLOTS) - set(names):
+        (out / name).unlink(missing_ok=True)
+    return names
 
 
 # ---------------------------------------------------------------------------------------------- docs
@@ -257,7 +275,7 @@ def write_docs(spec, results: dict, doc: Path) -> list[Path]:
     folder = doc.parent / doc.stem
     folder.mkdir(exist_ok=True)
     written = [doc]
-    for f in ("results.json", "results.md", "curves.png", "tasks.png", "deciles.json"):
+    for f in [*outputs(results), "deciles.json"]:
         if (spec.out / f).is_file():
             shutil.copyfile(spec.out / f, folder / f)
             written.append(folder / f)

@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -62,6 +63,26 @@ def load_spec(path: str | Path) -> Spec:
     if float(raw.get("max_epochs", 1.0)) <= 0:
         raise ValueError(f"{path}: max_epochs must be positive, got {raw['max_epochs']}")
     return Spec(out=Path(raw.pop("out", "runs/ablation")), inputs=inputs, variants=variants, **raw)
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]):
+    """A variant's `env` while its pipeline file is loaded (a pipeline reads e.g. PENEIRA_QUALITY_MODEL then)."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+def input_reader(i: dict):
+    """The reader of an [[input]]; its documents keep the input's name as their source."""
+    from curate.io import readers
+
+    kinds = {"warc": readers.Warc, "fastwarc": readers.FastWarc, "jsonl": readers.Jsonl, "parquet": readers.Parquet}
+    return kinds[i.get("reader", "warc")](source=i["name"])
 
 
 def seeds_of(spec: Spec, variant: dict) -> list[int]:

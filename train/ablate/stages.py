@@ -30,18 +30,18 @@ import contextlib
 import hashlib
 import heapq
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
 from curate.core.stats import StepStats
-from curate.io import readers
 from curate.io.readers import Reader
 from train.ablate.spec import (
     Spec,
     budget,
     digest,
+    environment,
+    input_reader,
     load_spec,
     mark,
     read_mark,
@@ -51,7 +51,6 @@ from train.ablate.spec import (
     stage_state,
 )
 
-READERS = {"warc": readers.Warc, "fastwarc": readers.FastWarc, "jsonl": readers.Jsonl, "parquet": readers.Parquet}
 ID_SAMPLE = 20  # ids recorded per curation (the smallest by hash), compared by --verify
 
 
@@ -67,31 +66,22 @@ class InputReader(Reader):
         return self.routes[path].read(path, stats)
 
 
-@contextlib.contextmanager
-def environment(env: dict[str, str]):
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update({k: str(v) for k, v in env.items()})
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-
-
 def input_routes(spec: Spec) -> dict[str, Reader]:
     from curate.io.fs import expand_inputs
 
     routes: dict[str, Reader] = {}
     for i in spec.inputs:
-        reader = READERS[i.get("reader", "warc")](source=i["name"])
+        reader = input_reader(i)
         for f in expand_inputs(i["path"]):
             routes.setdefault(f, reader)
     return routes
 
 
-def curation_key(variant: dict, routes: dict[str, Reader]) -> str:
+def curation_key(variant: dict, routes: dict[str, Reader], depends: dict) -> str:
+    """The pipeline file's text, its env, the input files and readers, and the code of every part of the pipeline
+    (`depends.variant_depends`): a changed step, reader or library module curates again."""
     text = Path(variant["pipeline"]).read_text()
-    return digest("curate", text, variant.get("env", {}), sorted(routes), [str(r) for r in routes.values()])
+    return digest("curate", text, variant.get("env", {}), sorted(routes), [str(r) for r in routes.values()], depends)
 
 
 def curate_into(spec: Spec, variant: dict, routes: dict[str, Reader], out: Path) -> dict:
@@ -141,8 +131,11 @@ def drop_reasons(curated: Path) -> dict[str, int]:
 
 def curate_variant(spec: Spec, variant: dict, routes: dict[str, Reader]) -> str:
     """Run the variant's pipeline over the raw input into variants/NAME/curated; returns the stage key."""
+    from train.ablate.depends import variant_depends
+
     out = spec.out / "variants" / variant["name"] / "curated"
-    key = curation_key(variant, routes)
+    depends = variant_depends(spec, variant)
+    key = curation_key(variant, routes, depends)
     with stage_lock(out):
         state = stage_state(out, key)
         if state == "done":
@@ -155,7 +148,7 @@ def curate_variant(spec: Spec, variant: dict, routes: dict[str, Reader]) -> str:
             shutil.rmtree(out, ignore_errors=True)
         mark(out, key, False)
         print(f"ablate: curating {variant['name']} with {variant['pipeline']}", flush=True)
-        mark(out, key, True, **curate_into(spec, variant, routes, out))
+        mark(out, key, True, **curate_into(spec, variant, routes, out), depends=depends)
     return key
 
 
@@ -293,21 +286,25 @@ def train_and_evaluate(spec: Spec, name: str, seed: int, tokens_key: str, tokens
                        progress: bool = False) -> None:
     """Train in segments, evaluating held-out bits per byte after each; the tasks after the last.
 
-    The run's key is its data and training config only: a changed [eval] re-evaluates the final checkpoint without
-    retraining (the curve's earlier points keep the sets they were measured on)."""
+    The run's key is its data, its training config and the trainer's and evaluation's code (`trainer_code`, which
+    the record keeps): a changed [eval] re-evaluates the final checkpoint without retraining (the curve's earlier
+    points keep the sets they were measured on), changed code trains again."""
+    from train.ablate.depends import trainer_code
+
     base = spec.out / "variants" / name
     out = base / f"seed{seed}"
     cfg = train_config(spec, base / "tokens", out, seed, tokens)
     n = spec.train.get("eval_points", 4)
-    key = digest("train", tokens_key, {k: v for k, v in cfg.to_dict().items() if k not in ("out", "stop_at")}, n)
+    code = trainer_code()
+    key = digest("train", tokens_key, {k: v for k, v in cfg.to_dict().items() if k not in ("out", "stop_at")}, n, code)
     ekey = digest("eval", [(h.name, h.path, h.max_docs, h.max_bytes) for h in plan.heldout],
                   [(t.name, t.path, s) for t, s in plan.tasks], plan.limit, plan.seed)
     with stage_lock(out):
-        _train_segments(spec, name, seed, tokens, plan, cfg, key, ekey, n, progress)
+        _train_segments(spec, name, seed, tokens, plan, cfg, key, ekey, n, progress, code)
 
 
 def _train_segments(spec: Spec, name: str, seed: int, tokens: int, plan, cfg, key: str, ekey: str, n: int,
-                    progress: bool) -> None:
+                    progress: bool, code: dict[str, str]) -> None:
     from dataclasses import replace
 
     from train.evaluate import evaluate
@@ -343,7 +340,7 @@ def _train_segments(spec: Spec, name: str, seed: int, tokens: int, plan, cfg, ke
             tmp = final_eval.with_suffix(".tmp")
             tmp.write_text(json.dumps({**r, "eval_key": ekey}, indent=1) + "\n")
             tmp.replace(final_eval)
-    mark(out, key, True)
+    mark(out, key, True, trainer_code=code)
 
 
 def _train_job(spec: Spec, name: str, seed: int, tokens_key: str, tokens: int, progress: bool) -> tuple[str, int]:
@@ -414,6 +411,17 @@ def verify(spec: Spec, record_file: Path) -> list[str]:
     one line each (empty: the record reproduces)."""
     record = {v["name"]: v.get("curated", {}) for v in json.loads(record_file.read_text())["variants"]}
     routes = input_routes(spec)
+    made = [d for d in (spec.out, *spec.out.parents) if not d.exists()]  # OUT, and the folders above it it makes
+    try:
+        return _compare_curations(spec, record, record_file, routes)
+    finally:  # what it made goes: OUT/verify, and OUT (and above) when it made them and nothing else is in them
+        shutil.rmtree(spec.out / "verify", ignore_errors=True)
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+def _compare_curations(spec: Spec, record: dict, record_file: Path, routes: dict[str, Reader]) -> list[str]:
     problems = []
     for v in spec.variants:
         if v["name"] not in record:
@@ -467,7 +475,7 @@ def main(argv: list[str]) -> int:
             return _verify_command(spec, args)
         if args.deciles:
             return _deciles_command(spec, args.deciles)
-        from train.ablate.report import collect, write, write_docs
+        from train.ablate.report import collect, outputs, write, write_docs
 
         if args.report:
             results = collect(spec)
@@ -481,7 +489,7 @@ def main(argv: list[str]) -> int:
         print(f"python -m train ablate: error: {e}", file=sys.stderr)
         return 2
     print((spec.out / "results.md").read_text(), end="")
-    print(f"wrote {spec.out}/results.json, results.md, curves.png, tasks.png ({len(results['variants'])} variants)")
+    print(f"wrote {spec.out}/{', '.join(outputs(results))} ({len(results['variants'])} variants)")
     return 0
 
 

@@ -26,6 +26,7 @@ def _shards(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((out / "data").glob("*.parquet"))}
 
 
+@pytest.mark.slow  # ~18 s on 2 cores: two runs of the test pipeline over real WARC files
 def test_curate_run_over_a_server_that_answers_wrong_ranges_writes_the_local_output(shared, tmp_path):
     root = shared / "warc" / "wget"
     (tmp_path / "pipe.py").write_text(PIPELINE)

@@ -41,7 +41,9 @@ from curate.core.errors import UsageError
 from curate.io.retry import (
     RETRY_STATUSES,
     THROTTLE_STATUSES,
+    Changed,
     Policy,
+    Refused,
     Transient,
     is_throttle,
     parse_retry_after,
@@ -83,11 +85,6 @@ class RangeError(ValueError):
     """A range the file does not hold (an index entry that overruns the file): bad input, not a fault."""
 
 
-class Changed(OSError):
-    """A file whose validators (ETag, Last-Modified) changed between two replies: another version, never
-    mixed with the first, and not retried (it will not change back)."""
-
-
 _CONTENT_RANGE = re.compile(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*")
 
 
@@ -104,7 +101,7 @@ def check_reply(url: str, status: int, headers: Any, start: int | None, end: int
         return None
     if status == 200:
         if start != 0 or (end is not None and length is not None and int(length) != end):
-            raise OSError(f"{url}: the server answered a range request with the whole file (HTTP 200): "
+            raise Refused(f"{url}: the server answered a range request with the whole file (HTTP 200): "
                           "it does not serve ranges")
         return end
     m = _CONTENT_RANGE.fullmatch(headers.get("Content-Range") or "")

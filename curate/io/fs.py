@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from curate.core.errors import UsageError
-from curate.io.retry import Policy, is_throttle, transient_errors
+from curate.io.retry import Exhausted, Policy, Refused, is_throttle, transient_errors
 
 __all__ = [
     "Staged", "atomic_open", "atomic_write_text", "basename", "cat_files", "dataset", "exists", "glob", "is_url", "isdir", "isfile", "join", "listdir",
@@ -127,7 +127,8 @@ def _unstrip(fs: Any, inner: str, like: str) -> str:
 # transient): waits of 0.2, 0.4, 0.8, 1.6 s between them, 3 s in all. PENEIRA_IO_TRIES changes it.
 TRIES = int(os.environ.get("PENEIRA_IO_TRIES", "5"))
 _THROTTLED = Policy(throttle_base=2.0, cap=30.0)  # waits after a throttle: 5 tries then wait up to 2+4+8+16 s
-_PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
+_PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError,
+              Exhausted, Refused)  # the last two: a checked HTTP read (commoncrawl.open_http) that retried or refused
 
 
 _transient_errors = transient_errors  # its home is curate.io.retry, which curate.io.commoncrawl also uses

@@ -43,6 +43,16 @@ class Exhausted(OSError):
     `allow_missing`, the reader counts the record or file as `read:missing`, by name)."""
 
 
+class Refused(OSError):
+    """A reply that another try cannot mend: a server that serves no ranges, a file that changed (`Changed`)
+    between two replies. Raised at once, never retried (`fs.retrying` passes it on too)."""
+
+
+class Changed(Refused):
+    """A file whose validators (ETag, Last-Modified) changed between two replies: another version, never
+    mixed with the first, and not retried (it will not change back)."""
+
+
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
     """Seconds to wait from a `Retry-After` header (delta-seconds or an HTTP date); None if absent or unreadable."""
     if not value:

@@ -163,3 +163,15 @@ def test_only_fs_takes_a_path_or_url_apart():
         if rel not in _PATH_ALLOWED and _PARSES_PATH.search(path.read_text(encoding="utf-8")):
             found.append(rel)
     assert found == [], f"parse paths and URLs with curate.io.fs, not by hand: {found}"
+
+
+def test_a_folder_input_takes_every_name_kinds_reads(tmp_path):
+    """`--input crawl/` lists a folder by name: the gzip spellings kinds reads (any case, `.gzip`) are inputs."""
+    from curate.io import fs
+    from curate.run.pipeline import reader_suffixes
+
+    for name in ("a.warc.gz", "b.WARC.GZ", "c.warc.gzip", "d.jsonl", "README.md"):
+        (tmp_path / name).write_bytes(WARC.read_bytes()[:100])
+    got = [Path(p).name for p in fs.expand_inputs([str(tmp_path)], reader_suffixes(readers.Warc()))]
+    assert got == ["a.warc.gz", "b.WARC.GZ", "c.warc.gzip"]
+

@@ -634,9 +634,10 @@ def _glob_hint(pattern: str) -> str:
 
 
 # The file names each input format has: a folder given as an input contributes the files of its reader's format.
-INPUT_SUFFIXES = {
-    "warc": (".warc", ".warc.gz", ".wet", ".wet.gz"),
-    "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst", ".ndjson"),
+INPUT_SUFFIXES = {  # lowercased names; gzip also as `.gzip` / `.bgz`, as curate.io.kinds reads them (issue 42.1)
+    "warc": (".warc", ".warc.gz", ".warc.gzip", ".warc.bgz", ".wet", ".wet.gz", ".wet.gzip"),
+    "jsonl": (".jsonl", ".jsonl.gz", ".jsonl.gzip", ".jsonl.bgz", ".jsonl.zst", ".json", ".json.gz", ".json.zst",
+              ".ndjson"),
     "parquet": (".parquet",),
     "text": (".txt", ".txt.gz"),
 }

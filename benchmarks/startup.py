@@ -1,7 +1,8 @@
 """Fixed costs (issue 45): what a `curate` command costs before its work, and what a task pays before its records.
 
     .venv/bin/python benchmarks/startup.py --reps 5 --json benchmarks/startup.json
-    .venv/bin/python benchmarks/startup.py --markdown benchmarks/startup.json   # the docs' tables, from the last run
+    .venv/bin/python benchmarks/startup.py --reps 5 --hide pandas --json benchmarks/startup.json   # as a plain install
+    .venv/bin/python benchmarks/startup.py --markdown benchmarks/startup.json   # the docs' tables
 
 Every figure is one fresh process's own CPU seconds (user + sys) and peak RSS, from `os.wait4`, the median of
 `--reps` runs: CPU, not wall, because the machine these numbers come from is shared with other jobs. Python
@@ -48,11 +49,23 @@ CURATE = [sys.executable, "-c", "import sys; from curate.cli.main import main; s
 LIGHT = ["stats", "status", "inspect", "report"]
 
 
+HIDDEN: list[str] = []  # --hide pandas: folders of stub packages first on the children's path
+
+
 def child_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.setdefault("PENEIRA_LID_MODEL", str(LID))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*HIDDEN, str(ROOT), env.get("PYTHONPATH")]))
     return env
+
+
+def hide(packages: list[str], tmp: str) -> None:
+    """Make `packages` unimportable in the children, as in an install without them (pyarrow, for one, then goes
+    without pandas): a stub package that raises ImportError, first on their path."""
+    for name in packages:
+        os.makedirs(os.path.join(tmp, "hidden", name), exist_ok=True)
+        Path(tmp, "hidden", name, "__init__.py").write_text(f"raise ImportError('{name}: hidden by the benchmark')\n")
+    HIDDEN[:] = [os.path.join(tmp, "hidden")] if packages else []
 
 
 # Spawns the command and reports its rusage: a small parent, so the child's peak RSS is not the forked image of a
@@ -231,8 +244,8 @@ def save_run(path: Path, record: dict) -> None:
 
 
 def markdown(results: dict) -> str:
-    """The docs' tables from the last run of a results file."""
-    run = results["runs"][-1]
+    """The docs' tables from the last run of a results file that hid no package, and a line per run."""
+    run = [r for r in results["runs"] if not r.get("hidden")][-1]
     rows = [f"Machine: {run['machine']}, load average {run['load_1min']}. Command: `{run['command']}` "
             f"(median of {run['reps']} fresh processes, CPU seconds user + sys, peak RSS).", "",
             "| command | CPU s | peak RSS MiB |", "|---|---:|---:|"]
@@ -253,6 +266,15 @@ def markdown(results: dict) -> str:
     rows += ["", "| Slurm array element, run by hand (`python -m curate.run.executors._slurm_task BATCH 0`) | CPU s | "
              "peak RSS MiB |", "|---|---:|---:|"]
     rows += [f"| {k} | {v['cpu_s']:.3f} | {v['rss_mib']:.0f} |" for k, v in run["slurm_task"].items()]
+    rows += ["", "Every run of the results file:", "",
+             "| run | packages hidden | load | `curate --help` CPU s | web chain, one file: whole / work / **fixed** CPU s |"
+             " dedup worker, cached CPU s | Slurm no-op task CPU s |", "|---|---|---:|---:|---|---:|---:|"]
+    for k, r in enumerate(results["runs"], 1):
+        t = r["task"]
+        rows.append(f"| {k} | {', '.join(r.get('hidden', [])) or 'none'} | {r['load_1min']} | "
+                    f"{r['cli']['curate --help']['cpu_s']:.3f} | {t['whole']['cpu_s']:.3f} / {t['warm_work_cpu_s']:.3f} / "
+                    f"**{t['fixed_cpu_s']:.3f}** | {r['dedup_worker']['warm']['whole process']:.3f} | "
+                    f"{r['slurm_task']['no-op task']['cpu_s']:.3f} |")
     return "\n".join(rows)
 
 
@@ -261,13 +283,16 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", type=Path, help="append this run to a results file")
     ap.add_argument("--markdown", type=Path, metavar="RESULTS", help="print the docs' tables from a results file")
+    ap.add_argument("--hide", action="append", default=[], metavar="PACKAGE",
+                    help="run the children as if PACKAGE were not installed (e.g. pandas, which pyarrow imports)")
     args = ap.parse_args()
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text())))
         return
     with tempfile.TemporaryDirectory() as tmp:
+        hide(args.hide, tmp)
         task = task_fixed_cost(args.reps, tmp)
-        record = {"reps": args.reps, "task": task, "cli": cli_startup(args.reps, os.path.join(tmp, "whole")),
+        record = {"reps": args.reps, "hidden": args.hide, "task": task, "cli": cli_startup(args.reps, os.path.join(tmp, "whole")),
                   "dedup_worker": dedup_first_document(args.reps, tmp),
                   "slurm_task": slurm_task_cost(args.reps, tmp)}
     print(json.dumps(record, indent=1))

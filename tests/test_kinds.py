@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,17 @@ def test_a_folder_input_takes_every_name_kinds_reads(tmp_path):
     got = [Path(p).name for p in fs.expand_inputs([str(tmp_path)], reader_suffixes(readers.Warc()))]
     assert got == ["a.warc.gz", "b.WARC.GZ", "c.warc.gzip"]
 
+
+
+def test_a_first_record_with_a_wrong_length_does_not_make_members_one_stream(tmp_path):
+    """Only a next member that goes on with a record shows that members do not start records: a first record
+    whose Content-Length overruns its member (damage) leaves the file read member by member, as before."""
+    data = WARC.read_bytes()
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    first = d.decompress(data)
+    rest = d.unused_data
+    bad = re.sub(rb"(?i)(content-length:\s*)(\d+)", lambda m: m.group(1) + str(int(m.group(2)) + 50).encode(),
+                 first, count=1)
+    path = tmp_path / "x.warc.gz"
+    path.write_bytes(gzip.compress(bad, mtime=0) + rest)
+    assert not kinds.kind_of(str(path)).gzip_stream

@@ -104,8 +104,9 @@ def _format(text: bytes) -> str:
 def _gzip_head(head: bytes) -> tuple[bytes, bool, bool]:
     """(the first decoded bytes, whether gzip members start WARC records, whether the first member has BGZF's
     `BC` extra subfield). Members do not start records when the first member carries BGZF's field, or when it
-    ends (within `head`) inside a record by the records' own Content-Lengths; damage or a member larger than
-    `head` leaves the answer at "they do" (read member by member, as before: damage costs its own records)."""
+    ends (within `head`) inside a record by the records' own Content-Lengths and the next member goes on with
+    it; damage or a member larger than `head` leaves the answer at "they do" (read member by member, as
+    before: damage costs its own records)."""
     bgzf = _has_bgzf(head)
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
@@ -114,7 +115,19 @@ def _gzip_head(head: bytes) -> tuple[bytes, bool, bool]:
         return b"", True, bgzf
     if not text.startswith(b"WARC/"):
         return text[:4096], True, bgzf
-    return text[:4096], not (bgzf or (d.eof and d.unused_data and _ends_inside_record(text))), bgzf
+    cut = d.eof and d.unused_data and _ends_inside_record(text) and _continues(d.unused_data)
+    return text[:4096], not (bgzf or cut), bgzf
+
+
+def _continues(rest: bytes) -> bool:
+    """Whether the member that follows (its bytes from `rest`) goes on with a record rather than starting one:
+    its first decoded bytes are not `WARC/`. A first record with a wrong Content-Length is no proof that members
+    do not start records; the next member starting one is proof that they do. Damage: not known (False)."""
+    try:
+        nxt = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(rest, 5)
+    except zlib.error:
+        return False
+    return len(nxt) == 5 and nxt != b"WARC/"
 
 
 def _ends_inside_record(out: bytes) -> bool:

@@ -258,3 +258,18 @@ def test_pipeline_with_a_tiny_encoder_catches_copies_not_unrelated_pages(encoder
     assert cli_main(["dedup-report", str(out), "--width", "30"]) == 0
     text = capsys.readouterr().out
     assert "semantic duplicates removed: 24" in text and "~copy" in text
+
+
+def test_config_errors_name_the_parameter():
+    from curate.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="exactly one of model"):
+        Semantic()
+    with pytest.raises(UsageError, match="exactly one of model"):
+        Semantic("enc", embeddings_column="emb")
+    with pytest.raises(UsageError, match="'farthest', 'centroid'"):
+        Semantic(embeddings_column="emb", keep="nearest")
+    with pytest.raises(UsageError, match="smallest_id"):
+        Semantic(embeddings_column="emb", keep="first")
+    with pytest.raises(UsageError, match="eps"):
+        Semantic(embeddings_column="emb", eps=-0.1)

@@ -400,7 +400,9 @@ class Semantic(GlobalStep):
         self.embeddings_column = None if embeddings_column is None else check(self, "embeddings_column",
                                                                                embeddings_column, str)
         self.eps = check(self, "eps", eps, float, lo=0, hi=2)
-        self.keep = keep if keep in ("farthest", "centroid") else common.check_keep(self, keep)
+        if keep == "first":
+            common.check_keep(self, keep)  # its rename, said as the other steps say it
+        self.keep = check(self, "keep", keep, choices=("farthest", "centroid", *common.KEEP_POLICIES))
         self.clusters = check(self, "clusters", clusters, int, lo=1, optional=True)
         self.cluster_docs = check(self, "cluster_docs", cluster_docs, int, lo=1)
         self.sample = check(self, "sample", sample, int, lo=1)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 HEAD = 1 << 16  # bytes read from the start of a file to decide its kind (a bgzip block is at most 64 KiB)
+DECODED = 1 << 20  # at most this much of the head is decoded: a first member larger is taken to start records
 
 COMPRESSIONS = {".gz": "gzip", ".gzip": "gzip", ".bgz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2",
                 ".xz": "xz"}
@@ -110,7 +111,7 @@ def _gzip_head(head: bytes) -> tuple[bytes, bool, bool]:
     bgzf = _has_bgzf(head)
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
-        text = d.decompress(head, 64 << 20)  # a 64 KiB head decodes to far less; bounded all the same
+        text = d.decompress(head, DECODED)  # a bomb is never decoded past DECODED
     except zlib.error:
         return b"", True, bgzf
     if not text.startswith(b"WARC/"):

@@ -155,7 +155,8 @@ def training_sample(work: str, shards: int, rows: int, sample: int) -> np.ndarra
     """The `sample` embeddings with the smallest sample keys, in key order (ties: by the vector's bytes), float32.
 
     A shard contributes the rows under a key bound chosen so that about 1.25 x `sample` rows pass; memory is those
-    rows plus one shard's embeddings. Should fewer pass (an unlucky hash), every row is taken."""
+    rows as stored, the sample in float32 and one shard's embeddings. Should fewer pass (an unlucky hash), every row
+    is taken."""
     bound = 2**64 if sample >= rows else int(min(2**64, 2**64 * 1.25 * sample / rows)) + 1
     for limit in (bound, 2**64):
         keys, vecs = [], []
@@ -166,14 +167,14 @@ def training_sample(work: str, shards: int, rows: int, sample: int) -> np.ndarra
             if len(take):
                 emb = fs.load_npy(fs.join(work, "embeddings", f"{name}.npy"), mmap=True)
                 keys.append(skey[take])
-                vecs.append(np.asarray(emb[take], dtype=np.float32))
+                vecs.append(np.asarray(emb[take]))  # as stored (float16: half the memory) until chosen
         n = sum(len(k) for k in keys)
         if n >= min(sample, rows):
             break
     key, x = np.concatenate(keys), np.concatenate(vecs)
     tie = np.fromiter((xxhash.xxh3_64_intdigest(r.tobytes()) for r in x), dtype=np.uint64, count=len(x))
     order = np.lexsort((tie, key))[:sample]
-    return np.ascontiguousarray(x[order])
+    return np.ascontiguousarray(x[order], dtype=np.float32)
 
 
 def kmeans_train(task: KMeansTask) -> dict:

@@ -53,7 +53,8 @@ def _imports(package: str) -> set[str]:
     return {m for m in found if m not in sys.stdlib_module_names and m not in ("curate", "train")}
 
 
-@pytest.mark.parametrize("package, extras", [("curate", ("fast", "ray", "s3", "litdata", "lang", "models")),
+@pytest.mark.parametrize("package, extras", [("curate", ("fast", "ray", "s3", "litdata", "lang", "models", "substrings", "semantic",
+                                                               "view")),
                                                    ("train", ("train",))])
 def test_every_module_imported_is_a_declared_dependency(package, extras):
     """curate may import the core dependencies and, on demand, those of its extras; train those and its own extra.

@@ -296,3 +296,38 @@ def test_stats_by_input_follows_each_file_through_a_global_step(shared, tmp_path
     assert cli(["stats", str(out), "--by-input"]) == 0
     shown = capsys.readouterr().out
     assert "kept documents per source:" in shown and "web" in shown and str(files["b"][0])[-40:] in shown
+
+
+def test_report_funnel_png_has_the_bars_of_curate_stats(shared, tmp_path):
+    """Issue 46: the funnel chart as a reader sees it. The bars are found in the report's PNG by their colour, and
+    they must be one per row of `curate stats` (the `read` after a global step included), in order, each as long
+    as its row's documents relative to the longest (to a pixel or two)."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    from curate import dedup
+    from curate.report.build import write_report
+
+    lines = (shared / "text/clean_en/botchan_gutenberg8868.txt").read_text(encoding="utf-8").splitlines()
+    paras = list(dict.fromkeys(t.strip() for t in lines if len(t.split()) > 4))[:60]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"d{i}", "text": paras[i % 45]}) + "\n" for i in range(60)))
+
+    def long_enough(doc):
+        return len(doc.text.split()) > 8
+
+    out = tmp_path / "out"
+    Pipeline(name="png", reader=readers.Jsonl(), steps=[long_enough, dedup.Exact(), long_enough]).run(
+        inputs=str(src), output=str(out), progress=False)
+    write_report(str(out))
+    steps = json.loads((out / "stats.json").read_text())["steps"]
+    docs = [s["docs_out"] for s in steps]
+    assert [s["name"] for s in steps].count("read") == 2 and min(docs) > 0
+    img = imread(out / "report/funnel.png")[..., :3]
+    left = img[:, : img.shape[1] // 2]
+    blue = np.all(np.abs(left - np.array([0x4C, 0x72, 0xB0]) / 255) < 0.02, axis=-1)
+    rows = np.flatnonzero(blue.any(axis=1))
+    bands = np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1)  # runs of rows holding a bar
+    widths = [int(blue[b[len(b) // 2]].sum()) for b in bands]
+    assert len(widths) == len(steps)
+    assert all(abs(w / max(widths) - d / max(docs)) * max(widths) <= 2 for w, d in zip(widths, docs, strict=True))

@@ -282,13 +282,15 @@ def _tables(stats: list[StepStats], corpus: Corpus) -> list[tuple[str, list[str]
     bases = _char_bases(stats)
     funnel = [[n, f"{d:,}", _pct(d, d0), f"{c:,}" + (" (markup)" if b is None else ""), _pct(c, b)]
               for (n, d, c), b in zip(funnel_rows, bases, strict=True)]
-    reasons = [[r, f"{n:,}", _pct(n, d0), f"{c:,}"] for r, n, c in _reasons(stats[1:])]
-    reasons += [[r, f"{n:,}", "(input records)", ""] for r, n, _ in _reasons(stats[:1])]
+    limits = {r: v for s in stats for r, v in s.limits.items()}  # each reason's threshold (`Reject.limit`)
+    reasons = [[r, f"{n:,}", _pct(n, d0), f"{c:,}", f"{limits[r]:g}" if r in limits else ""]
+               for r, n, c in _reasons(stats[1:])]
+    reasons += [[r, f"{n:,}", "(input records)", "", ""] for r, n, _ in _reasons(stats[:1])]
     extras = [[s.name, k, f"{v:,}" if isinstance(v, (int, float)) else str(v)] for s in stats for k, v in s.extra.items()]
     errors = [[s.name, f"{s.errors:,}", s.error_sample or ""] for s in stats if s.errors]
     out = [
         ("Funnel", ["after", "documents", "share of read", "characters", "share of the text"], funnel),
-        ("Drops per reason", ["reason", "documents", "of read", "characters"], reasons),
+        ("Drops per reason", ["reason", "documents", "of read", "characters", "threshold"], reasons),
     ]
     if corpus.langs:
         n = sum(corpus.langs.values())

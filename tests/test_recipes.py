@@ -173,3 +173,32 @@ def test_run_reader_flag_reads_a_warc_recipe_over_jsonl(shared, lid, monkeypatch
     assert got == docs(tmp_path / "hand") and 5 <= len(got) < 80  # some kept (7), most dropped by its rules
     assert curate_main(["run", str(PIPELINES / "fineweb.py"), "--reader", "warc", "--text-key", "x", "--input",
                         str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "bad")]) == 2
+
+
+def test_fineweb_keeps_table_navigation_as_datatrove_does(shared, monkeypatch):
+    """Issue 46 said the FineWeb recipe keeps navigation menus rendered by trafilatura as pipe tables (`\\|`). So does
+    datatrove's own extractor of the recipe, run here on the same pages (the reference: datatrove's Trafilatura with
+    FineWeb's settings): the recipe's text is datatrove's, menus included, so removing them would be a departure
+    from FineWeb, not a fix (docs/pipelines.md, "Published recipes")."""
+    pytest.importorskip("datatrove")
+    from datatrove.pipeline.extractors import Trafilatura as DatatroveTrafilatura
+    from warcio.archiveiterator import ArchiveIterator
+
+    from curate.core.document import Document
+
+    urls = {"http://www.archive.org/web/web.php", "http://www.archive.org/about/terms.php",
+            "http://www.archive.org/about/about.php"}
+    ours = load("fineweb", monkeypatch).step("extract")
+    ours.setup()
+    theirs = DatatroveTrafilatura(favour_precision=True, timeout=60)
+    seen = 0
+    with open(shared / "warc/internet_archive/aut_IAH-20080430204825-00000-blackbook.warc.gz", "rb") as f:
+        for rec in ArchiveIterator(f):
+            if rec.rec_type != "response" or rec.rec_headers.get_header("WARC-Target-URI") not in urls:
+                continue
+            html = rec.content_stream().read().decode("utf-8", "replace")
+            got = ours.apply(Document(id="p", text="", source="web", html=html))
+            want = theirs.extract(html)
+            assert "\\|" in want and got.text == want.strip()
+            seen += 1
+    assert seen == 3

@@ -82,6 +82,8 @@ def test_perplexity_scores_every_document_and_keeps_by_threshold(gpt_dir, inputs
         else:
             assert r["perplexity_bpb"] == pytest.approx(want, rel=1e-5)
             assert (r in kept) == (want <= cut)
+            if r in dropped:  # the evidence of the drop: this document's score against the cut (issue 46)
+                assert r["drop_measured"] == pytest.approx(want, rel=1e-5) and r["drop_limit"] == cut
     stats = {s["name"]: s for s in json.loads((tmp_path / "out" / "stats.json").read_text())["steps"]}["perplexity"]
     t = stats["extra"]["throughput"]
     assert t["docs"] == len(texts) and t["tokens"] > 0 and t["docs_per_s"] > 0 and 0 <= t["padding_share"] < 1

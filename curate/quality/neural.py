@@ -132,7 +132,7 @@ class NeuralClassifier(Step):
         out: list[Result] = []
         for doc, s, i in zip(docs, scores.tolist(), ints.tolist(), strict=True):
             doc.extra[self.column], doc.extra[f"{self.column}_int"] = float(s), int(i)
-            out.append(Reject(BELOW) if self.threshold is not None and i < self.threshold else doc)
+            out.append(Reject(BELOW, i, self.threshold) if self.threshold is not None and i < self.threshold else doc)
         return out
 
     def apply(self, doc: Document) -> Result:
@@ -165,4 +165,4 @@ class MaxScore(Step):
                            "before MaxScore")
         bucket = max(int(doc.extra[c]) for c in self.inputs)
         doc.extra[self.column] = bucket
-        return Reject(BELOW) if self.threshold is not None and bucket < self.threshold else doc
+        return Reject(BELOW, bucket, self.threshold) if self.threshold is not None and bucket < self.threshold else doc

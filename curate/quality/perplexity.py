@@ -106,7 +106,7 @@ class Perplexity(_Scores, Step):
             if self.threshold is not None and math.isnan(s):
                 out.append(Reject("empty"))
             elif self.threshold is not None and s > self.threshold:
-                out.append(Reject("above_threshold"))
+                out.append(Reject("above_threshold", s, self.threshold))
             else:
                 out.append(doc)
         return out

@@ -121,8 +121,33 @@ def test_every_command_given_for_the_demo_runs_as_written(built_demo):
     cmds = demo_commands()
     failed = []
     for cmd in cmds:
+        if cmd.startswith("curate view "):  # a server: it must come up and answer its first page, then it is stopped
+            problem = _serves(cmd, built_demo)
+            if problem:
+                failed.append(f"`{cmd}` {problem}")
+            continue
         done = subprocess.run(cmd, shell=True, cwd=built_demo, env=_env(), capture_output=True, text=True,
                               timeout=900)
         if done.returncode != 0:
             failed.append(f"`{cmd}` exited {done.returncode}: {done.stderr.strip()[-500:]}")
     assert not failed, "\n".join(failed)
+
+
+def _serves(cmd: str, cwd: Path) -> str | None:
+    """Start a `curate view` command as written but on a free port (`--port 0`: the docs' default port may be taken
+    on a test machine), read the address it prints, GET its first page; None when that answered 200."""
+    import urllib.request
+
+    args = [*shlex.split(re.sub(r"\s+#.*$", "", cmd)), "--port", "0"]
+    args[0] = str(BIN / args[0])  # the venv's command, as _env puts it first on PATH
+    proc = subprocess.Popen(args, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # "curate view: http://127.0.0.1:PORT/ (...)", or nothing when it failed
+        url = re.search(r"http://\S+", line)
+        if not url:
+            return f"did not start: {proc.communicate(timeout=60)[1].strip()[-500:]}"
+        with urllib.request.urlopen(url.group(0), timeout=120) as reply:
+            return None if reply.status == 200 else f"answered {reply.status}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -87,6 +87,7 @@ def counts(out: Path) -> list[dict]:
     for s in steps:
         s.pop("seconds")
         s["extra"].pop("seconds", None)
+        s["extra"].pop("cpu_seconds", None)  # dedup.Substrings' phases' CPU time
     return steps
 
 

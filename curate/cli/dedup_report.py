@@ -12,14 +12,9 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from curate.core.errors import UsageError
 from curate.core.shown import for_terminal
 from curate.io import fs
-from curate.io.batching import iter_batches
-from curate.io.writers import parquet_shards
 
 BINS = [(1, 1), (2, 2), (3, 5), (6, 10), (11, 100), (101, 1000), (1001, None)]
 
@@ -39,6 +34,8 @@ BATCH_ROWS = 8192  # rows decoded at a time: the report holds counts and a few e
 
 
 def _batches(paths: list[str], columns: list[str]):
+    from curate.io.batching import iter_batches  # Arrow: loaded by the report, not by `curate dedup-report --help`
+
     """Record batches of `columns` from every shard that has them, `BATCH_ROWS` rows at a time."""
     for p in paths:
         pf = fs.parquet_file(p)
@@ -55,6 +52,8 @@ def scan_kept(paths: list[str], examples: int, column: str = "dedup_cluster") ->
     """(kept documents per cluster size, the kept rows of the `examples` largest clusters), from narrow columns.
     `column`: dedup_cluster (MinHash) or semantic_cluster (dedup.Semantic), with its `_size`; rows come back with
     MinHash's names."""
+    import pyarrow.compute as pc
+
     sizes: Counter = Counter()
     top: list[dict] = []
     for b in _batches(paths, ["id", column, f"{column}_size"]):
@@ -80,6 +79,9 @@ def histogram(sizes: Counter) -> list[tuple[str, int, int]]:
 
 def _texts(paths: list[str], wanted: set[str]) -> dict[str, str]:
     """Texts of the documents with these ids, reading a batch of `id` and `text` at a time."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     out: dict[str, str] = {}
     keys = pa.array(sorted(wanted), pa.string())
     for b in _batches(paths, ["id", "text"]):
@@ -91,6 +93,9 @@ def _texts(paths: list[str], wanted: set[str]) -> dict[str, str]:
 def dropped_copies(paths: list[str], clusters: list, copies: int, column: str = "dedup_cluster",
                    step: str = "minhash") -> dict:
     """Per cluster, its `copies` members dropped by `step` with the smallest ids, with their texts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     members: dict = {c: [] for c in clusters}
     for b in _batches(paths, ["id", column, "drop_reason"]):
         b = b.rename_columns(["id", "dedup_cluster", "drop_reason"])
@@ -131,6 +136,8 @@ def substring_spans(output: str, n: int, width: int) -> bool:
 
 
 def main(args) -> int:
+    from curate.io.writers import parquet_shards
+
     data = parquet_shards(fs.join(args.output, "data"), "curate dedup-report") if fs.isdir(fs.join(args.output, "data")) else []
     if not data:
         raise UsageError(f"no shards under {fs.join(args.output, 'data')}")

@@ -7,8 +7,6 @@ import fnmatch
 from curate.core.errors import UsageError
 from curate.core.shown import for_terminal
 from curate.io import fs
-from curate.io.state import DAMAGED_SHARD, reading
-from curate.io.writers import parquet_shards
 
 
 def add_parser(sub):
@@ -52,6 +50,8 @@ def check_reason(output: str, pattern: str) -> None:
 
 
 def main(args) -> int:
+    from curate.io.writers import parquet_shards  # Arrow: loaded to read shards, not by `curate inspect --help`
+
     if args.reason and not args.rejected:
         raise UsageError("--reason selects dropped documents: add --rejected")
     if args.reason:
@@ -96,6 +96,8 @@ def _evidence(rec: dict) -> list[tuple[str, str]]:
 
 def _records(path: str, batch_size: int):
     """Rows of a shard, one row group batch at a time: showing 3 documents must not decode a 512 MB shard."""
+    from curate.io.state import DAMAGED_SHARD, reading
+
     with reading(path, DAMAGED_SHARD):
         for batch in fs.parquet_file(path).iter_batches(batch_size=max(batch_size, 1)):
             yield from batch.to_pylist()

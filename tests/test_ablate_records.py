@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORDS = [  # spec, record, the page generated from it
     ("docs/ablation/spec.toml", "docs/ablation/results.json", "docs/ablation.md"),
     ("docs/ablation/recipes-spec.toml", "docs/ablation-recipes/results.json", "docs/ablation-recipes.md"),
+    ("docs/ablation/selection-spec.toml", "docs/selection/results.json", "docs/selection.md"),
 ]
 
 

@@ -162,18 +162,35 @@ def test_dedup_same_on_local_and_ray(extract_runs, tmp_path):
     assert len(list((tmp_path / "ray" / "_work").glob("*/_phases/buckets/*"))) == 14 * 2
 
 
-def test_substrings_same_on_local_and_ray(extract_runs, tmp_path):
-    """dedup.Substrings' phases (text, pairs of parts, rewrite, top) as Ray tasks: the same documents and spans."""
-    from curate import dedup
+class Placed(RayExecutor):
+    """A RayExecutor that records the Ray options of every map it runs (what each task asked of the cluster)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.options: list[dict] = []
+
+    def task_options(self, resources=None):
+        self.options.append(super().task_options(resources))
+        return self.options[-1]
+
+
+def test_substrings_and_importance_same_on_local_and_ray(shared, extract_runs, tmp_path):
+    """dedup.Substrings' phases (text, pairs of parts, rewrite, top), then quality.Importance's (target, count,
+    weigh, select, filter) as Ray tasks: the same documents, spans and sample; no task asks Ray for a GPU."""
+    from curate import dedup, quality
 
     shards = sorted(str(p) for p in (extract_runs[0] / "data").glob("*.parquet"))
-    step = dedup.Substrings(min_length=100, part_bytes=400_000)
-    pipeline = Pipeline(name="substrings", reader=readers.Parquet(), steps=[step])
+    target = str(shared / "text" / "clean_en" / "botchan_gutenberg8868.txt")
+    steps = [dedup.Substrings(min_length=100, part_bytes=400_000), quality.Importance(target, fraction=0.5)]
+    pipeline = Pipeline(name="substrings", reader=readers.Parquet(), steps=steps)
     pipeline.run(shards, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
-    pipeline.run(shards, str(tmp_path / "ray"), executor=RayExecutor(progress=False))
+    ex = Placed(progress=False)
+    pipeline.run(shards, str(tmp_path / "ray"), executor=ex)
     assert_same_run(tmp_path / "local", tmp_path / "ray")
-    extra = {s["name"]: s for s in counts(tmp_path / "ray")}["substrings"]["extra"]
-    assert extra["parts"] >= 2 and extra["chars_struck"] > 0
+    st = {s["name"]: s for s in counts(tmp_path / "ray")}
+    assert st["substrings"]["extra"]["parts"] >= 2 and st["substrings"]["extra"]["chars_struck"] > 0
+    assert 0 < st["importance"]["docs_out"] < st["importance"]["docs_in"] and st["importance"]["extra"]["threshold"]["passes"]
+    assert len(ex.options) >= 9 and not [o for o in ex.options if o.get("num_gpus")]  # every phase, none on a GPU
 
 
 def trigram_embedding(doc):

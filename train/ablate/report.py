@@ -224,9 +224,10 @@ def write(spec, results: dict[str, Any]) -> list[str]:
 GAPS = [("extract", "heuristics"), ("heuristics", "dedup"), ("dedup", "quality"), ("dedup", "quality_top"),
         ("dedup", "quality_chunk100"), ("extract", "dedup"), ("extract", "quality"),
         ("dedup", "dedup_lines"), ("extract", "fineweb"), ("dedup", "fineweb"),
-        ("dedup", "fasttext"), ("dedup", "perplexity"), ("dedup", "dsir")]
+        ("dedup", "fasttext"), ("dedup", "perplexity"), ("dedup", "dsir"),
+        ("dedup", "substrings"), ("dedup", "semantic")]
 # (before, after) pairs shown when both variants ran (dedup_lines: docs/dedup.md; fineweb: docs/ablation-recipes.md;
-# fasttext, perplexity, dsir: docs/selection.md)
+# fasttext, perplexity, dsir: docs/selection.md; substrings, semantic: docs/dedup-family.md)
 
 
 def gap_table(results: dict, pairs: list[tuple[str, str]] | None = None) -> str:

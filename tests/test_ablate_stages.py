@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -253,3 +258,42 @@ def test_ablate_says_only_what_it_wrote(tmp_path, shared, capsys):
     assert main(["--spec", str(spec_file), "--report"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"wrote {out}/results.json, results.md, curves.png (1 variants)"
     assert sorted(p.name for p in out.iterdir()) == ["curves.png", "results.json", "results.md", "variants"]
+
+
+def test_a_done_stage_whose_folder_was_deleted_by_hand_is_made_again(tmp_path):
+    stage = tmp_path / "variants" / "v" / "mix"
+    stage.mkdir(parents=True)
+    mark(stage, "k", True, tokens=5)
+    assert stage_state(stage, "k") == "done"
+    shutil.rmtree(stage)  # the user removes the folder and leaves the mark beside it
+    assert stage_state(stage, "k") == "new"  # before: "done", and the next stage failed on a missing manifest
+    assert not list(stage.parent.glob(".mix.ablate.json"))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State:"))
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return "Z" in state.split()[1]  # a zombie has stopped running; only its exit status waits to be read
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_the_training_processes_of_jobs_die_with_a_killed_ablate():
+    driver = subprocess.Popen([sys.executable, "-c", (
+        "import os, time\n"
+        "from train.ablate.stages import training_pool\n"
+        "pool = training_pool(1)\n"
+        "print(pool.submit(os.getpid).result(), flush=True)\n"
+        "time.sleep(120)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(driver.stdout.readline())
+        assert not _gone(worker)
+        driver.send_signal(signal.SIGKILL)  # no handler, no pool shutdown: only the kernel can end the worker
+        driver.wait(30)
+        deadline = time.monotonic() + 30
+        while not _gone(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _gone(worker)  # before: it went on training and writing into its run folder
+    finally:
+        driver.kill()

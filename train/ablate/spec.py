@@ -133,7 +133,7 @@ def stage_state(path: Path, key: str) -> str:
     record_file = mark_file(path)
     if record_file.is_file():
         record = json.loads(record_file.read_text())
-        if record["key"] == key:
+        if record["key"] == key and path.exists():  # a folder deleted by hand (its mark left) is made again
             return "done" if record["done"] else "partial"
         record_file.unlink()
     if path.exists():

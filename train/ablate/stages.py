@@ -373,9 +373,23 @@ def prepare(spec: Spec, only: list[str] | None = None) -> tuple[int, dict[str, s
     return mixed, {n: k for n, k in tkeys.items() if not only or n in only}, unique
 
 
-def run(spec: Spec, only: list[str] | None = None, jobs: int = 1, progress: bool = False) -> dict:
+def training_pool(jobs: int):
+    """The processes of --jobs: a clean interpreter each (spawned: no forked torch state) that dies with this one,
+    however it ends (a parent-death signal, as the curation pool's workers): a killed `ablate` leaves no training
+    run writing on behind it."""
     import concurrent.futures
     import multiprocessing
+    import os
+
+    from curate.run.executors.local import die_with_parent
+
+    ctx = multiprocessing.get_context("spawn")
+    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=die_with_parent,
+                                                  initargs=(os.getpid(),))
+
+
+def run(spec: Spec, only: list[str] | None = None, jobs: int = 1, progress: bool = False) -> dict:
+    import concurrent.futures
 
     import torch
 
@@ -394,8 +408,7 @@ def run(spec: Spec, only: list[str] | None = None, jobs: int = 1, progress: bool
             train_and_evaluate(spec, name, seed, tkeys[name], tokens, plan, progress)
             write(spec, collect(spec))  # partial results are readable while the rest trains
     else:
-        ctx = multiprocessing.get_context("spawn")  # a clean interpreter per worker: no forked torch state
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+        with training_pool(jobs) as pool:
             futures = [pool.submit(_train_job, spec, name, seed, tkeys[name], tokens, progress) for name, seed in todo]
             for f in concurrent.futures.as_completed(futures):
                 f.result()

@@ -46,7 +46,10 @@ def test_hf_export_loads_with_datasets_and_its_card_holds_the_funnel(run, tmp_pa
     stats = json.loads((run / "stats.json").read_text())
     for step in stats["steps"]:  # every step's funnel row, with the numbers of stats.json
         assert re.search(rf"\| {step['name']} \| {step['docs_in']:,} \| {step['docs_out']:,} \|", card)
-    assert "| `" + str(Path(json.loads((run / "manifest.json").read_text())["inputs"][0])) + "` | CC-BY-SA-4.0 |" in card
+    source = Path(json.loads((run / "manifest.json").read_text())["inputs"][0])
+    records = sum(1 for line in source.read_text(encoding="utf-8").splitlines() if line.strip())
+    # per input: its records (counted here from the file) and the documents kept of it (all of them: one input)
+    assert f"| `{source}` | {records:,} | {len(want):,} | CC-BY-SA-4.0 |" in card
     assert card.startswith('---\nlicense: "other"\n')
 
 

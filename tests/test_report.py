@@ -261,10 +261,12 @@ def test_funnel_chart_has_a_bar_per_stage_and_one_character_base():
     assert "read (shards after minhash)" in table and "`read` counts the raw records" in table
 
 
-def test_stats_by_input_follows_each_file_through_a_global_step(shared, tmp_path, capsys):
+@pytest.mark.parametrize("after", [False, True], ids=["global-last", "streaming-after-global"])
+def test_stats_by_input_follows_each_file_through_a_global_step(shared, tmp_path, capsys, after):
     """Issue 46: every document is `source=web` and neither stats nor the report split by input. `curate stats
     --by-input` follows each input's documents through a global step (exact dedup across the two files); the
-    reference is the planted ids, which name their file."""
+    reference is the planted ids, which name their file. A streaming step after the global one renames the shards
+    (`-NNN` added): before, every input then showed 0 kept."""
     from curate import dedup
     from curate.report.inputs import by_input
 
@@ -280,7 +282,11 @@ def test_stats_by_input_follows_each_file_through_a_global_step(shared, tmp_path
         return doc.text != "tiny"
 
     out = tmp_path / "out"
-    Pipeline(name="inputs", reader=readers.Jsonl(), steps=[not_tiny, dedup.Exact()]).run(
+    def same(doc):
+        return True
+
+    steps = [not_tiny, dedup.Exact(), *([same] if after else [])]
+    Pipeline(name="inputs", reader=readers.Jsonl(), steps=steps).run(
         inputs=[str(p) for p, _ in files.values()], output=str(out), progress=False)
     import pyarrow.parquet as pq
 

@@ -111,7 +111,7 @@ def export(run: str, out: str, format: str = "hf", license: str = "other", input
         else:  # the marker first: an interrupted export is this command's to redo, not a stranger's folder
             atomic_write_text(marker, json.dumps({**config, "complete": False}, indent=1))
         written, docs = _write_files(files, out, format)
-        card = dataset_card(manifest, stats, written, format, license, licences, name)
+        card = dataset_card(manifest, stats, written, format, license, licences, name, _per_input(run))
         atomic_write_text(fs.join(out, "README.md"), card)
         info = {**config, "complete": True, "files": written, "documents": docs}
         atomic_write_text(marker, json.dumps(info, indent=1))
@@ -177,18 +177,30 @@ def _funnel(stats: dict) -> list[str]:
     return lines
 
 
+def _per_input(run: str) -> dict:
+    """Records read and documents kept per input file (`curate.report.inputs`, as `curate stats --by-input`); empty
+    for a mix, whose inputs are runs, not files read by a first stage."""
+    from curate.report.inputs import by_input
+
+    return by_input(run)["inputs"]
+
+
 def dataset_card(manifest: dict, stats: dict, files: list[str], format: str, license: str,
-                 licences: list[tuple[str, str]], name: str | None) -> str:
-    """The dataset card: the Hub's YAML header (licence, where the files are) and the curation's record."""
+                 licences: list[tuple[str, str]], name: str | None, per_input: dict | None = None) -> str:
+    """The dataset card: the Hub's YAML header (licence, where the files are) and the curation's record, with what
+    each input gave (records read, documents kept) beside its licence: who publishes it sees whose text it is."""
     pipeline = manifest.get("pipeline") if isinstance(manifest.get("pipeline"), dict) else {}
     title = name or pipeline.get("name") or manifest.get("kind") or "curated dataset"
     pattern = "data/*.jsonl.gz" if format == "jsonl" else "data/*.parquet"
     inputs = manifest.get("inputs") or []
     inputs = [i if isinstance(i, str) else i.get("path", str(i)) for i in inputs]
-    rows = []
+    rows, per_input = [], per_input or {}
     for path in inputs:
         lic = next((lic for glob, lic in licences if fnmatch.fnmatch(path, glob)), None)
-        rows.append(f"| {for_markdown(path, code=True)} | {for_markdown(lic or 'unknown: check before publishing')} |")
+        counts = per_input.get(path)
+        read, kept = (f"{counts['records']:,}", f"{counts['kept']:,}") if counts else ("", "")
+        rows.append(f"| {for_markdown(path, code=True)} | {read} | {kept} | "
+                    f"{for_markdown(lic or 'unknown: check before publishing')} |")
     steps = "\n".join(f"{k + 1}. {for_markdown(s, code=True)}" for k, s in enumerate(pipeline.get("steps") or [])) or "(none recorded)"
     return "\n".join([
         "---", f"license: {for_yaml(license)}", f"pretty_name: {for_yaml(title)}", "configs:",
@@ -201,7 +213,8 @@ def dataset_card(manifest: dict, stats: dict, files: list[str], format: str, lic
         else f"Curated with Peneira; {len(files)} file(s) ({format}).", "",
         "## Pipeline", "", f"Reader: {for_markdown(pipeline.get('reader', '?'), code=True)}", "", steps, "",
         "## Funnel", "", *_funnel(stats), "",
-        "## Inputs and their licences", "", "| input | licence |", "|---|---|", *(rows or ["| (none recorded) | |"]),
+        "## Inputs and their licences", "", "| input | records read | documents kept | licence |", "|---|---|---|---|",
+        *(rows or ["| (none recorded) | | | |"]),
         "", "The licence above (`license:`) is the one given to `curate export`; each input's own terms still apply.",
         "", "## Files", "", *(f"* {for_markdown(f, code=True)}" for f in files), "",
         f"Versions: {json.dumps(manifest.get('versions', {}))}", "",

@@ -2,7 +2,8 @@
 
 From what the run already writes, for every consumer (`curate stats --by-input`, the report): each first-stage task's
 stats file names its input and its output shards, and every later stage (global steps included) keeps the first
-stage's shard file names, so a final shard's rows belong to that task's input.
+stage's shard file names (a streaming stage after a global one adds a suffix `-NNN`), so a final shard's rows
+belong to that task's input.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def by_input(out: str, folders: bool = False) -> dict:
     import pyarrow.compute as pc
 
     rows: dict[str, Counter] = {}
+    owner: dict[str, str] = {}  # a first-stage shard's name (no extension) -> its task's input
     sources: Counter = Counter()
     final = {fs.basename(p): p for p in fs.glob(fs.join(out, "data", "*.parquet"))}
     for path in sorted(fs.glob(fs.join(out, "stats", "stage0-*.json"))):
@@ -35,11 +37,19 @@ def by_input(out: str, folders: bool = False) -> dict:
         row["read"] += steps[0]["docs_out"]
         row["first_stage"] += steps[-1]["docs_out"]
         for shard in task["outputs"]:
-            done = final.get(fs.basename(shard))
-            if done is not None:
-                row["kept"] += fs.parquet_file(done).metadata.num_rows
+            owner[_stem(shard)] = key
+    for name, p in final.items():  # a streaming stage after a global one adds `-NNN` to the name it was given
+        stem = _stem(name)
+        while stem not in owner and "-" in stem:
+            stem = stem.rsplit("-", 1)[0]
+        if stem in owner:
+            rows[owner[stem]]["kept"] += fs.parquet_file(p).metadata.num_rows
     for p in final.values():
         col = fs.parquet_file(p).read(columns=["source"])["source"]
         sources.update({v.as_py(): n.as_py() for v, n in zip(*pc.value_counts(col).flatten(), strict=True)})
     return {"inputs": rows, "sources": sources}
+
+
+def _stem(path: str) -> str:
+    return fs.basename(path).split(".", 1)[0]
 

@@ -389,6 +389,34 @@ def test_cli_list_paths_query(cc_env, capsys):
     assert "collinfo.json: 404" in capsys.readouterr().err
 
 
+def test_cli_shows_what_the_index_and_path_lists_say_without_obeying_it(tmp_path, monkeypatch, capsys):
+    """A crawl's index is another party's text (issue 41, `curate cc` was the command not walked): names and paths
+    with terminal escapes, a window title and a right-to-left override are printed inert, one line each."""
+    import unicodedata
+
+    from curate.cli.main import main
+
+    hostile = "\x1b[2J\x1b]0;pwned\x07\u202eevil\nnext"
+    (tmp_path / "collinfo.json").write_text(json.dumps([{"id": SNAPSHOT, "name": hostile, "from": hostile}]))
+    lists = tmp_path / "crawl-data" / SNAPSHOT
+    lists.mkdir(parents=True)
+    (lists / "warc.paths.gz").write_bytes(gzip.compress(f"crawl-data/{SNAPSHOT}/a{hostile[:-5]}.warc.gz\n".encode()))
+    server = RangeServer(tmp_path)
+    try:
+        for k, v in env(server.url).items():
+            monkeypatch.setenv(k, v)
+        assert main(["cc", "list"]) == 0
+        listed = capsys.readouterr().out
+        assert main(["cc", "paths", SNAPSHOT]) == 0
+        paths = capsys.readouterr().out
+    finally:
+        server.close()
+    for out in (listed, paths):
+        assert out.count("\n") == 1  # one record, one line: the newline in the name is shown, not obeyed
+        assert not [c for c in out if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf")]
+    assert "pwned" in listed and "evil" in paths  # shown, not dropped
+
+
 # ---------------------------------------------------------------- curate run --input cc://...
 
 PIPE = ("from curate import Pipeline, extract, readers\n"

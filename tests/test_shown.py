@@ -39,7 +39,8 @@ NOT_SHOWING = {
     "tokenize": "prints token counts",
     "models": "prints the project's own model table",
     "demo": "prints the counts of the text it generates itself",
-    "cc": "prints Common Crawl's index records: network only, not walked here (issue 41: not covered)",
+    "cc": "prints a crawl index's names and path lists, no run text: walked with a hostile index in "
+          "tests/test_commoncrawl.py (a local server)",
     "cancel": "prints Slurm job ids",
     "view": "a web app (issue 44) rendering through jinja2 autoescaping and a sandboxed frame: its own browser "
             "tests walk it, not this one",

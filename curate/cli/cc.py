@@ -44,16 +44,21 @@ def main(args) -> int:
 
 
 def _main(args) -> int:
+    from curate.core.shown import for_terminal
     from curate.io import commoncrawl as cc
+
+    def shown(value) -> str:  # what the index and the path lists say is a server's text: shown, never obeyed
+        return for_terminal(value, lines=False)
 
     if args.cc_command == "list":
         for s in cc.snapshots(args.index):
-            print(f"{s['id']}\t{s.get('name', '')}\t{s.get('from', '')[:10]} .. {s.get('to', '')[:10]}")
+            dates = f"{str(s.get('from', ''))[:10]} .. {str(s.get('to', ''))[:10]}"
+            print(f"{shown(s['id'])}\t{shown(s.get('name', ''))}\t{shown(dates)}")
         return 0
     if args.cc_command == "paths":
         params = {"segments": args.segments, "sample": args.sample, "files": args.files, "base": args.base}
         for s in cc.cc_splits(_url(args.snapshot, args.kind, params)):
-            print(s.url)
+            print(shown(s.url))
         return 0
     names = ("domain", "host", "mime", "status", "lang", "url", "subset", "limit", "base")
     splits = cc.cc_splits(_url(args.snapshot, "index", {n: getattr(args, n) for n in names}))

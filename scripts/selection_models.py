@@ -6,7 +6,9 @@ and the fastText classifier (the same positives against SMS spam and web chat, a
     python scripts/selection_models.py --shared ../shared/data --out runs/ablation-selection/models
 
 Writes OUT/clean.jsonl (one document per speech, per 60 lines of a play), OUT/tokenizer.json, OUT/tokens/,
-OUT/reference/ (a `python -m train` run: `ckpt.pt` and its tokenizer) and OUT/quality.bin.
+OUT/reference/ (a `python -m train` run: `ckpt.pt` and its tokenizer) and OUT/quality.bin. With --head it then
+runs scripts/selection_head.py: the teacher, its grades of the dedup pool and the head fitted on them (OUT/head/,
+the `head` variant's classifier); that step needs PENEIRA_LID_MODEL, as the ablation does.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def main() -> int:
     ap.add_argument("--shared", default="../shared/data")
     ap.add_argument("--out", default="runs/ablation-selection/models")
     ap.add_argument("--steps", type=int, default=400, help="training steps of the reference model")
+    ap.add_argument("--head", action="store_true",
+                    help="then make the `head` variant's classifier (scripts/selection_head.py) from these models")
     args = ap.parse_args()
     text_dir, out = Path(args.shared) / "text", Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -68,6 +72,8 @@ def main() -> int:
     for n in NEGATIVE:
         quality += ["--negative", str(text_dir / n)]
     run(*quality, "--chunk-words", "400", "--threads", "1", "--out", str(out / "quality.bin"))
+    if args.head:
+        run(py, str(Path(__file__).with_name("selection_head.py")), "--shared", args.shared, "--models", str(out))
     return 0
 
 

@@ -45,6 +45,7 @@ from curate.run.executors import make_executor
 from curate.run.executors.base import READ_FIGURES, Executor, ProgressFn
 from curate.run.executors.local import LocalExecutor, check_main_guard
 from curate.run.fingerprint import RUN_LAYOUT, Fingerprinter, describe_change, pipeline_config
+from curate.run.lean import skip_pandas
 
 BATCH_DOCS = 64  # documents a step sees at once ...
 BATCH_CHARS = 16 << 20  # ... or documents of this many characters (HTML as read, else text), whichever comes first
@@ -658,6 +659,7 @@ def _load_stage(payload: bytes) -> StreamStage:
     key = hash(payload)
     if key not in _STAGE_CACHE:
         stage = cloudpickle.loads(payload)
+        skip_pandas()  # after the steps' modules are imported: a pipeline that uses pandas keeps it (issue 45)
         for s in stage.steps:
             s.setup()
         _STAGE_CACHE.clear()

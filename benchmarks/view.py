@@ -2,9 +2,12 @@
 
 Synthesizes the run (text shards with the project's schema, zstd, row groups of 10,000 documents as
 `writers.Parquet` writes them; 90% kept in data/, 10% dropped in rejected/ with a reason), starts the real server
-(`curate view RUN --port 0`, its own process), times each request over HTTP (median of --reps, wall clock: the
-server's queries use every core) and reads the server's peak RSS (VmHWM) after all of them. Texts are drawn from a
-pool of sentences, so they compress like prose, not like noise.
+(`curate view RUN --port 0 --cache EMPTY`, its own process), waits until its background thread has indexed every
+shard (the time is reported: once per run), times each request over HTTP (median of --reps, wall clock: the
+server's queries use every core) and reads the server's peak RSS (VmHWM, indexing included) after all of them.
+Then the same requests against a second server started with `--no-cache` (every query reads the shards: the path
+before the index), for the ratio in the same run. Texts are drawn from a pool of sentences, so they compress like
+prose, not like noise.
 
     .venv/bin/python benchmarks/view.py --docs 1000000 [--dir /tmp/view-bench] [--json benchmarks/view.json]
 """
@@ -15,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,11 +49,15 @@ def queries(docs: int) -> list[tuple[str, str]]:
         ("length in [2000, 5000)", "/run/0/docs?min%3Alength=2000&max%3Alength=5000"),
         ("URL contains 'site-7/'", "/run/0/docs?url=site-7%2F"),
         ("text contains a phrase", "/run/0/docs?q=harbour+committee"),
+        ("text contains a phrase, exact count", "/run/0/docs?q=harbour+committee&exact=1"),
         ("sorted by length, descending", "/run/0/docs?sort=length&desc=1"),
         ("sorted by quality_score, page 2", "/run/0/docs?sort=quality_score&page=1"),
         ("Document by id", f"/run/0/doc?id=doc-{int(docs * 0.654321):07d}"),
         ("Run page (funnel, languages, lengths, scores)", "/run/0"),
     ]
+
+
+BEFORE = {"text contains a phrase": "text contains a phrase, exact count"}  # the request's path before the index
 
 
 def baselines() -> dict[str, object]:
@@ -59,6 +67,7 @@ def baselines() -> dict[str, object]:
 
     return {"length in [2000, 5000)": pl.col("text").str.len_chars().is_between(2000, 5000, closed="left"),
             "text contains a phrase": pl.col("text").str.contains("(?i)harbour committee"),
+            "text contains a phrase, exact count": pl.col("text").str.contains("(?i)harbour committee"),
             "sorted by length, descending": None}
 
 
@@ -118,14 +127,54 @@ def peak_rss_mib(pid: int) -> tuple[float, float]:
 
 def markdown(res: dict) -> str:
     """The table of docs/benchmarks.md, from a results file."""
-    rows = [f"| {q['query']} | {q['first_s']:.2f} | {q['median_s']:.2f} | "
-            f"{'' if q['matches'] is None else format(q['matches'], ',')} | "
+    def n(q):
+        return "" if q["matches"] is None else ("at least " if q.get("at_least") else "") + format(q["matches"], ",")
+
+    rows = [f"| {q['query']} | {q['first_s']:.2f} | {q['median_s']:.2f} | {n(q)} | {q['old_first_s']:.2f} | "
+            f"{q['old_median_s']:.2f} | {q['old_median_s'] / q['median_s']:.1f}x | "
             f"{format(q['bare_polars_s'], '.2f') if 'bare_polars_s' in q else ''} |" for q in res["queries"]]
     head = (f"{res['docs']:,} documents ({res['shard_mib']} MiB of shards), {res['reps']} requests each, "
-            f"{res['cpus']} cores, load average {res['load_average']} when it ended; server RSS "
-            f"{res['rss_idle_mib']} MiB idle, peak {res['rss_peak_mib']} MiB over all requests.\n\n")
-    return head + ("| request | first (s) | median (s) | documents matched | bare Polars count (s) |\n"
-                   "|---|---|---|---|---|\n") + "\n".join(rows)
+            f"{res['cpus']} cores, load average {res['load_average']} when it ended. Index: built by the server's "
+            f"background thread in {res['index_build_s']:.0f} s (once per run; {res['index_mib']} MiB in the "
+            f"cache). Server RSS {res['rss_idle_mib']} MiB idle, peak {res['rss_peak_mib']} MiB over the indexing "
+            f"and all requests; without the index (`--no-cache`) peak {res['old_rss_peak_mib']} MiB.\n\n")
+    return head + ("| request | first (s) | median (s) | documents matched | before: first (s) | before: median (s) | "
+                   "ratio of medians | bare Polars count (s) |\n|---|---|---|---|---|---|---|---|\n") + "\n".join(rows)
+
+
+def start(run: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "curate", "view", str(run), "--port", "0", *extra],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    return proc, re.search(r"http://[^/]+", proc.stdout.readline()).group()
+
+
+def timed(base: str, docs: int, reps: int) -> list[dict]:
+    """Each request of `queries`, `reps` times: first and median seconds, and the count the page shows."""
+    results = []
+    for label, path in queries(docs):
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            r = httpx.get(base + path, timeout=600)
+            times.append(time.perf_counter() - t)
+            assert r.status_code == 200, (path, r.status_code, r.text[:300])
+        m = re.search(r'(at least )?<span id="total">([\d,]+)</span>', r.text)
+        results.append({"query": label, "path": path, "first_s": round(times[0], 3),
+                        "median_s": round(statistics.median(times), 3),
+                        "matches": int(m.group(2).replace(",", "")) if m else None, "at_least": bool(m and m.group(1))})
+        print(f"{label:48s} first {times[0]:6.2f} s  median {statistics.median(times):6.2f} s  "
+              f"{'at least ' * results[-1]['at_least']}{results[-1]['matches'] if m else ''}", flush=True)
+    return results
+
+
+def indexed(cache: Path, shards: int, limit: float = 1800) -> float:
+    """Seconds until the server's builder thread has written an index file for each of `shards` shards."""
+    t = time.perf_counter()
+    while len(list(cache.glob("*.parquet"))) < shards:
+        if time.perf_counter() - t > limit:
+            raise SystemExit(f"not indexed after {limit} s")
+        time.sleep(0.2)
+    return time.perf_counter() - t
 
 
 def main() -> int:
@@ -142,42 +191,46 @@ def main() -> int:
     run = Path(args.dir) / f"run-{args.docs}"
     t = time.perf_counter()
     synthesize(run, args.docs)
-    size = sum(f.stat().st_size for f in run.rglob("*.parquet"))
+    shards = sorted(run.rglob("*.parquet"))
+    size = sum(f.stat().st_size for f in shards)
     print(f"run: {args.docs:,} documents, {size / 2**20:,.0f} MiB of shards ({time.perf_counter() - t:.0f} s)")
-    proc = subprocess.Popen([sys.executable, "-m", "curate", "view", str(run), "--port", "0"],
-                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        base = re.search(r"http://[^/]+", proc.stdout.readline()).group()
-        idle = peak_rss_mib(proc.pid)[0]
-        results = []
-        for label, path in queries(args.docs):
-            times = []
-            for _ in range(args.reps):
-                t = time.perf_counter()
-                r = httpx.get(base + path, timeout=600)
-                times.append(time.perf_counter() - t)
-                assert r.status_code == 200, (path, r.status_code, r.text[:300])
-            m = re.search(r'<span id="total">([\d,]+)</span>', r.text)
-            results.append({"query": label, "path": path, "first_s": round(times[0], 3),
-                            "median_s": round(statistics.median(times), 3),
-                            "matches": int(m.group(1).replace(",", "")) if m else None})
-            print(f"{label:48s} first {times[0]:6.2f} s  median {statistics.median(times):6.2f} s  "
-                  f"{results[-1]['matches'] if m else ''}", flush=True)
-        rss, peak = peak_rss_mib(proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    for q in results:  # after the server is gone: the bare engine on the same shards, one at a time
+    cache = Path(args.dir) / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    out = {}
+    for mode, extra in (("index", ("--cache", str(cache))), ("old", ("--no-cache",))):
+        print(f"-- {'with the index' if mode == 'index' else 'without the index (--no-cache)'}", flush=True)
+        proc, base = start(run, *extra)
+        try:
+            idle = peak_rss_mib(proc.pid)[0]
+            if mode == "index":
+                out["index_build_s"] = round(indexed(cache, len(shards)), 1)
+                print(f"indexed {len(shards)} shards in {out['index_build_s']} s", flush=True)
+            out[mode] = timed(base, args.docs, args.reps)
+            out[mode + "_rss"] = (idle, *peak_rss_mib(proc.pid))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    results, before = out["index"], {q["query"]: q for q in out["old"]}
+    for q in results:
+        assert q["matches"] == before[q["query"]]["matches"], q  # both paths count the same
+        # the text search: both servers now stop once the page is full; before, it counted every match
+        old = before[BEFORE.get(q["query"], q["query"])]
+        q["old_median_s"], q["old_first_s"] = old["median_s"], old["first_s"]
+    for q in results:  # after the servers are gone: the bare engine on the same shards, one at a time
         if q["query"] in baselines():
             q["bare_polars_s"] = round(bare_seconds(run, baselines()[q["query"]]), 3)
             print(f"{q['query']:48s} bare Polars {q['bare_polars_s']:6.2f} s", flush=True)
-    print(f"server RSS: {idle:.0f} MiB idle, {rss:.0f} MiB after, peak {peak:.0f} MiB")
+    idle, rss, peak = out["index_rss"]
+    print(f"server RSS: {idle:.0f} MiB idle, {rss:.0f} MiB after, peak {peak:.0f} MiB; without the index: peak "
+          f"{out['old_rss'][2]:.0f} MiB")
     if args.json:
         load = os.getloadavg()[0]
-        Path(args.json).write_text(json.dumps({"docs": args.docs, "shard_mib": round(size / 2**20), "reps": args.reps,
-                                               "cpus": os.cpu_count(), "load_average": round(load, 1),
-                                               "rss_idle_mib": round(idle), "rss_peak_mib": round(peak),
-                                               "queries": results}, indent=1) + "\n")
+        index_mib = sum(f.stat().st_size for f in cache.glob("*.parquet")) / 2**20
+        Path(args.json).write_text(json.dumps({
+            "docs": args.docs, "shard_mib": round(size / 2**20), "reps": args.reps, "cpus": os.cpu_count(),
+            "load_average": round(load, 1), "index_build_s": out["index_build_s"], "index_mib": round(index_mib),
+            "rss_idle_mib": round(idle), "rss_peak_mib": round(peak), "old_rss_peak_mib": round(out["old_rss"][2]),
+            "queries": results}, indent=1) + "\n")
     return 0
 
 

@@ -98,7 +98,7 @@ def server(runs):
     5 and 6, the token folder 7); yields its base URL."""
     cmd = [sys.executable, "-m", "curate", "view",
            *(str(runs[k]) for k in ("a", "b", "h", "bad", "grow", "abl", "tokens")),
-           "--port", "0"]
+           "--port", "0", "--cache", str(runs["a"].parent / "cache")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         line = proc.stdout.readline()

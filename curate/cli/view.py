@@ -17,6 +17,10 @@ def add_parser(sub):
                                                         "only; the pages show crawled content, keep it local)")
     p.add_argument("--port", type=int, default=8044, help="port (default 8044; 0: any free port)")
     p.add_argument("--open", action="store_true", help="open the first page in the default browser")
+    p.add_argument("--cache", metavar="DIR", help="where the per-shard indexes go (default ~/.cache/peneira/view; "
+                                                  "each text's length and the narrow columns, built once per shard "
+                                                  "in the background)")
+    p.add_argument("--no-cache", action="store_true", help="no index: every query reads the shards themselves")
     return p
 
 
@@ -33,6 +37,7 @@ def main(args) -> int:
         raise UsageError(f"curate view needs the `view` extra ({e.name} is missing): pip install 'peneira[view]'") \
             from None
     runs = [run for path in args.runs for run in runs_of(path)]
+    _index(runs, None if args.no_cache else args.cache or "")
     for run in runs:  # the shards' footers read now, not on the first page someone opens
         try:
             if run.kind == "run":
@@ -51,6 +56,24 @@ def main(args) -> int:
     server = uvicorn.Server(uvicorn.Config(make_app(runs, hosts), log_level="warning", access_log=False))
     server.run(sockets=[sock])
     return 0
+
+
+def _index(runs: list, folder: str | None) -> None:
+    """Give each local run the shard index (curate/view/index.py) and queue its shards for the builder thread."""
+    if folder is None:
+        return
+    from curate.io import fs
+    from curate.view.index import ShardIndex, default_folder
+
+    try:
+        index = ShardIndex(folder or default_folder())
+    except OSError as e:
+        print(f"curate view: note: no index ({e}); queries read the shards", file=sys.stderr)
+        return
+    for run in runs:
+        if run.kind == "run" and not fs.is_url(run.path):
+            run.index = index
+            index.want(run.shards("data") + run.shards("rejected"))
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -10,6 +10,7 @@ back into Python. Memory is bounded by the page and Polars' batches, not by the 
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import re
 from dataclasses import dataclass, field
@@ -22,11 +23,12 @@ from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.writers import parquet_shards
 from curate.report.build import load_stats
+from curate.view.index import ShardIndex, narrow_schema
 
 PAGE = 50  # rows per page of Documents and Compare
 SNIPPET = 200  # characters of text per row of a list
 LENGTH_EDGES = [0, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]  # Run page's length bars
-HIDDEN = {"text", "metadata", "_shard"}  # shown on the Document page, never as list columns or numeric filters
+HIDDEN = {"text", "metadata", "html", "_shard"}  # shown on the Document page, never as list columns or filters
 _DOMAIN = r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?([^/:?#]+)"
 
 
@@ -51,6 +53,7 @@ class Filters:
     sort: str = ""
     desc: bool = False
     page: int = 0
+    exact: bool = False  # a text search counts every match (reads every text), not only until the page is full
 
     @classmethod
     def parse(cls, params, numeric: list[str]) -> Filters:
@@ -58,6 +61,7 @@ class Filters:
         f = cls(**{k: params.get(k, "").strip() for k in ("status", "step", "reason", "lang", "source", "url",
                                                             "domain", "q", "sort")})
         f.desc = params.get("desc", "") in ("1", "true", "on")
+        f.exact = params.get("exact", "") in ("1", "true", "on")
         f.page = max(number(params.get("page"), "page", int) or 0, 0)
         for col in ["length", *numeric]:
             lo, hi = (number(params.get(f"{b}:{col}"), f"{b}:{col}", float) for b in ("min", "max"))
@@ -96,7 +100,7 @@ class Filters:
     def query_string(self, **change) -> list[tuple[str, str]]:
         """The filters as query parameters (for links to the next page, a sorted column), with `change` applied."""
         d = {k: getattr(self, k) for k in ("status", "step", "reason", "lang", "source", "url", "domain", "q",
-                                           "sort", "desc", "page")}
+                                           "sort", "desc", "page", "exact")}
         d.update(change)
         out = [(k, "1" if v is True else str(v)) for k, v in d.items() if v not in ("", False, 0, None)]
         out += [(f"eq:{col}", v) for col, v in self.equals.items()]
@@ -124,6 +128,7 @@ class Page:
     rows: list[dict]
     total: int
     columns: list[str]
+    exact: bool = True  # False: a text search stopped once the page was full; `total` counts the shards it read
 
 
 class Run:
@@ -138,6 +143,7 @@ class Run:
             raise UsageError(f"{path} is not a run folder (no data/ and no stats.json)")
         self._schemas: dict[str, dict[str, pl.DataType]] = {}  # shard path -> its columns (shards never change)
         self._cache: dict[tuple, object] = {}
+        self.index: ShardIndex | None = None  # set by `curate view` (its --cache): narrow queries read it
 
     def cached(self, key: str, compute):
         """`compute()` once per set of published shards: the Run page's figures read every text of the run, so
@@ -175,30 +181,43 @@ class Run:
                 schema.setdefault(k, v)
         return schema
 
-    def _scan(self, part: str, only: set[str] | None) -> pl.LazyFrame | None:
+    def _scan(self, part: str, only: set[str] | None, narrow: bool = False) -> pl.LazyFrame | None:
         """The shards of `data/` or `rejected/` (those in `only`, when given) as one lazy frame over the union of
         their columns (a shard without a column reads it as null), with each row's shard in `_shard` (local
-        shards only; null on an object store, read through a pyarrow dataset)."""
+        shards only; null on an object store, read through a pyarrow dataset). `narrow`: without the WIDE
+        columns, with `length`; read from a shard's index where it has a current one (`curate.view.index`)."""
         files = [f for f in self.shards(part) if only is None or f in only]
         if not files:
             return None
         schema = self._union(files)
         if any(fs.is_url(f) for f in files):
-            return pl.scan_pyarrow_dataset(fs.dataset(files, format="parquet")).with_columns(
+            lf = pl.scan_pyarrow_dataset(fs.dataset(files, format="parquet")).with_columns(
                 _shard=pl.lit(None, pl.String))
-        return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore",
-                               include_file_paths="_shard")
+            return _narrowed(lf, schema) if narrow else lf
+        if not narrow:
+            return _raw(files, schema)
+        small = narrow_schema(schema)
+        indexed = [self.index.current(f) if self.index else None for f in files]
+        groups = []  # consecutive shards read the same way, one scan each, in shard order
+        for has, run in itertools.groupby(zip(files, indexed, strict=True), key=lambda p: p[1] is not None):
+            run = list(run)
+            groups.append(pl.scan_parquet([i for _, i in run], schema=small, missing_columns="insert",
+                                          extra_columns="ignore") if has else
+                          _narrowed(_raw([f for f, _ in run], schema), schema))
+        return groups[0] if len(groups) == 1 else pl.concat(groups, how="vertical")
 
-    def frame(self, status: str = "", only: set[str] | None = None) -> pl.LazyFrame:
+    def frame(self, status: str = "", only: set[str] | None = None, narrow: bool = False) -> pl.LazyFrame:
         """Kept and dropped documents (or those of one `status`) as one frame with every column of the run (those
         of rejected shards only, `drop_reason`, `drop_measured`..., null for kept ones) and the columns every page
-        filters on: `status`, `step` (the drop's step), `length` (characters of text)."""
+        filters on: `status`, `step` (the drop's step), `length` (characters of text). `narrow`: all but the
+        WIDE columns (text, metadata, html), read from the shards' indexes where they are current."""
         every = self._union(self.shards("data") + self.shards("rejected"))
+        every = narrow_schema(every) if narrow else every
         parts = []
         for part, label in (("data", "kept"), ("rejected", "dropped")):
             if status and status != label:
                 continue
-            lf = self._scan(part, only)
+            lf = self._scan(part, only, narrow)
             if lf is None:
                 continue
             have = lf.collect_schema()
@@ -207,11 +226,12 @@ class Run:
                                                                  if c not in have))
             parts.append(lf)
         if not parts:  # no shard (yet): the columns every page asks for, no rows
-            parts = [pl.LazyFrame(schema={**every, **{c: pl.String for c in ("id", "text", "status",
-                                                                              "drop_reason", "_shard")}})]
-        lf = pl.concat(parts, how="diagonal_relaxed")
-        return lf.with_columns(step=pl.col("drop_reason").str.split(":").list.first(),
-                               length=pl.col("text").str.len_chars())
+            parts = [pl.LazyFrame(schema={**every, **{c: pl.String for c in ("id", "status", "drop_reason",
+                                                                              "_shard")},
+                                          **({"length": pl.UInt32} if narrow else {"text": pl.String})})]
+        lf = pl.concat(parts, how="diagonal_relaxed").with_columns(
+            step=pl.col("drop_reason").str.split(":").list.first())
+        return lf if narrow else lf.with_columns(length=pl.col("text").str.len_chars())
 
     @cached_property
     def _columns(self) -> dict[str, pl.DataType]:
@@ -227,30 +247,65 @@ class Run:
         return [c for c, t in self.columns().items() if t.is_numeric() and c not in HIDDEN and c != "length"]
 
 
+def _raw(files: list[str], schema: dict[str, pl.DataType]) -> pl.LazyFrame:
+    return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore",
+                           include_file_paths="_shard")
+
+
+def _narrowed(lf: pl.LazyFrame, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
+    """A shard scan as its index would read: the narrow columns, the text's length, the shard."""
+    length = pl.col("text").str.len_chars() if "text" in schema else pl.lit(None, pl.UInt32)
+    return lf.with_columns(length=length).select(list(narrow_schema(schema)))
+
+
 def documents(run: Run, f: Filters) -> Page:
     """One page of the documents `f` selects, and how many it selects.
 
     In two steps, because text is most of a shard: the filters, sort and page over the narrow columns give the
-    page's ids (text is read only where a filter or the sort needs it: length, full-text search), then the
-    text of those ids alone gives their lengths and snippets (row groups without one are not decoded)."""
+    page's ids (from the shards' indexes: no text read, `length` included), then the text of those ids alone
+    gives their snippets (row groups without one are not decoded). A text search must read text: unsorted, it
+    reads shard after shard only until the page is full (`_first_matches`); sorted or `exact`, every shard."""
     cols = run.columns()
     base = [c for c in ("id", "status", "drop_reason", "url", "source", "lang") if c in cols]
     narrow, shown = [*base, *run.numeric()], [*base, "length", *run.numeric()]
     if f.sort and f.sort not in shown:
         raise ViewError(f"cannot sort by {f.sort!r}: one of {', '.join(sorted(shown))}")
     conds = f.expr(set(cols))
-    lf = run.frame(f.status)
-    lf = lf if conds is None else lf.filter(conds)
-    page = lf.select(*narrow, "_shard", *(["length"] if f.sort == "length" else []))
-    if f.sort:
-        page = page.sort(f.sort, descending=f.desc, nulls_last=True, maintain_order=True)
-    page = page.slice(f.page * PAGE, PAGE)
     with guarded(run.path):
-        # two collects, not collect_all: sharing the scan between the plans loses the page's slice pushdown
-        rows, total = page.collect(engine="streaming"), lf.select(pl.len()).collect(engine="streaming")
+        if f.q and not f.sort and not f.exact:
+            rows, total, exact = _first_matches(run, f, conds, narrow)
+        else:
+            lf = run.frame(f.status, narrow=not f.q)
+            lf = lf if conds is None else lf.filter(conds)
+            page = lf.select(*narrow, "_shard", *(["length"] if f.sort == "length" else []))
+            if f.sort:
+                page = page.sort(f.sort, descending=f.desc, nulls_last=True, maintain_order=True)
+            page = page.slice(f.page * PAGE, PAGE)
+            # two collects, not collect_all: sharing the scan between the plans loses the page's slice pushdown
+            rows, total = page.collect(engine="streaming"), lf.select(pl.len()).collect(engine="streaming").item()
+            exact = True
         by_id = _snippets(run, f.status, rows) if rows.height else {}
     out = [{**r, **by_id.get(r["id"], {})} for r in rows.iter_rows(named=True)]
-    return Page(out, int(total.item()), shown)
+    return Page(out, int(total), shown, exact)
+
+
+def _first_matches(run: Run, f: Filters, conds: pl.Expr, narrow: list[str]) -> tuple[pl.DataFrame, int, bool]:
+    """The page of an unsorted selection that reads text, scanning shards in order and stopping at the first
+    shard that fills it: (rows, matches in the shards read, whether those were all of them). A common phrase
+    fills the first page from the first shard; a rare one reads them all and its count is exact."""
+    start, stop = f.page * PAGE, (f.page + 1) * PAGE
+    shards = [s for part, label in (("data", "kept"), ("rejected", "dropped")) if f.status in ("", label)
+              for s in run.shards(part)]
+    seen, got = 0, []
+    for n, shard in enumerate(shards):
+        df = run.frame(f.status, only={shard}).filter(conds).select(*narrow, "_shard").collect(engine="streaming")
+        if seen + df.height > start:
+            got.append(df.slice(max(start - seen, 0), stop - max(start, seen)))
+        seen += df.height
+        if seen >= stop and n < len(shards) - 1:
+            return pl.concat(got), seen, False
+    empty = run.frame(f.status).select(*narrow, "_shard").clear().collect()
+    return pl.concat([empty, *got], how="vertical_relaxed"), seen, True
 
 
 def _snippets(run: Run, status: str, rows: pl.DataFrame) -> dict[str, dict]:
@@ -271,7 +326,7 @@ def document(run: Run, doc_id: str) -> dict | None:
 
 def counts(run: Run, column: str, status: str = "kept") -> list[tuple[object, int]]:
     """Documents per value of a column, most first (the Run page's languages, sources)."""
-    lf = run.frame(status)
+    lf = run.frame(status, narrow=True)
     if column not in lf.collect_schema():
         return []
     with guarded(run.path):
@@ -284,7 +339,7 @@ def length_bars(run: Run, status: str = "kept") -> list[tuple[int, int | None, i
     """(lo, hi, documents) per bucket of LENGTH_EDGES (hi None: the last, open bucket)."""
     bucket = sum((pl.col("length") >= e).cast(pl.Int32) for e in LENGTH_EDGES[1:])
     with guarded(run.path):
-        df = run.frame(status).group_by(bucket.alias("b")).agg(n=pl.len()).collect(engine="streaming")
+        df = run.frame(status, narrow=True).group_by(bucket.alias("b")).agg(n=pl.len()).collect(engine="streaming")
     got = dict(df.iter_rows())
     his = [*LENGTH_EDGES[1:], None]
     return [(lo, hi, got.get(i, 0)) for i, (lo, hi) in enumerate(zip(LENGTH_EDGES, his, strict=True))]
@@ -294,7 +349,7 @@ def score_bars(run: Run, column: str, bins: int = 10, status: str = "kept") -> l
     """A score in [0, 1] (lang_score, quality_score) in `bins` equal bins: (lo, hi, documents)."""
     b = (pl.col(column) * bins).floor().clip(0, bins - 1).cast(pl.Int32)
     with guarded(run.path):
-        df = (run.frame(status).filter(pl.col(column).is_not_null()).group_by(b.alias("b")).agg(n=pl.len())
+        df = (run.frame(status, narrow=True).filter(pl.col(column).is_not_null()).group_by(b.alias("b")).agg(n=pl.len())
               .collect(engine="streaming"))
     got = dict(df.iter_rows())
     return [(i / bins, (i + 1) / bins, got.get(i, 0)) for i in range(bins)]

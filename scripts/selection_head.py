@@ -7,7 +7,7 @@ it with --head), from the repository root:
 1. The teacher: a language model of this project's trainer, larger than the reference model (4 layers of 192
    against 2 of 128), trained on the clean English text of scripts/selection_models.py without every tenth
    document; those held-out clean documents, cut to the 10,000 characters `annotate` puts in a prompt, fix the
-   grade cut points: the teacher's bits per byte at their quantiles CUT_QUANTILES (MODELS/teacher/grades.json).
+   grade cut points from the teacher's bits per byte of them (`cut_points`; MODELS/teacher/grades.json).
 2. The pool: the spec's `dedup` variant (pipelines/ablation/dedup.py) curated over the ablation's raw input,
    as the ablation curates it, into MODELS/pool.
 3. `curate quality annotate` of the whole pool against scripts/teacher_server.py (started on a free port, stopped
@@ -15,7 +15,7 @@ it with --head), from the repository root:
 4. `curate quality fit` of a ridge head on the reference model's mean-pooled hidden states (the frozen encoder),
    a quarter of the graded pages held out, into MODELS/head (metrics.json: held-out Spearman, F1 at grade 3).
 
-Each step is skipped when its output is there (delete it to redo it).
+Each step is skipped when its output is there (delete it to redo it; the teacher: when it finished its steps).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from selection_models import clean_documents, run
 
 HELD_EVERY = 10  # every tenth clean document is kept out of the teacher's training: the cut points come from them
 MAX_CHARS = 10_000  # what `curate quality annotate` puts of a page in the prompt (its --max-chars default)
-CUT_QUANTILES = (0.5, 0.9, 0.99, 1.0, 1.1)  # see cut_points
 TEMPLATE = "docs/prompts/resemblance.txt"
 
 
@@ -50,10 +49,11 @@ def train_teacher(text_dir: Path, out: Path, steps: int) -> None:
 
 
 def cut_points(text_dir: Path, out: Path) -> dict:
-    """The teacher's bits per byte of the held-out clean documents (their first MAX_CHARS characters) at the
-    quantiles CUT_QUANTILES; the last, above 1, is that multiple of the largest. Grade 5: at or below the clean
-    median; 4: below nine in ten of them; 3: below 99 in 100; 2: below the worst clean document; 1: within 10% of
-    it; 0: further off."""
+    """The teacher's bits per byte of the held-out clean documents (their first MAX_CHARS characters), and the five
+    cut points from them: the median, the 90th percentile and the largest (the worst clean document), then one and
+    two more of the clean spread (largest - median) above the largest. Grade 5: at or below the clean median; 4:
+    below nine in ten clean documents; 3: no worse than the worst of them; 2 and 1: within one and two spreads
+    beyond it; 0: further off (pages in another language: the teacher knows only English)."""
     import numpy as np
 
     from curate.models import ModelSpec
@@ -62,10 +62,20 @@ def cut_points(text_dir: Path, out: Path) -> dict:
     held = [d[:MAX_CHARS] for i, d in enumerate(clean_documents(text_dir)) if i % HELD_EVERY == 0]
     model = get_model(ModelSpec(str(out / "teacher"), task="causal", device="cpu", threads=1))
     bpb = model.bits_per_byte(held)
-    qs = [float(np.quantile(bpb, min(q, 1.0))) * max(q, 1.0) for q in CUT_QUANTILES]
-    return {"cuts": [round(c, 4) for c in qs], "quantiles": list(CUT_QUANTILES), "documents": len(held),
-            "max_chars": MAX_CHARS, "bpb_mean": round(float(bpb.mean()), 4),
-            "model": str(out / "teacher"), "held_out": f"every {HELD_EVERY}th clean document (index % {HELD_EVERY} == 0)"}
+    median, q90, top = (float(np.quantile(bpb, q)) for q in (0.5, 0.9, 1.0))
+    cuts = [median, q90, top, top + (top - median), top + 2 * (top - median)]
+    return {"cuts": [round(c, 4) for c in cuts], "rule": "median, 90th percentile, largest, largest + 1 and + 2 "
+            "spreads (largest - median) of the held-out clean documents' bits per byte", "documents": len(held),
+            "max_chars": MAX_CHARS, "bpb_mean": round(float(bpb.mean()), 4), "model": str(out / "teacher"),
+            "held_out": f"every {HELD_EVERY}th clean document (index % {HELD_EVERY} == 0)"}
+
+
+def trained(run: Path, steps: int) -> bool:
+    """Whether the run in `run` finished its `steps` (a checkpoint is written on the way too)."""
+    import torch
+
+    f = run / "ckpt.pt"
+    return f.is_file() and torch.load(f, map_location="cpu", weights_only=False).get("step") == steps
 
 
 def curate_pool(spec_file: str, out: Path) -> None:
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--teacher-steps", type=int, default=300)
     args = ap.parse_args(argv)
     text_dir, out = Path(args.shared) / "text", Path(args.models)
-    if not (out / "teacher" / "ckpt.pt").is_file():
+    if not trained(out / "teacher", args.teacher_steps):
         train_teacher(text_dir, out, args.teacher_steps)
     if not (out / "teacher" / "grades.json").is_file():
         grades = cut_points(text_dir, out)

@@ -63,3 +63,16 @@ def test_the_teacher_grades_pages_by_bits_per_byte_through_annotate(tmp_path, sh
     # planted: the teacher learnt clean paragraphs; web chat grades lower (this teacher: about 3 against 0)
     g, b = (np.mean([want[d["id"]] for d in docs if d["id"][0] == k]) for k in "gb")
     assert g - b >= 1.5, (g, b)
+
+
+def test_the_ablation_report_reads_the_fitted_heads_metrics(tmp_path):
+    """`train ablate --report` shows a head variant's held-out agreement with its teacher (the head's
+    metrics.json, as `curate quality fit` writes it) beside the fastText card; no head, no card."""
+    from train.ablate.report import head_card
+
+    held = {"documents": 38, "spearman": 0.71, "keep_at": 3.0, "precision": 0.8, "recall": 0.6, "f1": 0.6857,
+            "mean_abs_error": 0.9, "confusion": {}}
+    (tmp_path / "metrics.json").write_text(json.dumps({"graded": 151, "heldout": held, "train": held}))
+    card = head_card({"env": {"PENEIRA_HEAD": str(tmp_path)}})
+    assert card["graded"] == 151 and card["heldout"]["spearman"] == 0.71 and "confusion" not in card["heldout"]
+    assert head_card({"env": {"PENEIRA_HEAD": str(tmp_path / "none")}}) is None and head_card({}) is None

@@ -30,6 +30,17 @@ def classifier_card(variant: dict) -> dict | None:
             "heldout_examples": c.get("heldout_examples"), "chunk_words": c.get("config", {}).get("chunk_words")}
 
 
+def head_card(variant: dict) -> dict | None:
+    """The held-out agreement of the variant's fitted head with its teacher's grades (`curate quality fit`'s
+    metrics.json in the head folder at $PENEIRA_HEAD), read next to what the head did to the model."""
+    head = variant.get("env", {}).get("PENEIRA_HEAD")
+    if not head or not fs.isfile(f"{head}/metrics.json"):
+        return None
+    m = json.loads(fs.read_bytes(f"{head}/metrics.json"))
+    keys = ("documents", "spearman", "keep_at", "precision", "recall", "f1", "mean_abs_error")
+    return {"model": head, "graded": m.get("graded"), "heldout": {k: m.get("heldout", {}).get(k) for k in keys}}
+
+
 def collect(spec) -> dict:
     """Everything measured so far (variants whose runs have not finished are listed without scores). Each variant's
     unique tokens, the tokens each run trained on and the epochs of its text that makes."""
@@ -51,7 +62,7 @@ def collect(spec) -> dict:
         curated = {k: x for k, x in read_mark(base / "curated").items() if k != "key"}
         variants.append({"name": v["name"], "pipeline": v["pipeline"], "curated": curated, "unique_tokens": unique,
                          "mix": {k: x for k, x in read_mark(base / "mix").items() if k != "key"},
-                         "classifier": classifier_card(v), "runs": runs})
+                         "classifier": classifier_card(v), "head": head_card(v), "runs": runs})
     return {"inputs": spec.inputs, "tokens": spec.tokens, "max_epochs": spec.max_epochs, "budget": budget,
             "vocab_size": spec.vocab_size, "train": spec.train, "eval": spec.eval, "variants": variants}
 
@@ -112,6 +123,14 @@ def markdown(results: dict) -> str:
         rows += [f"| {n} | {c['model']} (chunks of {c['chunk_words']} words) | {c['roc_auc']} | "
                  f"{c['average_precision']} | {_examples(c['heldout_examples'])} |" for n, c in cards]
         parts += ["## The quality classifiers on their own held-out examples", "", "\n".join(rows), ""]
+    heads = [(v["name"], v["head"]) for v in results["variants"] if v.get("head")]
+    if heads:
+        rows = ["| variant | head | graded | held out | Spearman | keep at | precision | recall | F1 | mean abs error |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        rows += [f"| {n} | {h['model']} | {h['graded']} | " + " | ".join(str(h["heldout"][k]) for k in
+                 ("documents", "spearman", "keep_at", "precision", "recall", "f1", "mean_abs_error")) + " |"
+                 for n, h in heads]
+        parts += ["## The fitted heads on their teacher's held-out grades", "", "\n".join(rows), ""]
     spread = [(v, [metrics(r) for r in v["runs"]]) for v in results["variants"] if len(v["runs"]) > 1]
     if spread:
         head = ["variant (seeds)"] + cols
@@ -224,7 +243,7 @@ def write(spec, results: dict[str, Any]) -> list[str]:
 GAPS = [("extract", "heuristics"), ("heuristics", "dedup"), ("dedup", "quality"), ("dedup", "quality_top"),
         ("dedup", "quality_chunk100"), ("extract", "dedup"), ("extract", "quality"),
         ("dedup", "dedup_lines"), ("extract", "fineweb"), ("dedup", "fineweb"),
-        ("dedup", "fasttext"), ("dedup", "perplexity"), ("dedup", "dsir"),
+        ("dedup", "fasttext"), ("dedup", "perplexity"), ("dedup", "dsir"), ("dedup", "head"),
         ("dedup", "substrings"), ("dedup", "semantic")]
 # (before, after) pairs shown when both variants ran (dedup_lines: docs/dedup.md; fineweb: docs/ablation-recipes.md;
 # fasttext, perplexity, dsir: docs/selection.md; substrings, semantic: docs/dedup-family.md)

@@ -66,6 +66,7 @@ def assert_same_run(a: Path, b: Path) -> None:
     for s in steps[0] + steps[1]:
         s.pop("seconds")
         s["extra"].pop("seconds", None)
+        s["extra"].pop("cpu_seconds", None)  # dedup.Substrings' phases' CPU time
     assert steps[0] == steps[1]
     assert sorted(os.listdir(a / "_done")) == sorted(os.listdir(b / "_done"))
     assert not [p for p in (b / "data").iterdir() if p.name.startswith(".")], "temp files left behind"
@@ -175,7 +176,7 @@ def test_scancel_and_kill9_of_tasks_are_retried(tmp_path):
 
 PIPELINE = '''
 import os, time
-from curate import Pipeline, Step, dedup, extract, readers, writers
+from curate import Pipeline, Step, dedup, extract, quality, readers, writers
 
 class SleepFirst(Step):
     """With SLEEP_DIR set: the first attempt of each task sleeps at its first document (to be killed)."""
@@ -194,8 +195,9 @@ class SleepFirst(Step):
         return doc
 
 DEDUP = [dedup.Exact(), dedup.MinHash(bands=4, rows=4, partitions=1), dedup.Lines()] if os.environ.get("DEDUP") != "0" else []
+SELECT = [dedup.Substrings(min_length=100), quality.Importance(os.environ["TARGET"], fraction=0.8)] if os.environ.get("TARGET") else []
 pipeline = Pipeline(name="slurm_test", reader=readers.Warc(source="web"),
-    steps=[SleepFirst(os.environ.get("SLEEP_DIR", "")), extract.Main(), *DEDUP], writer=writers.Parquet())
+    steps=[SleepFirst(os.environ.get("SLEEP_DIR", "")), extract.Main(), *DEDUP, *SELECT], writer=writers.Parquet())
 '''
 
 
@@ -224,17 +226,19 @@ def _job_state(job: str) -> str:
 
 @pytest.fixture(scope="module")
 def runs(shared, tmp_path_factory) -> tuple[Path, Path, dict]:
-    """The test pipeline (extract, Exact, MinHash, Lines) over 3 real WARC files, locally and on Slurm with
-    `--detach`: the driver itself a Slurm job, which this fixture waits for (the local run meanwhile)."""
+    """The test pipeline (extract, Exact, MinHash, Lines, then Substrings and Importance toward a clean book) over
+    3 real WARC files, locally and on Slurm with `--detach`: the driver itself a Slurm job, which this fixture
+    waits for (the local run meanwhile); then what Slurm says each array of the selection phases was given."""
     root = tmp_path_factory.mktemp("slurm_runs")
     (root / "pipe.py").write_text(PIPELINE)
     args = ["run", str(root / "pipe.py"), *warcs(shared, few=True), "--no-progress", "--workers", "2"]
+    env = {"TARGET": str(shared / "text" / "clean_en" / "botchan_gutenberg8868.txt")}
     detached = curate(*args, "--output", str(root / "slurm"), "--executor", "slurm", "--detach",
-                      "--log-dir", str(root / "driver"))
+                      "--log-dir", str(root / "driver"), env=env)
     job = detached.stdout.split("as Slurm job ")[1].split(";")[0]
     states = {_job_state(job)}
     local = subprocess.Popen([*CURATE, *args, "--output", str(root / "local"), "--executor", "local"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _, err = local.communicate(timeout=300)
     assert local.returncode == 0, err
     deadline = time.time() + 400
@@ -244,15 +248,36 @@ def runs(shared, tmp_path_factory) -> tuple[Path, Path, dict]:
         time.sleep(0.5)
     states.add(state)
     return root / "local", root / "slurm", {"job": job, "stdout": detached.stdout, "states": states,
-                                           "log": root / "driver" / f"curate-driver-{job}.log"}
+                                           "log": root / "driver" / f"curate-driver-{job}.log",
+                                           "gres": _phase_gres(root / "slurm", SELECTION_PHASES)}
+
+
+SELECTION_PHASES = ("text", "pairs", "rewrite", "top", "target", "count", "weigh", "select0", "filter")
+
+
+def _phase_gres(out: Path, phases: tuple[str, ...]) -> dict[str, set[str]]:
+    """Per phase, the generic resources (`squeue %b`: "N/A" for none) of the array jobs that ran it, asked
+    of the controller before it forgets them (MinJobAge)."""
+    gres: dict[str, set[str]] = {}
+    for meta in (out / "_work" / "slurm" / "batches").glob("*/meta.json"):
+        m = json.loads(meta.read_text())
+        if m["desc"] in phases:
+            p = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(m["jobs"]), "-o", "%b"],
+                               capture_output=True, text=True, timeout=30, check=True)
+            gres.setdefault(m["desc"], set()).update(p.stdout.split())
+    return gres
 
 
 @pytest.mark.slow
 def test_pipeline_same_on_local_and_slurm(runs):
-    local, slurm_out, _ = runs
+    local, slurm_out, d = runs
     assert_same_run(local, slurm_out)
     steps = {s["name"]: s for s in json.loads((slurm_out / "stats.json").read_text())["steps"]}
     assert steps["exact"]["dropped"]  # real duplicates were removed, by tasks that ran as Slurm arrays
+    assert steps["substrings"]["extra"]["chars_struck"] > 0  # issue 43: repeated spans struck in array tasks
+    assert steps["importance"]["dropped"]["importance:not_sampled"]  # issue 40.3: a sample drawn in array tasks
+    assert set(d["gres"]) == set(SELECTION_PHASES)  # every phase of both ran as arrays, none asking for a GPU
+    assert all(g == {"N/A"} for g in d["gres"].values()), d["gres"]
     logs = list((slurm_out.parent / "driver").glob("*.log"))  # --log-dir: the tasks' logs and the driver's
     assert any(p.name.startswith("slurm_test-stage-0-") for p in logs)  # named by stage and task
     status = curate("status", str(slurm_out)).stdout

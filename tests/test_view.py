@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate import Pipeline, Step, dedup, extract, filters, readers
+from curate.decontam import Decontaminate
 from curate.demo.crawl import generate
 from curate.view.app import PAGE_CSP, RAW_CSP
 
@@ -55,6 +56,24 @@ def _warc_steps(shared: Path, c4: bool) -> list:
     return [*steps, *([filters.C4(bad_words_languages=())] if c4 else []), dedup.Exact()]
 
 
+PLANTED = {}  # the benchmark item made of a line of one of run a's pages: run b's decontam step drops that page
+
+
+def _planted_index(run: Path, root: Path) -> Path:
+    """A decontamination index of one benchmark item: 40 words of the first long line of a page run a kept (a
+    line C4 keeps whole, so run b, without C4, has it too)."""
+    from curate.decontam import Item, build_index
+
+    for f in sorted((run / "data").glob("*.parquet")):
+        for r in pq.read_table(f, columns=["id", "text"]).to_pylist():
+            line = next((x for x in r["text"].splitlines() if len(x.split()) >= 40), None)
+            if line:
+                PLANTED.update(id=r["id"], text=" ".join(line.split()[:40]))
+                build_index({"planted": ("test", [Item("item-7", (PLANTED["text"],))])}, root / "decontam")
+                return root / "decontam"
+    raise AssertionError("no page of run a has a line of 40 words")
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, shared) -> dict[str, Path]:
     """a, b: the demo crawl with and without C4 (an ablation: same ids, C4 drops some and rewrites others);
@@ -64,7 +83,8 @@ def runs(tmp_path_factory, shared) -> dict[str, Path]:
     out = {}
     for name, c4 in (("a", True), ("b", False)):
         out[name] = root / name
-        Pipeline(name=name, reader=readers.Warc(source="web"), steps=_warc_steps(shared, c4)).run(
+        steps = _warc_steps(shared, c4) + ([] if c4 else [Decontaminate(str(_planted_index(out["a"], root)))])
+        Pipeline(name=name, reader=readers.Warc(source="web"), steps=steps).run(
             inputs=str(root / "warc"), output=str(out[name]), rejected=True, progress=False)
     lines = [json.dumps({"id": i, "url": u, "text": t, "html": h}) for i, u, t, h in HOSTILE]
     (root / "h.jsonl").write_text("\n".join(lines) + "\n")
@@ -216,6 +236,23 @@ def test_document_page_shows_text_signals_and_says_html_not_kept(server, runs):
     assert get(server, "/run/0/doc", params={"id": "no-such-id"}).status_code == 404
 
 
+def test_a_contaminated_document_shows_the_benchmark_item_and_its_ngrams(server, runs):
+    """Run b's decontam step dropped the page the planted item came from: its Document page names the benchmark
+    and the item, and marks in the text what matched, every marked piece part of the planted item."""
+    ref = {r["id"]: r for r in rows(runs["b"])}
+    doc = ref[PLANTED["id"]]
+    assert doc["drop_reason"] == "decontam:contaminated"
+    page = get(server, "/run/1/doc", params={"id": doc["id"]}).text
+    assert "<h2>Decontamination</h2>" in page and "<td>planted</td><td class=\"item\">item-7</td>" in page
+    marked = [html.unescape(m) for m in re.findall(r"<mark>(.*?)</mark>", page, re.S)]
+    assert marked and all(" ".join(m.split()) in PLANTED["text"] for m in marked)
+    assert sum(len(m.split()) for m in marked) >= 20  # most of the 40 planted words are marked
+    text = re.search(r'<pre class="text" id="text">(.*?)</pre>', page, re.S).group(1)
+    assert html.unescape(re.sub("</?mark>", "", text)) == doc["text"]  # marking added no character and lost none
+    clean = next(r for r in ref.values() if r["status"] == "kept")
+    assert "Decontamination" not in get(server, "/run/1/doc", params={"id": clean["id"]}).text
+
+
 def test_compare_counts_what_set_operations_count(server, runs):
     a = {r["id"]: r for r in rows(runs["a"]) if r["status"] == "kept"}
     b = {r["id"]: r for r in rows(runs["b"]) if r["status"] == "kept"}
@@ -281,7 +318,17 @@ def test_a_run_being_written_shows_what_is_published(server, runs):
     tmp = runs["grow"] / "data" / ".part.tmp"  # published as a writer does: a hidden name, then a rename
     shutil.copy(first[1], tmp)
     os.replace(tmp, runs["grow"] / "data" / first[1].name)
-    assert total(get(server, "/run/4/docs").text) == sum(pq.read_metadata(f).num_rows for f in first[:2])
+    want = sum(pq.read_metadata(f).num_rows for f in first[:2])
+    assert total(get(server, "/run/4/docs").text) == want
+    from curate.view.index import ShardIndex
+
+    index = ShardIndex(str(runs["a"].parent / "cache"), background=False)  # the server's --cache
+    new = str(runs["grow"] / "data" / first[1].name)
+    for _ in range(300):  # the server's thread indexes the new shard; until then the shard itself is read
+        if index.current(new):
+            break
+        time.sleep(0.1)
+    assert index.current(new) and total(get(server, "/run/4/docs?min:length=0").text) == want
 
 
 # ---------------------------------------------------------------- a real browser: Debian's Chromium, by Selenium

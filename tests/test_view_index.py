@@ -61,7 +61,7 @@ CASES = [({"min:length": 100, "max:length": 200}, lambda d: 100 <= len(d["text"]
 
 def test_indexed_pages_equal_the_shards_and_a_rewritten_shard_is_never_read_stale(run, tmp_path_factory):
     r = query.Run(str(run))
-    r.index = ShardIndex(str(tmp_path_factory.mktemp("cache")))
+    r.index = ShardIndex(str(tmp_path_factory.mktemp("cache")), background=False)  # indexed here, by build
     shards = r.shards("data") + r.shards("rejected")
     for i, s in enumerate(shards):  # all but the last indexed: one query mixes index files and a shard
         if i < len(shards) - 1:

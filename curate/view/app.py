@@ -104,7 +104,10 @@ class App:
         signals = {k: v for k, v in doc.items() if k not in ("text", "html", "metadata", "snippet", "_shard")}
         if doc.get("_shard"):
             signals["shard"] = fs.relpath(doc["_shard"], run.path)
-        return self.page("doc.html", i=i, run=run, doc=doc, signals=signals, metadata=_metadata(doc),
+        meta = _metadata(doc)
+        hits = decontam_hits(meta)
+        return self.page("doc.html", i=i, run=run, doc=doc, signals=signals, metadata=meta, hits=hits,
+                         marked=_marked(doc.get("text") or "", hits, redacted="decontam_cuts" in meta),
                          has_html=isinstance(doc.get("html"), str), warc=_is_warc(doc))
 
     def raw_html(self, request: Request):
@@ -162,6 +165,33 @@ def _metadata(doc: dict) -> dict:
     except ValueError:
         return {"(unparsed)": doc.get("metadata")}
     return meta if isinstance(meta, dict) else {"(value)": meta}
+
+
+def decontam_hits(meta: dict) -> list[dict]:
+    """The benchmark matches `decontam.Decontaminate` recorded in `metadata["decontam"]` (benchmark, item key,
+    span in the text before any redaction, the matched n-grams' text), in text order; [] when none."""
+    hits = meta.get("decontam")
+    if not isinstance(hits, list):
+        return []
+    ok = [h for h in hits if isinstance(h, dict) and isinstance(h.get("span"), list) and len(h["span"]) == 2
+          and all(isinstance(x, int) for x in h["span"])]
+    return sorted(ok, key=lambda h: h["span"])
+
+
+def _marked(text: str, hits: list[dict], redacted: bool) -> list[tuple[str, bool]]:
+    """The text as (piece, matched) pieces, the benchmark matches marked; one unmarked piece when there are
+    none or the text was redacted (the spans are of the text before the cut)."""
+    from curate.decontam.index import merge_spans
+
+    if not hits or redacted:
+        return [(text, False)]
+    out, prev = [], 0
+    for s, e in merge_spans((max(0, h["span"][0]), min(len(text), h["span"][1])) for h in hits):
+        if s >= e or s < prev:
+            continue
+        out += [(text[prev:s], False), (text[s:e], True)]
+        prev = e
+    return [p for p in [*out, (text[prev:], False)] if p[0]]
 
 
 def _is_warc(doc: dict) -> bool:

@@ -41,8 +41,9 @@ class ShardIndex:
     reads are where the time goes anyway). Builds run one at a time on a daemon thread, so a request never waits
     for one; a build that fails (a damaged shard) is not retried until the shard changes."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, background: bool = True):
         self.folder = folder
+        self.background = background  # False: shards are indexed only by `build` (tests, scripts)
         os.makedirs(folder, exist_ok=True)
         self._todo: queue.Queue[str] = queue.Queue()
         self._queued: set[str] = set()
@@ -71,6 +72,8 @@ class ShardIndex:
 
     def want(self, shards: list[str]) -> None:
         """Queue shards for the builder thread (started on first use)."""
+        if not self.background:
+            return
         with self._lock:
             for s in shards:
                 f = self._file(s)

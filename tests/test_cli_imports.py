@@ -120,3 +120,13 @@ def test_pandas_skipped_by_the_run_works_as_usual_once_imported():
     run = lambda mode: subprocess.run([sys.executable, "-c", SKIPPED, mode], capture_output=True, text=True,  # noqa: E731
                                       check=True).stdout
     assert run("skip") == run("plain")
+
+
+def test_the_manifests_version_is_importlib_metadatas():
+    """The run's manifest reads Peneira's version without importing importlib.metadata (35-45 CPU ms a run): the
+    same answer as importlib.metadata's."""
+    from importlib.metadata import version
+
+    from curate.run.pipeline import own_version
+
+    assert own_version() == version("peneira")

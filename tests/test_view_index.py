@@ -60,15 +60,18 @@ CASES = [({"min:length": 100, "max:length": 200}, lambda d: 100 <= len(d["text"]
 
 
 def test_indexed_pages_equal_the_shards_and_a_rewritten_shard_is_never_read_stale(run, tmp_path_factory):
-    r = query.Run(str(run))
-    r.index = ShardIndex(str(tmp_path_factory.mktemp("cache")), background=False)  # indexed here, by build
-    shards = r.shards("data") + r.shards("rejected")
+    index = ShardIndex(str(tmp_path_factory.mktemp("cache")), background=False)  # indexed here, by build
+    built = query.Run(str(run))
+    shards = built.shards("data") + built.shards("rejected")
     for i, s in enumerate(shards):  # all but the last indexed: one query mixes index files and a shard
         if i < len(shards) - 1:
-            assert r.index.build(s)
+            assert index.build(s)
+    r = query.Run(os.path.relpath(run))  # the same run named another way (another cwd): the same index
+    r.index = index
+    shards = r.shards("data") + r.shards("rejected")
     assert [r.index.current(s) is not None for s in shards] == [True] * 5 + [False]
     plan = r.frame(narrow=True).explain()  # the narrow query reads the index files, and the one shard without
-    assert r.index.folder in plan and shards[-1] in plan and shards[0] not in plan
+    assert index.folder in plan and shards[-1] in plan and shards[0] not in plan
     for step in ("indexed", "rewritten"):
         ref = _ref(run)
         for qs, pred in CASES:
@@ -78,7 +81,8 @@ def test_indexed_pages_equal_the_shards_and_a_rewritten_shard_is_never_read_stal
             if "sort" in qs:
                 assert [x["length"] for x in got.rows] == sorted((len(d["text"]) for d in want), reverse=True)[:50]
             else:
-                assert [(x["id"], x["length"]) for x in got.rows] == [(d["id"], len(d["text"])) for d in want][:50]
+                assert [(x["id"], x["length"], x["snippet"]) for x in got.rows] == \
+                    [(d["id"], len(d["text"]), d["text"][:query.SNIPPET]) for d in want][:50]
         if step == "rewritten":
             break
         # the first shard rewritten as `--overwrite` would (new content, same name): its index is for the old one

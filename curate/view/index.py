@@ -4,7 +4,7 @@ Text is most of a shard, and the length filter, the sort by length and the Run p
 length: without an index each such request decodes every text of the run (about 10 s a million documents here).
 So the viewer writes, once per shard, a small Parquet file beside nothing of the run's (runs may be read-only or
 on an object store): the shard's narrow columns (id, url, source, lang, scores, drop reason, step columns) plus
-`length` and `_shard` (the shard's path), under a cache folder, named by a hash of the shard's path, size and
+`length` and `_shard` (the shard's absolute path), under a cache folder, named by a hash of the shard's path, size and
 modification time (and the Polars version that computed the lengths). A shard rewritten in place (`--overwrite`)
 or a new shard of a run being written has no index under its new name, so it is read from the shard itself until
 a background thread has indexed it: a query never sees a stale index, only a slower path.
@@ -113,7 +113,7 @@ class ShardIndex:
         schema = pl.read_parquet_schema(shard)
         cols = [c for c in schema if c not in WIDE]
         lf = pl.scan_parquet(shard).select(*cols, length=pl.col("text").str.len_chars() if "text" in schema
-                                           else pl.lit(None, pl.UInt32), _shard=pl.lit(shard, pl.String))
+                                           else pl.lit(None, pl.UInt32), _shard=pl.lit(os.path.abspath(shard), pl.String))
         tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             lf.sink_parquet(tmp, compression="zstd", row_group_size=100_000)

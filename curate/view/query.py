@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -186,7 +187,9 @@ class Run:
         their columns (a shard without a column reads it as null), with each row's shard in `_shard` (local
         shards only; null on an object store, read through a pyarrow dataset). `narrow`: without the WIDE
         columns, with `length`; read from a shard's index where it has a current one (`curate.view.index`)."""
-        files = [f for f in self.shards(part) if only is None or f in only]
+        if only is not None:  # `_shard` of an index is absolute: the same shard however the run was named
+            only = {_absolute(f) for f in only}
+        files = [f for f in self.shards(part) if only is None or _absolute(f) in only]
         if not files:
             return None
         schema = self._union(files)
@@ -245,6 +248,10 @@ class Run:
     def numeric(self) -> list[str]:
         """Signal columns a range can filter on: lang_score, quality_score, every numeric step column."""
         return [c for c, t in self.columns().items() if t.is_numeric() and c not in HIDDEN and c != "length"]
+
+
+def _absolute(path: str) -> str:
+    return path if fs.is_url(path) else os.path.abspath(path)
 
 
 def _raw(files: list[str], schema: dict[str, pl.DataType]) -> pl.LazyFrame:

@@ -243,7 +243,7 @@ def test_a_contaminated_document_shows_the_benchmark_item_and_its_ngrams(server,
     doc = ref[PLANTED["id"]]
     assert doc["drop_reason"] == "decontam:contaminated"
     page = get(server, "/run/1/doc", params={"id": doc["id"]}).text
-    assert "<h2>Decontamination</h2>" in page and "<td>planted</td><td class=\"item\">item-7</td>" in page
+    assert "<h2 id=\"decontam\">Decontamination</h2>" in page and "<td>planted</td><td class=\"item\">item-7</td>" in page
     marked = [html.unescape(m) for m in re.findall(r"<mark>(.*?)</mark>", page, re.S)]
     assert marked and all(" ".join(m.split()) in PLANTED["text"] for m in marked)
     assert sum(len(m.split()) for m in marked) >= 20  # most of the 40 planted words are marked

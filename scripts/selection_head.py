@@ -14,6 +14,8 @@ it with --head), from the repository root:
    after) with docs/prompts/resemblance.txt, into MODELS/grades.
 4. `curate quality fit` of a ridge head on the reference model's mean-pooled hidden states (the frozen encoder),
    a quarter of the graded pages held out, into MODELS/head (metrics.json: held-out Spearman, F1 at grade 3).
+5. MODELS/head-summary.json: the two models' sizes and losses, the grade histogram, and the Spearman correlation
+   of the teacher's and the reference model's bits per byte over the pool.
 
 Each step is skipped when its output is there (delete it to redo it; the teacher: when it finished its steps).
 """
@@ -112,6 +114,38 @@ def fit(out: Path) -> None:
         str(out / "head"), "--holdout", "0.25", "--device", "cpu", "--no-progress", "--overwrite")
 
 
+def summary(out: Path) -> dict:
+    """What docs/selection.md says of the teacher and its grades: both models' size, tokens and last training loss,
+    the grade histogram, and how far the teacher's judgment is the reference model's own (Spearman of the two
+    models' bits per byte over the pool: the perplexity variant ranks pages by the reference's)."""
+    import re
+
+    import numpy as np
+    import pyarrow.parquet as pq
+    from scipy.stats import spearmanr
+
+    from curate.models import ModelSpec
+    from curate.models.inference import get_model
+
+    def model(run: Path) -> dict:
+        import torch
+
+        ck = torch.load(run / "ckpt.pt", map_location="cpu", weights_only=False)
+        last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+        c = ck["model_config"]
+        return {"layers": c["n_layer"], "width": c["n_embd"], "parameters": sum(v.numel() for v in ck["model"].values()),
+                "steps": last["step"], "tokens": last["tokens"], "last_loss": round(last["loss"], 4)}
+
+    rows = pq.read_table(out / "grades" / "annotations.parquet").to_pylist()
+    teacher_bpb = np.array([float(re.search(r"teacher: ([0-9.]+)", r["raw"]).group(1)) for r in rows])
+    ref = get_model(ModelSpec(str(out / "reference"), task="causal", device="cpu", threads=1))
+    ref_bpb = ref.bits_per_byte([r["text"][:MAX_CHARS] for r in rows])
+    grades = [int(r["score"]) for r in rows]
+    return {"teacher": model(out / "teacher"), "reference": model(out / "reference"), "pages": len(rows),
+            "grades": {str(g): grades.count(g) for g in range(6)}, "graded_3_or_more": sum(g >= 3 for g in grades),
+            "spearman_teacher_reference_bpb": round(float(spearmanr(teacher_bpb, ref_bpb)[0]), 4)}
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -135,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         annotate(out)
     if not (out / "head" / "head.json").is_file():
         fit(out)
+    if not (out / "head-summary.json").is_file():
+        (out / "head-summary.json").write_text(json.dumps(summary(out), indent=1) + "\n")
+    print((out / "head-summary.json").read_text(), end="")
     return 0
 
 

@@ -1,9 +1,10 @@
 """`curate view` on a run of a million documents: response time of each page and the server's peak RSS.
 
 Synthesizes the run (text shards with the project's schema, zstd, row groups of 10,000 documents as
-`writers.Parquet` writes them; 90% kept in data/, 10% dropped in rejected/ with a reason), starts the real server
-(`curate view RUN --port 0 --cache EMPTY`, its own process), waits until its background thread has indexed every
-shard (the time is reported: once per run), times each request over HTTP (median of --reps, wall clock: the
+`writers.Parquet` writes them; 90% kept in data/, 10% dropped in rejected/ with a reason) and a run B to compare
+it with (A's kept shards, the first with a tenth of its documents gone and a seventh of its texts edited), starts
+the real server (`curate view RUN RUN_B --port 0 --cache EMPTY`, its own process), waits until its background
+thread has indexed every shard (the time is reported: once per run), times each request over HTTP (median of --reps, wall clock: the
 server's queries use every core) and reads the server's peak RSS (VmHWM, indexing included) after all of them.
 Then the same requests against a second server started with `--no-cache` (every query reads the shards: the path
 before the index), for the ratio in the same run. Texts are drawn from a pool of sentences, so they compress like
@@ -54,6 +55,8 @@ def queries(docs: int) -> list[tuple[str, str]]:
         ("sorted by quality_score, page 2", "/run/0/docs?sort=quality_score&page=1"),
         ("Document by id", f"/run/0/doc?id=doc-{int(docs * 0.654321):07d}"),
         ("Run page (funnel, languages, lengths, scores)", "/run/0"),
+        ("Compare with run B: kept by A only", "/compare?a=0&b=1&kind=only_a"),
+        ("Compare with run B: text differs", "/compare?a=0&b=1&kind=changed"),
     ]
 
 
@@ -119,6 +122,24 @@ def synthesize(out: Path, docs: int, seed: int = 0) -> None:
     (out / "stats.json").write_text(json.dumps({"pipeline": "bench", "steps": [s.to_dict() for s in steps]}))
 
 
+def synthesize_b(run: Path) -> Path:
+    """Run B for the comparison: A's kept shards (symbolic links), but the first one with every 10th document
+    gone and every 7th text edited (a recipe that drops and rewrites a little); no rejected/."""
+    b = run.with_name(run.name + "-b")
+    if (b / "data").exists():
+        return b
+    (b / "data").mkdir(parents=True)
+    shards = sorted((run / "data").glob("*.parquet"))
+    table = pq.read_table(shards[0])
+    keep = np.arange(table.num_rows) % 10 != 9
+    edited = [t + " (edited)" if i % 7 == 0 else t for i, t in enumerate(table["text"].to_pylist())]
+    table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(edited)).filter(pa.array(keep))
+    pq.write_table(table, b / "data" / shards[0].name, compression="zstd", row_group_size=10_000)
+    for f in shards[1:]:
+        (b / "data" / f.name).symlink_to(f)
+    return b
+
+
 def peak_rss_mib(pid: int) -> tuple[float, float]:
     """(current, peak) resident set of a process, MiB, from /proc (VmRSS, VmHWM)."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -142,8 +163,8 @@ def markdown(res: dict) -> str:
                    "ratio of medians | bare Polars count (s) |\n|---|---|---|---|---|---|---|---|\n") + "\n".join(rows)
 
 
-def start(run: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "curate", "view", str(run), "--port", "0", *extra],
+def start(run: Path, run_b: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "curate", "view", str(run), str(run_b), "--port", "0", *extra],
                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
     return proc, re.search(r"http://[^/]+", proc.stdout.readline()).group()
 
@@ -158,7 +179,9 @@ def timed(base: str, docs: int, reps: int) -> list[dict]:
             r = httpx.get(base + path, timeout=600)
             times.append(time.perf_counter() - t)
             assert r.status_code == 200, (path, r.status_code, r.text[:300])
-        m = re.search(r'(at least )?<span id="total">([\d,]+)</span>', r.text)
+        kind = re.search(r"kind=(\w+)", path)
+        m = re.search(r'(at least )?<span id="total">([\d,]+)</span>' if not kind else
+                      rf'()<span id="n-{kind and kind.group(1)}">([\d,]+)</span>', r.text)
         results.append({"query": label, "path": path, "first_s": round(times[0], 3),
                         "median_s": round(statistics.median(times), 3),
                         "matches": int(m.group(2).replace(",", "")) if m else None, "at_least": bool(m and m.group(1))})
@@ -193,18 +216,20 @@ def main() -> int:
     synthesize(run, args.docs)
     shards = sorted(run.rglob("*.parquet"))
     size = sum(f.stat().st_size for f in shards)
+    run_b = synthesize_b(run)
     print(f"run: {args.docs:,} documents, {size / 2**20:,.0f} MiB of shards ({time.perf_counter() - t:.0f} s)")
     cache = Path(args.dir) / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     out = {}
     for mode, extra in (("index", ("--cache", str(cache))), ("old", ("--no-cache",))):
         print(f"-- {'with the index' if mode == 'index' else 'without the index (--no-cache)'}", flush=True)
-        proc, base = start(run, *extra)
+        proc, base = start(run, run_b, *extra)
         try:
             idle = peak_rss_mib(proc.pid)[0]
             if mode == "index":
-                out["index_build_s"] = round(indexed(cache, len(shards)), 1)
-                print(f"indexed {len(shards)} shards in {out['index_build_s']} s", flush=True)
+                n = len(shards) + len(list(run_b.glob("data/*.parquet")))
+                out["index_build_s"] = round(indexed(cache, n), 1)
+                print(f"indexed {n} shards in {out['index_build_s']} s", flush=True)
             out[mode] = timed(base, args.docs, args.reps)
             out[mode + "_rss"] = (idle, *peak_rss_mib(proc.pid))
         finally:

@@ -5,6 +5,7 @@ after it was indexed (a stale index must never be read)."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -108,3 +109,26 @@ def test_text_search_stops_at_the_first_full_page_and_counts_all_on_request(run)
     rare = _page(r, q="harbour harbour harbour harbour", status="dropped")  # all shards read: exact
     assert rare.exact and rare.total == sum("harbour harbour harbour harbour" in d["text"] for d in ref
                                             if d["status"] == "dropped")
+
+
+def test_compare_reads_hashes_the_same_from_an_index_and_from_a_shard(run, tmp_path_factory):
+    """Run A indexed, its copy B not, one text of B changed and one document of B removed: the comparison finds
+    exactly those (hashes from index files equal hashes computed from the shards), with A's snippet."""
+    from curate.view import compare
+
+    other = tmp_path_factory.mktemp("other") / "b"
+    shutil.copytree(run, other)
+    shard = other / "data" / "part-00001.parquet"
+    t = pq.read_table(shard).to_pylist()
+    t[3]["text"] += " changed"
+    gone = t.pop(5)["id"]
+    pq.write_table(pa.Table.from_pylist(t), shard)
+    a, b = query.Run(str(run)), query.Run(str(other))
+    a.index = ShardIndex(str(tmp_path_factory.mktemp("cache")), background=False)
+    for s in a.shards("data") + a.shards("rejected"):
+        a.index.build(s)
+    got = compare.compare(a, b, "changed", 0)
+    assert got.counts == {"only_a": 1, "only_b": 0, "changed": 1}
+    in_a = {d["id"]: d["text"] for d in _ref(run)}
+    assert [(r["id"], r["snippet"]) for r in got.rows] == [(t[3]["id"], in_a[t[3]["id"]][:query.SNIPPET])]
+    assert [r["id"] for r in compare.compare(a, b, "only_a", 0).rows] == [gone]

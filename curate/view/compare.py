@@ -3,8 +3,9 @@
 Runs over the same inputs give the same documents the same ids (docs/data-contract.md, "Document identity"), so
 a document kept by A and not by B is an anti-join on `id`; where B ran with `--rejected`, B's drop reason comes
 with it. A document kept by both with different text (another extractor, redaction, line dedup) is an inner join
-on `id` filtered on a hash of the text. The joins hold ids and 64-bit hashes only, never text: memory is about
-40 bytes a kept document of the larger run, for as long as one request runs.
+on `id` filtered on a hash of the text. The joins hold ids and 64-bit hashes only, never text (lengths and hashes
+come from the shards' indexes where they are current, `curate.view.index`): memory is about 40 bytes a kept
+document of the larger run, for as long as one request runs; only the page's rows read their text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from curate.view.query import PAGE, SNIPPET, Run, ViewError, guarded
+from curate.view.query import PAGE, Run, ViewError, guarded, snippets
 
 KINDS = {"only_a": "kept by A only", "only_b": "kept by B only", "changed": "kept by both, text differs"}
 MAX_DIFF_LINES = 4000  # lines of each side a text diff compares (difflib is quadratic in the worst case)
@@ -28,8 +29,8 @@ class Comparison:
 
 
 def _kept(run: Run) -> pl.LazyFrame:
-    return run.frame("kept").select("id", "url", h=pl.col("text").hash(), n=pl.col("length"),
-                                    snippet=pl.col("text").str.slice(0, SNIPPET))
+    """Id, URL, text hash and length of the kept documents: from the shards' indexes where current, no text."""
+    return run.frame("kept", narrow=True).select("id", "url", "_shard", h="_hash", n="length")
 
 
 def _queries(a: Run, b: Run) -> dict[str, pl.LazyFrame]:
@@ -37,13 +38,19 @@ def _queries(a: Run, b: Run) -> dict[str, pl.LazyFrame]:
     out = {}
     for kind, (x, y, other) in {"only_a": (ka, kb, b), "only_b": (kb, ka, a)}.items():
         lf = x.join(y.select("id"), on="id", how="anti")
-        dropped = other.frame("dropped").select("id", other_reason=pl.col("drop_reason"))
+        dropped = other.frame("dropped", narrow=True).select("id", other_reason=pl.col("drop_reason"))
         lf = lf.join(dropped.unique("id", keep="first"), on="id", how="left") if other.has_rejected else \
             lf.with_columns(other_reason=pl.lit(None, pl.String))
         out[kind] = lf.drop("h")
     both = ka.join(kb.select("id", h_b="h", n_b="n"), on="id", how="inner")
     out["changed"] = both.filter(pl.col("h") != pl.col("h_b")).drop("h", "h_b")
     return out
+
+
+def _with_snippets(run: Run, rows: pl.DataFrame) -> list[dict]:
+    """The page's rows with the first characters of their text in `run`, read from their shards only."""
+    texts = snippets(run, "kept", rows) if rows.height else {}
+    return [{**r, "snippet": texts.get(r["id"], {}).get("snippet")} for r in rows.drop("_shard").iter_rows(named=True)]
 
 
 def compare(a: Run, b: Run, kind: str, page: int) -> Comparison:
@@ -55,7 +62,8 @@ def compare(a: Run, b: Run, kind: str, page: int) -> Comparison:
     plans.append(qs[kind].sort("id").slice(page * PAGE, PAGE))
     with guarded(f"{a.path} and {b.path}"):
         *totals, rows = pl.collect_all(plans, engine="streaming")
-    return Comparison({k: int(t.item()) for k, t in zip(KINDS, totals, strict=True)}, rows.to_dicts(), kind)
+        rows = _with_snippets(b if kind == "only_b" else a, rows)
+    return Comparison({k: int(t.item()) for k, t in zip(KINDS, totals, strict=True)}, rows, kind)
 
 
 def text_diff(a: str, b: str) -> list[tuple[str, str]]:

@@ -1,13 +1,14 @@
-"""The per-shard index of `curate view`: every column of a shard but its wide ones, and each text's length.
+"""The per-shard index of `curate view`: every column of a shard but its wide ones, and each text's length and hash.
 
-Text is most of a shard, and the length filter, the sort by length and the Run page's length bars need only its
-length: without an index each such request decodes every text of the run (about 10 s a million documents here).
-So the viewer writes, once per shard, a small Parquet file beside nothing of the run's (runs may be read-only or
-on an object store): the shard's narrow columns (id, url, source, lang, scores, drop reason, step columns) plus
-`length` and `_shard` (the shard's absolute path), under a cache folder, named by a hash of the shard's path, size and
-modification time (and the Polars version that computed the lengths). A shard rewritten in place (`--overwrite`)
-or a new shard of a run being written has no index under its new name, so it is read from the shard itself until
-a background thread has indexed it: a query never sees a stale index, only a slower path.
+Text is most of a shard, and the length filter, the sort by length, the Run page's length bars and the comparison
+of two runs need only each text's length or hash: without an index each such request decodes every text of the
+run (about 10 s a million documents here). So the viewer writes, once per shard, a small Parquet file: the
+shard's narrow columns (id, url, source, lang, scores, drop reason, step columns) plus `length`, `_hash` and
+`_shard` (the shard's absolute path). It goes under a cache folder, never into the run (runs may be read-only or
+on an object store), named by a hash of the shard's path, size and modification time and of the Polars version
+that computed lengths and hashes. A shard rewritten in place (`--overwrite`) or a new shard of a run being
+written has no index under its new name, so it is read from the shard itself until a background thread has
+indexed it: a query never sees a stale index, only a slower path.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 import polars as pl
 
 WIDE = ("text", "metadata", "html")  # columns an index leaves out (the Document page reads them from the shard)
-VERSION = 1  # of the index files' layout: a change makes every old file unused
+VERSION = 2  # of the index files' layout: a change makes every old file unused
 
 
 def default_folder() -> str:
@@ -30,8 +31,17 @@ def default_folder() -> str:
 
 
 def narrow_schema(schema: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
-    """The columns of a shard's index, from the shard's: all but WIDE, then length and the shard's path."""
-    return {**{c: t for c, t in schema.items() if c not in WIDE}, "length": pl.UInt32, "_shard": pl.String}
+    """The columns of a shard's index, from the shard's: all but WIDE, then the text's length and 64-bit hash
+    (Polars' `hash`, stable within a Polars version, which names the index file), and the shard's path."""
+    return {**{c: t for c, t in schema.items() if c not in WIDE}, "length": pl.UInt32, "_hash": pl.UInt64,
+            "_shard": pl.String}
+
+
+def text_columns(schema: dict[str, pl.DataType]) -> dict[str, pl.Expr]:
+    """What an index keeps of the text: its length and hash (nulls for a shard without text)."""
+    if "text" not in schema:
+        return {"length": pl.lit(None, pl.UInt32), "_hash": pl.lit(None, pl.UInt64)}
+    return {"length": pl.col("text").str.len_chars(), "_hash": pl.col("text").hash()}
 
 
 class ShardIndex:
@@ -112,8 +122,8 @@ class ShardIndex:
             return None
         schema = pl.read_parquet_schema(shard)
         cols = [c for c in schema if c not in WIDE]
-        lf = pl.scan_parquet(shard).select(*cols, length=pl.col("text").str.len_chars() if "text" in schema
-                                           else pl.lit(None, pl.UInt32), _shard=pl.lit(os.path.abspath(shard), pl.String))
+        lf = pl.scan_parquet(shard).select(*cols, **text_columns(schema),
+                                           _shard=pl.lit(os.path.abspath(shard), pl.String))
         tmp = f"{target}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             lf.sink_parquet(tmp, compression="zstd", row_group_size=100_000)

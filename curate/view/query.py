@@ -24,12 +24,12 @@ from curate.core.stats import StepStats
 from curate.io import fs
 from curate.io.writers import parquet_shards
 from curate.report.build import load_stats
-from curate.view.index import ShardIndex, narrow_schema
+from curate.view.index import ShardIndex, narrow_schema, text_columns
 
 PAGE = 50  # rows per page of Documents and Compare
 SNIPPET = 200  # characters of text per row of a list
 LENGTH_EDGES = [0, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]  # Run page's length bars
-HIDDEN = {"text", "metadata", "html", "_shard"}  # shown on the Document page, never as list columns or filters
+HIDDEN = {"text", "metadata", "html", "_shard", "_hash"}  # shown on the Document page, never as list columns or filters
 _DOMAIN = r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?([^/:?#]+)"
 
 
@@ -260,9 +260,8 @@ def _raw(files: list[str], schema: dict[str, pl.DataType]) -> pl.LazyFrame:
 
 
 def _narrowed(lf: pl.LazyFrame, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
-    """A shard scan as its index would read: the narrow columns, the text's length, the shard."""
-    length = pl.col("text").str.len_chars() if "text" in schema else pl.lit(None, pl.UInt32)
-    return lf.with_columns(length=length).select(list(narrow_schema(schema)))
+    """A shard scan as its index would read: the narrow columns, the text's length and hash, the shard."""
+    return lf.with_columns(**text_columns(schema)).select(list(narrow_schema(schema)))
 
 
 def documents(run: Run, f: Filters) -> Page:
@@ -291,7 +290,7 @@ def documents(run: Run, f: Filters) -> Page:
             # two collects, not collect_all: sharing the scan between the plans loses the page's slice pushdown
             rows, total = page.collect(engine="streaming"), lf.select(pl.len()).collect(engine="streaming").item()
             exact = True
-        by_id = _snippets(run, f.status, rows) if rows.height else {}
+        by_id = snippets(run, f.status, rows) if rows.height else {}
     out = [{**r, **by_id.get(r["id"], {})} for r in rows.iter_rows(named=True)]
     return Page(out, int(total), shown, exact)
 
@@ -315,7 +314,7 @@ def _first_matches(run: Run, f: Filters, conds: pl.Expr, narrow: list[str]) -> t
     return pl.concat([empty, *got], how="vertical_relaxed"), seen, True
 
 
-def _snippets(run: Run, status: str, rows: pl.DataFrame) -> dict[str, dict]:
+def snippets(run: Run, status: str, rows: pl.DataFrame) -> dict[str, dict]:
     """id -> {length, snippet} of a page's rows, reading only the shards they came from (where the scan could
     say which: local shards)."""
     where = set(rows["_shard"].to_list())

@@ -21,6 +21,12 @@ as multisets over the copies.
 
     .venv/bin/python benchmarks/pipeline.py --copies 0 --gold   # extraction F1 and CPU per gold set, both chains
 
+    .venv/bin/python benchmarks/pipeline.py --files 12,60,120 --datatrove-python /tmp/dtvenv/bin/python \\
+        --json benchmarks/pipeline_files.json   # whole processes, start-up included, and per further file
+
+(/tmp/dtvenv: `python3 -m venv /tmp/dtvenv && /tmp/dtvenv/bin/pip install "datatrove[processing]" fasteners
+faust-cchardet python-magic lxml_html_clean warcio spacy nltk pyarrow`; the datatrove side then runs in that venv.)
+
 `--base-copies` runs both sides a second time on fewer copies: the difference is the CPU seconds per further
 copy, the rate with start-up fully amortised, which the cost table (`--markdown`) projects from.
 
@@ -41,6 +47,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("PENEIRA_SHARED_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
@@ -189,27 +196,38 @@ def run_datatrove(inputs: str, out: str) -> dict:
         for row in pq.read_table(shard, columns=["id", "metadata"]).to_pylist():
             kept.append([row["id"], row["metadata"].get("url")])
     with open(os.path.join(out, "logs", "stats.json")) as f:  # the executor's merged stats, one entry per step
-        step_secs = {s["name"].split(": ", 1)[-1]: s["time_stats"]["total"] for s in json.load(f)}
+        step_secs = {s["name"].split(": ", 1)[-1]: (t["total"] if isinstance(t := s["time_stats"], dict) else t)
+                     for s in json.load(f)}  # datatrove 0.10.1 writes the total alone
     return {"run_cpu": run_cpu + child_cpu, "run_wall": run_wall, "kept": kept, "steps": step_secs,
             "step_cpu": cpu}
 
 
+PYTHON = {"peneira": sys.executable, "datatrove": sys.executable}  # --datatrove-python: datatrove in its own venv
+
+
 def side(name: str, inputs: str, reader: str) -> dict:
-    """One side in a fresh interpreter: its result, and the CPU and wall seconds of the whole process tree."""
+    """One side in a fresh interpreter: its result, the CPU and wall seconds of the whole process tree, and its
+    peak RSS (`wait4`: the process's own, or a child's it reaped if larger)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    env = {**os.environ, "PENEIRA_LID_MODEL": LID, "PENEIRA_SHARED_DATA": DATA, "OMP_NUM_THREADS": "1"}
-    with tempfile.TemporaryDirectory() as out:
+    # no PYTHONDONTWRITEBYTECODE: with it every stale bytecode cache is compiled again at each start (issue 45)
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PENEIRA_LID_MODEL": LID,
+           "PENEIRA_SHARED_DATA": DATA, "OMP_NUM_THREADS": "1"}
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
         w0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", name, "--inputs", inputs,
-                               "--out", os.path.join(out, "run"), "--reader", reader],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.Popen([PYTHON[name], os.path.abspath(__file__), "--worker", name, "--inputs", inputs,
+                                 "--out", os.path.join(out, "run"), "--reader", reader], stdout=so, stderr=se, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - w0
+        so.seek(0), se.seek(0)
+        stdout, stderr = so.read(), se.read()
     if proc.returncode:
-        sys.exit(f"{name} side failed:\n{proc.stderr[-4000:]}")
+        sys.exit(f"{name} side failed:\n{stderr[-4000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = json.loads(stdout.strip().splitlines()[-1])
     res["cpu"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     res["wall"] = wall
+    res["rss_mib"] = usage.ru_maxrss / 1024
     return res
 
 
@@ -394,10 +412,19 @@ def print_gold(gold: dict) -> None:
               f"{p['cpu']:>9.2f}{d['cpu']:>10.2f}{d['cpu'] / p['cpu']:>7.1f}x")
 
 
-def measure(copies: int, reader: str) -> dict:
-    """Both sides over `copies` copies of the inputs, datatrove first."""
+def link_files(folder: str, n: int) -> list[str]:
+    """`n` files: the inputs in order, again and again under new names (as `link_copies`, cut at `n`)."""
+    paths = link_copies(folder, -(-n // len(input_files())))
+    for extra in paths[n:]:
+        os.remove(extra)
+    return paths[:n]
+
+
+def measure(copies: int, reader: str, files: int = 0) -> dict:
+    """Both sides over `copies` copies of the inputs (or the first `files` files of as many copies), datatrove
+    first."""
     with tempfile.TemporaryDirectory() as inputs:
-        paths = link_copies(inputs, copies)
+        paths = link_files(inputs, files) if files else link_copies(inputs, copies)
         run = {"mib": sum(os.path.getsize(p) for p in paths) / 2**20}
         run["datatrove"] = side("datatrove", inputs, reader)
         run["peneira"] = side("peneira", inputs, reader)
@@ -432,11 +459,20 @@ def main() -> None:
                     help="tokens per CPU second of curate tokenize (benchmarks/tokenization.py)")
     ap.add_argument("--chars-per-token", type=float, default=2.55,
                     help="characters per token (benchmarks/tokenization.py: 2.8 M characters, 1.1 M tokens)")
+    ap.add_argument("--files", help="whole processes at these numbers of input files (e.g. 12,60,120: the inputs "
+                    "copied in turn), start-up included, and per further file between the two largest; not with --copies")
+    ap.add_argument("--datatrove-python", help="the interpreter of a venv with datatrove (e.g. /tmp/dtvenv/bin/python): "
+                    "its side runs there, so datatrove's dependencies need not share the project's venv")
     ap.add_argument("--worker", choices=("peneira", "datatrove"), help=argparse.SUPPRESS)
     ap.add_argument("--inputs", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.markdown:
+        with open(args.markdown) as f:
+            res = json.load(f)
+        if res.get("files_mode"):
+            print(files_markdown(res))
+            return
         with open(args.markdown) as f:
             print(markdown(json.load(f), args.usd_per_core_hour, args.instance, args.dedup_ms_per_doc,
                            args.tokens_per_s, args.chars_per_token))
@@ -445,10 +481,16 @@ def main() -> None:
         fn = run_peneira if args.worker == "peneira" else (lambda i, o, _r: run_datatrove(i, o))
         print(json.dumps(fn(args.inputs, args.out, args.reader)))
         return
-    missing = [pip for mod, pip in NEEDS.items() if not _importable(mod)]
+    if args.datatrove_python:
+        PYTHON["datatrove"] = args.datatrove_python
+        if args.gold:
+            sys.exit("--gold runs datatrove's extractor in this interpreter: not with --datatrove-python")
+    missing = [pip for mod, pip in NEEDS.items() if not _importable(mod, PYTHON["datatrove"])]
     if missing:
         sys.exit(f"benchmarks/pipeline.py needs: pip install {' '.join(missing)} (benchmark only; or the "
                  "project's bench extra)")
+    if args.files:
+        return files_mode(args)
     if args.copies == 0:  # --copies 0 --gold: the gold sets alone
         print_gold(gold_quality() if args.gold else {})
         return
@@ -472,10 +514,57 @@ def main() -> None:
             json.dump(res, f, indent=1)
 
 
-def _importable(mod: str) -> bool:
+def _importable(mod: str, python: str = sys.executable) -> bool:
     import importlib.util
 
-    return importlib.util.find_spec(mod) is not None
+    if python == sys.executable:
+        return importlib.util.find_spec(mod) is not None
+    return subprocess.run([python, "-c", f"import importlib.util, sys; sys.exit(importlib.util.find_spec({mod!r}) is None)"],
+                          check=False).returncode == 0
+
+
+def files_mode(args) -> None:
+    """Whole processes at each number of files (`--files`), and the CPU seconds per further file between the two
+    largest: the fixed cost of each side is in the first figures, not in the last (issue 45)."""
+    counts = sorted(int(n) for n in args.files.split(","))
+    cpu = Path("/proc/cpuinfo")
+    model = next((ln.split(":", 1)[1].strip() for ln in cpu.read_text().splitlines() if ln.startswith("model name")),
+                 "") if cpu.exists() else ""
+    res = {"files_mode": True, "counts": counts, "distinct_inputs": len(input_files()), "reader": args.reader,
+           "machine": f"{model}, {os.cpu_count()} cores", "load_1min_before": round(os.getloadavg()[0], 2),
+           "command": " ".join(["benchmarks/pipeline.py", *sys.argv[1:]]), "runs": {}}
+    for n in counts:
+        res["runs"][str(n)] = run = measure(0, args.reader, files=n)
+        run.pop("agreement", None)
+        for name in ("peneira", "datatrove"):
+            run[name] = {k: run[name][k] for k in ("cpu", "run_cpu", "wall", "rss_mib", "kept")}
+        print(json.dumps({n: {k: run[k]["cpu"] for k in ("peneira", "datatrove")}}), flush=True)
+    lo, hi = res["runs"][str(counts[-2])], res["runs"][str(counts[-1])]
+    res["per_further_file"] = {k: (hi[k]["cpu"] - lo[k]["cpu"]) / (counts[-1] - counts[-2])
+                               for k in ("peneira", "datatrove")}
+    res["load_1min_after"] = round(os.getloadavg()[0], 2)
+    print(files_markdown(res))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+def files_markdown(res: dict) -> str:
+    """The docs' table of `--files` results: whole processes, start-up included, and per further file."""
+    m = res["per_further_file"]
+    rows = [f"Machine: {res['machine']}, load average {res['load_1min_before']} before, {res['load_1min_after']} after "
+            f"(shared: CPU seconds, user + sys of each side's process tree, not wall). Command: `.venv/bin/python "
+            f"{res['command']}`; the {res['distinct_inputs']} WARC/WET files of ../shared/data/warc copied in turn.",
+            "", "| files | MiB of input | Peneira CPU s | datatrove CPU s | datatrove / Peneira | Peneira peak RSS MiB "
+            "| datatrove peak RSS MiB |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, r in res["runs"].items():
+        p, d = r["peneira"], r["datatrove"]
+        rows.append(f"| {n} | {r['mib']:.1f} | {p['cpu']:.2f} | {d['cpu']:.2f} | **{d['cpu'] / p['cpu']:.1f}x** | "
+                    f"{p['rss_mib']:.0f} | {d['rss_mib']:.0f} |")
+    lo, hi = res["counts"][-2], res["counts"][-1]
+    rows.append(f"| per further file ({lo} to {hi}) | | {m['peneira']:.3f} | {m['datatrove']:.3f} | "
+                f"**{m['datatrove'] / m['peneira']:.1f}x** | | |")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

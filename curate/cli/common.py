@@ -43,6 +43,9 @@ def add_executor(parser: argparse.ArgumentParser) -> None:
     slurm.add_argument("--slurm-work-dir", default=None, metavar="DIR",
                        help="where the batches, outcomes and job ids go, on the filesystem the nodes share "
                             "(default OUTPUT/_work/slurm; needed when OUTPUT is an object-store URL)")
+    slurm.add_argument("--slurm-tasks-per-element", type=int, default=1, metavar="N",
+                       help="run N tasks one after the other in each array element, so short tasks pay Slurm's "
+                            "start, Python's and the setup once per N (--time-limit is then an element's)")
     slurm.add_argument("--max-retries", type=int, default=3,
                        help="resubmissions of a task that died or raised (never of a usage error or a failed step)")
     slurm.add_argument("--detach", action="store_true",
@@ -71,6 +74,7 @@ def executor_from_args(args: argparse.Namespace, output: str):
               "cpus_per_task": max(1, int(args.task_cpus)), "account": args.account, "qos": args.qos,
               "constraint": args.constraint, "sbatch_args": args.sbatch_arg, "setup": args.setup,
               "log_dir": args.log_dir, "max_retries": args.max_retries,
+              "tasks_per_element": args.slurm_tasks_per_element,
               "mem_per_task": f"{max(1, memory // 2**20)}M" if memory else None}
         return make_executor("slurm", args.workers or 0, progress=args.progress, **kw)
     if args.detach:

@@ -7,7 +7,9 @@ folder on the filesystem the nodes share, `work_dir`. Each `map` gets a batch fo
 
 * `tasks.pkl`: the function and its items (cloudpickle), read by every array task;
 * `task.sh`: the script sbatch runs: the user's set-up line (venv, `module load`), then
-  `python -m curate.run.executors._slurm_task BATCH INDEX`;
+  `python -m curate.run.executors._slurm_task BATCH ELEMENT [PER]`: one array element runs PER items
+  (`tasks_per_element`, default 1) in one process, so a short task does not pay a Python start, the imports and
+  its stage's setup each (issue 45); a retry runs one item an element;
 * `out/INDEX.pkl`: each task's outcome, written atomically by the task (`call_captured`'s shape plus
   whether an exception is worth retrying); `meta.json`: what the batch is and the job ids it submitted.
 
@@ -38,6 +40,7 @@ from typing import Any
 
 from curate.core.errors import Stopped, UsageError
 from curate.io import fs
+from curate.run.executors._slurm_task import element_items
 from curate.run.executors.base import Executor, Progress
 
 LIVE_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
@@ -56,6 +59,12 @@ class SlurmExecutor(Executor):
     `mem_per_task` is sbatch's `--mem` (e.g. "4G"), `time_limit` its `--time` (e.g. "2:00:00"); `setup` is a
     shell line each task runs first; `log_dir` (default `work_dir/logs`) gets one file per task named by
     stage and task. `sbatch_args` are passed as they are (e.g. `["--gres=gpu:1"]`).
+
+    `tasks_per_element` packs that many items into each array element, run one after the other by one process:
+    Slurm's own cost per element (scheduling, the job's start, a Python process and its imports, a stage's setup)
+    is then paid once per `tasks_per_element` items. `time_limit` and `mem_per_task` are then an element's. Each
+    item still writes its own outcome as it ends; items an element did not finish (killed, out of time) are
+    resubmitted one an element, within `max_retries`.
     """
 
     def __init__(self, work_dir: str, workers: int = 0, progress: bool = True, partition: str | None = None,
@@ -63,12 +72,12 @@ class SlurmExecutor(Executor):
                  account: str | None = None, qos: str | None = None, constraint: str | None = None,
                  sbatch_args: Sequence[str] = (), setup: str | None = None, log_dir: str | None = None,
                  max_retries: int = 3, retry_exceptions: bool | tuple = True, poll_s: float = 2.0,
-                 python: str | None = None, job_name: str = "curate"):
+                 python: str | None = None, job_name: str = "curate", tasks_per_element: int = 1):
         local = fs.local_path(work_dir)
         if local is None:
             raise UsageError(f"the Slurm work folder must be on a filesystem the nodes share, not a URL: {work_dir}")
-        if workers < 0 or max_retries < 0 or cpus_per_task < 1:
-            raise UsageError("workers and max_retries must be >= 0 and cpus per task >= 1")
+        if workers < 0 or max_retries < 0 or cpus_per_task < 1 or tasks_per_element < 1:
+            raise UsageError("workers and max_retries must be >= 0, cpus and tasks per task >= 1")
         self.work_dir = os.path.abspath(local)
         self.workers = workers
         self.progress = progress
@@ -82,6 +91,7 @@ class SlurmExecutor(Executor):
         self.poll_s = poll_s
         self.python = python or sys.executable
         self.job_name = job_name
+        self.tasks_per_element = tasks_per_element
         self.started = time.time()  # a cancel file older than this driver is a past run's
         if os.environ.get("SLURM_JOB_NAME") == DRIVER_JOB_NAME:  # a detached driver: its run began at submission
             self.started = driver_submitted(self.work_dir) or self.started
@@ -95,7 +105,7 @@ class SlurmExecutor(Executor):
         batch = _Batch(self, fn, items, desc, labels, self.placement(resources))
         bar = Progress(len(items), desc, self.progress)
         try:
-            batch.submit(list(range(len(items))))
+            batch.submit(list(range(len(items))), self.tasks_per_element)
             wait = 0.1  # short tasks end in well under a second: poll fast, then back off to poll_s
             while not batch.finished():
                 time.sleep(wait)
@@ -133,16 +143,17 @@ class SlurmExecutor(Executor):
         gpus = (resources or {}).get("gpus")
         return [f"--gres=gpu:{int(-(-gpus // 1))}"] if gpus else []
 
-    def sbatch_command(self, script: str, spec: str, offset: int, log: str, extra: Sequence[str] = ()) -> list[str]:
-        """The sbatch command line of one array."""
+    def sbatch_command(self, script: str, spec: str, offset: int, log: str, extra: Sequence[str] = (),
+                       per: int = 1) -> list[str]:
+        """The sbatch command line of one array (`per`: items an element runs)."""
         args = ["sbatch", "--parsable", f"--job-name={self.job_name}", f"--array={spec}",
                 f"--output={log}", f"--error={log}"]
         args += [f"{k}={v}" for k, v in self.options.items() if v]
-        return args + list(extra) + self.sbatch_args + [script, str(offset)]
+        return args + list(extra) + self.sbatch_args + [script, str(offset)] + ([str(per)] if per > 1 else [])
 
-    def sbatch(self, script: str, spec: str, offset: int, log: str, extra: Sequence[str] = ()) -> str:
+    def sbatch(self, script: str, spec: str, offset: int, log: str, extra: Sequence[str] = (), per: int = 1) -> str:
         """Submit one array, recorded before it can start (`submit_recorded`); its job id."""
-        return submit_recorded(self.sbatch_command(script, spec, offset, log, extra), self.work_dir)
+        return submit_recorded(self.sbatch_command(script, spec, offset, log, extra, per), self.work_dir)
 
     def announce(self, bar: Progress, label: str, attempt: int, error: str) -> None:
         bar.bar.write(f"retrying {label} (attempt {attempt} of {self.max_retries + 1} failed: {error})", file=sys.stderr)
@@ -172,7 +183,7 @@ class _Batch:
         self.outcomes: list[Any] = [None] * self.n
         self.attempts = [0] * self.n
         self.in_flight: dict[int, str] = {}  # item -> job id of its current attempt
-        self.jobs: dict[str, int] = {}  # job id -> array offset
+        self.jobs: dict[str, tuple[int, int]] = {}  # job id -> (array offset, items per element)
         self.missing: set[int] = set()  # in flight, gone from squeue without an outcome at the last poll
         self._meta()
 
@@ -180,18 +191,30 @@ class _Batch:
         meta = {"desc": self.slug, "tasks": self.n, "jobs": list(self.jobs), "labels": list(self.labels)[:self.n]}
         fs.atomic_write_text(os.path.join(self.dir, "meta.json"), json.dumps(meta))
 
-    def submit(self, indices: list[int]) -> None:
+    def submit(self, indices: list[int], per: int = 1) -> None:
+        """Submit `indices` as arrays, `per` items an element (per > 1: all the items, as element i runs items
+        i*per .. i*per+per-1); arrays longer than the cluster's MaxArraySize are split."""
+        per = min(per, len(indices)) or 1
+        if per > 1 and indices != list(range(self.n)):
+            raise ValueError("items are packed into elements only on their first submission, all of them")
+        elements = sorted({i // per for i in indices})
         step = self.ex.max_array()
         cap = f"%{self.ex.workers}" if self.ex.workers else ""
-        for offset in sorted({i // step * step for i in indices}):
-            part = [i - offset for i in indices if offset <= i < offset + step]
+        for offset in sorted({e // step * step for e in elements}):
+            part = [e - offset for e in elements if offset <= e < offset + step]
             log = os.path.join(self.ex.log_dir, f"{self.slug}-{'' if not offset else f'o{offset}-'}%A_%a.log")
-            job = self.ex.sbatch(self.script, _ranges(part) + cap, offset, log, self.placement)
-            self.jobs[job] = offset
-            for a in part:
-                self.attempts[a + offset] += 1
-                self.in_flight[a + offset] = job
+            job = self.ex.sbatch(self.script, _ranges(part) + cap, offset, log, self.placement, per)
+            self.jobs[job] = (offset, per)
+            for e in part:
+                for i in element_items(e + offset, per, self.n):
+                    self.attempts[i] += 1
+                    self.in_flight[i] = job
         self._meta()
+
+    def _element(self, job: str, i: int) -> int:
+        """The array index of item `i` in array `job`."""
+        offset, per = self.jobs[job]
+        return i // per - offset
 
     def finished(self) -> bool:
         return not self.in_flight
@@ -208,7 +231,7 @@ class _Batch:
             self._settle(i, self._read(i), bar, retry)
         if states is not None:
             for i, job in list(self.in_flight.items()):
-                state = states.get(f"{job}_{i - self.jobs[job]}", "ENDED")
+                state = states.get(f"{job}_{self._element(job, i)}", "ENDED")
                 if state in LIVE_STATES:
                     self.missing.discard(i)
                 elif i not in self.missing:  # once more: a shared filesystem may show the outcome late
@@ -250,8 +273,8 @@ class _Batch:
             bar.done(None)
 
     def _log_tail(self, job: str, i: int) -> str:
-        offset = self.jobs[job]
-        log = os.path.join(self.ex.log_dir, f"{self.slug}-{'' if not offset else f'o{offset}-'}{job}_{i - offset}.log")
+        offset = self.jobs[job][0]
+        log = os.path.join(self.ex.log_dir, f"{self.slug}-{'' if not offset else f'o{offset}-'}{job}_{self._element(job, i)}.log")
         try:
             with open(log, encoding="utf-8", errors="replace") as f:
                 lines = [x.rstrip() for x in f.readlines()[-3:] if x.strip()]
@@ -305,7 +328,8 @@ def driver_submitted(work_dir: str) -> float | None:
 
 
 def _script(setup: str | None, python: str, batch: str) -> str:
-    """The array task: the set-up line, then this module's task runner for item OFFSET + SLURM_ARRAY_TASK_ID."""
+    """The array task: the set-up line, then this module's task runner for element OFFSET + SLURM_ARRAY_TASK_ID,
+    of PER items (the script's second argument, default 1)."""
     import shlex
 
     return "\n".join([
@@ -314,7 +338,7 @@ def _script(setup: str | None, python: str, batch: str) -> str:
         'export RAYON_NUM_THREADS="${RAYON_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}"',
         'export POLARS_MAX_THREADS="${POLARS_MAX_THREADS:-${SLURM_CPUS_PER_TASK:-1}}"',
         f'exec {shlex.quote(python)} -m curate.run.executors._slurm_task {shlex.quote(batch)} '
-        '"$(( $1 + SLURM_ARRAY_TASK_ID ))"',
+        '"$(( $1 + SLURM_ARRAY_TASK_ID ))" "${2:-1}"',
         "",
     ])
 

@@ -24,7 +24,8 @@ and a warm-up run of each measured command writes the caches first.
    (NUMBA_CACHE_DIR of its own: numba compiles, the tables are built).
 3. A Slurm task's own cost, beyond Slurm's: `python -m curate.run.executors._slurm_task BATCH 0`, what every
    array element runs, by hand on a batch of one no-op task and on a batch of one web-chain task recorded from
-   part 2's run (scheduling itself is `benchmarks/slurm_overhead.py`, which needs a running Slurm).
+   part 2's run (scheduling itself is `benchmarks/slurm_overhead.py`, which needs a running Slurm); and 4 small
+   WARC files' tasks run as 4 elements against one element of all 4 (`--slurm-tasks-per-element 4`), per task.
 """
 
 from __future__ import annotations
@@ -221,8 +222,12 @@ def write_batch(folder: str, fn, items: list) -> str:
     return folder
 
 
-def slurm_task_cost(reps: int, tmp: str) -> dict:
-    """Part 3: the process of one Slurm array element, on a no-op task and on a recorded web-chain task."""
+PACKED = [DATA / "warc/wget/dolma_sample-0000.warc.gz", DATA / "warc/wget/dolma_sample-0001.warc.gz",
+          DATA / "warc/cc/cmoncrawl_mini.CC-MAIN-2022-05.warc.gz", DATA / "warc/cc/whirlwind.CC-MAIN-2024-22.warc.gz"]
+
+
+def record_batch(tmp: str, name: str, inputs: list[str], keep: int) -> str:
+    """Run the web chain here on `inputs` and keep the first `keep` tasks of its streaming map as a Slurm batch."""
     from curate.run.executors.local import LocalExecutor
     from curate.run.pipeline import Pipeline
 
@@ -232,16 +237,32 @@ def slurm_task_cost(reps: int, tmp: str) -> dict:
 
         def map(self, fn, items, desc="tasks", labels=()):
             if self.batch is None and items:
-                self.batch = write_batch(os.path.join(tmp, "batch-web"), fn, items[:1])
+                self.batch = write_batch(os.path.join(tmp, f"batch-{name}"), fn, items[:keep])
             return super().map(fn, items, desc, labels)
 
     os.environ.setdefault("PENEIRA_LID_MODEL", str(LID))
     rec = Recording(1, progress=False)
-    Pipeline.from_file(str(ROOT / "pipelines/web.py")).run(inputs=str(WARC), output=os.path.join(tmp, "recorded"),
+    Pipeline.from_file(str(ROOT / "pipelines/web.py")).run(inputs=inputs, output=os.path.join(tmp, f"recorded-{name}"),
                                                            executor=rec, progress=False)
+    return rec.batch
+
+
+def slurm_task_cost(reps: int, tmp: str) -> dict:
+    """Part 3: the process of one Slurm array element, on a no-op task and on recorded web-chain tasks: one task
+    an element, and 4 tasks (4 small WARC files) as 4 elements against one element that runs all 4
+    (`--slurm-tasks-per-element 4`), per task."""
     task = [sys.executable, "-m", "curate.run.executors._slurm_task"]
+    one = record_batch(tmp, "web", [str(WARC)], 1)
+    four = record_batch(tmp, "web4", [str(p) for p in PACKED], len(PACKED))
+    alone = [median_of([*task, four, str(i)], reps) for i in range(len(PACKED))]
+    packed = median_of([*task, four, "0", str(len(PACKED))], reps)
+    n = len(PACKED)
     return {"no-op task": median_of([*task, write_batch(os.path.join(tmp, "batch-noop"), noop, [0]), "0"], reps),
-            "web-chain task (one WARC file)": median_of([*task, rec.batch, "0"], reps)}
+            "web-chain task (one WARC file)": median_of([*task, one, "0"], reps),
+            f"web-chain, {n} small WARC files, one element each: per task": {
+                "cpu_s": round(sum(r["cpu_s"] for r in alone) / n, 3), "rss_mib": max(r["rss_mib"] for r in alone)},
+            f"web-chain, the same {n} files in one element (--slurm-tasks-per-element {n}): per task": {
+                "cpu_s": round(packed["cpu_s"] / n, 3), "rss_mib": packed["rss_mib"]}}
 
 
 def save_run(path: Path, record: dict) -> None:
@@ -283,8 +304,8 @@ def markdown(results: dict) -> str:
     rows += ["", "A dedup worker before its first MinHash signature (fresh process; CPU s):", "",
              "| phase | kernels and tables cached on disk | cold cache (compiled, built) |", "|---|---:|---:|"]
     rows += [f"| {k} | {d['warm'][k]:.3f} | {d['cold'][k]:.3f} |" for k in d["warm"] if k != "peak RSS MiB"]
-    rows += ["", "| Slurm array element, run by hand (`python -m curate.run.executors._slurm_task BATCH 0`) | CPU s | "
-             "peak RSS MiB |", "|---|---:|---:|"]
+    rows += ["", "| Slurm array element, run by hand (`python -m curate.run.executors._slurm_task BATCH ELEMENT [PER]`) "
+             "| CPU s | peak RSS MiB |", "|---|---:|---:|"]
     rows += [f"| {k} | {v['cpu_s']:.3f} | {v['rss_mib']:.0f} |" for k, v in run["slurm_task"].items()]
     rows += ["", "Every run of the results file:", "",
              "| run | packages hidden | load | `curate --help` CPU s | web chain, one file: whole / work / **fixed** CPU s |"

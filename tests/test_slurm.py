@@ -121,6 +121,24 @@ def test_array_spec_ranges():
     assert _ranges([4]) == "4"
 
 
+def test_tasks_per_element_option_reaches_the_executor(tmp_path):
+    """`--slurm-tasks-per-element N` builds a SlurmExecutor packing N items an element, whose array task script
+    passes the packing on (`task.sh OFFSET PER`); N < 1 is refused."""
+    import argparse
+
+    from curate.cli.common import add_executor, executor_from_args
+
+    parser = argparse.ArgumentParser()
+    add_executor(parser)
+    parser.add_argument("--progress", default=False)
+    args = parser.parse_args(["--executor", "slurm", "--slurm-tasks-per-element", "4"])
+    ex = executor_from_args(args, str(tmp_path / "out"))
+    assert isinstance(ex, SlurmExecutor) and ex.tasks_per_element == 4
+    assert ex.sbatch_command("task.sh", "0-2", 0, "log", per=4)[-3:] == ["task.sh", "0", "4"]
+    with pytest.raises(UsageError):
+        SlurmExecutor(str(tmp_path / "w"), tasks_per_element=0)
+
+
 def test_damaged_outcome_file_is_a_retryable_failure(tmp_path):
     """An outcome file that cannot be unpickled (a damaged disk: the task writes it atomically) is not a result
     and not a crash of the driver: the task counts as failed and worth retrying."""

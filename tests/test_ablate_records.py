@@ -21,6 +21,7 @@ RECORDS = [  # spec, record, the page generated from it
     ("docs/ablation/spec.toml", "docs/ablation/results.json", "docs/ablation.md"),
     ("docs/ablation/recipes-spec.toml", "docs/ablation-recipes/results.json", "docs/ablation-recipes.md"),
     ("docs/ablation/selection-spec.toml", "docs/selection/results.json", "docs/selection.md"),
+    ("docs/ablation/dedup-family-spec.toml", "docs/dedup-family/results.json", "docs/dedup-family.md"),
 ]
 
 

@@ -30,6 +30,7 @@ _spec.loader.exec_module(teacher_server)
 pytest.importorskip("tokenizers")
 
 
+@pytest.mark.slow
 def test_the_teacher_grades_pages_by_bits_per_byte_through_annotate(tmp_path, shared):
     import torch
 

@@ -297,3 +297,23 @@ def test_the_training_processes_of_jobs_die_with_a_killed_ablate():
         assert _gone(worker)  # before: it went on training and writing into its run folder
     finally:
         driver.kill()
+
+
+def test_languages_count_each_languages_characters_in_the_curation_and_the_mix(tmp_path):
+    """The mix keeps whole documents: what it left out, per language, against a count by hand of planted texts."""
+    from train.ablate.report import language_table, languages
+
+    docs = [("en", "a" * 50), ("pt", "ção" * 7), ("en", "b" * 30), (None, "x"), ("pt", "olá")]
+    mixed = [docs[0], docs[1], docs[3]]  # the mix dropped an English and a Portuguese document
+    base = tmp_path / "v"
+    for folder, rows in (("curated", docs), ("mix", mixed)):
+        (base / folder / "data").mkdir(parents=True)
+        table = pa.table({"lang": [r[0] for r in rows], "text": [r[1] for r in rows]})
+        pq.write_table(table.slice(0, 2), base / folder / "data" / "part-0.parquet")
+        pq.write_table(table.slice(2), base / folder / "data" / "part-1.parquet")
+    assert languages(base) == {}  # no finished mix yet
+    mark(base / "mix", "k", True, tokens=1)
+    got = languages(base)
+    assert got == {"en": [80, 50], "pt": [24, 21], "?": [1, 1]} and list(got) == ["en", "pt", "?"]
+    table = language_table({"variants": [{"name": "v", "languages": got}]})
+    assert "| v | pt | 24 | 21 | 87.5% |" in table and "| v | other | 1 | 1 | 100.0% |" in table  # "?" is under 1%

@@ -62,9 +62,51 @@ def collect(spec) -> dict:
         curated = {k: x for k, x in read_mark(base / "curated").items() if k != "key"}
         variants.append({"name": v["name"], "pipeline": v["pipeline"], "curated": curated, "unique_tokens": unique,
                          "mix": {k: x for k, x in read_mark(base / "mix").items() if k != "key"},
+                         "languages": languages(base),
                          "classifier": classifier_card(v), "head": head_card(v), "runs": runs})
     return {"inputs": spec.inputs, "tokens": spec.tokens, "max_epochs": spec.max_epochs, "budget": budget,
             "vocab_size": spec.vocab_size, "train": spec.train, "eval": spec.eval, "variants": variants}
+
+
+def languages(base: Path) -> dict[str, list[int]]:
+    """Characters per language (the `lang` column) in the variant's curation and in its mix: {lang: [curated, mixed]}.
+    Mixing to the shared budget leaves whole documents out of the larger variants, and by chance that can take one
+    language's text more than another's: a held-out set in that language then measures the mix, not the step
+    (issue 43's ablation found 15% of the baseline's Portuguese left out). Empty until the mix is done."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out: dict[str, list[int]] = {}
+    folders = [base / "curated" / "data", base / "mix" / "data"]
+    if not all(f.is_dir() for f in folders) or not read_mark(base / "mix").get("done"):
+        return {}
+    for k, folder in enumerate(folders):
+        for f in sorted(folder.glob("*.parquet")):
+            for batch in pq.ParquetFile(f).iter_batches(columns=["lang", "text"], batch_size=4096):
+                chars = pc.utf8_length(batch.column("text")).to_pylist()
+                for lang, n in zip(batch.column("lang").to_pylist(), chars, strict=True):
+                    out.setdefault(lang or "?", [0, 0])[k] += n
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
+
+
+LANGUAGE_SHARE = 0.01  # languages under 1% of every variant's curated characters are summed as "other"
+
+
+def language_table(results: dict) -> str:
+    """Per variant and language: characters curated, characters in the mix, the share the mix kept."""
+    variants = [v for v in results["variants"] if v.get("languages")]
+    shown = {lang for v in variants for lang, (c, _) in v["languages"].items()
+             if c >= LANGUAGE_SHARE * sum(x for x, _ in v["languages"].values())}
+    rows = ["| variant | language | chars curated | chars in the mix | share mixed |", "|---|---|---|---|---|"]
+    for v in variants:
+        merged: dict[str, list[int]] = {}
+        for lang, (c, m) in v["languages"].items():
+            pair = merged.setdefault(lang if lang in shown else "other", [0, 0])
+            pair[0], pair[1] = pair[0] + c, pair[1] + m
+        for lang, (c, m) in merged.items():
+            rows.append(f"| {v['name']} | {lang} | {c:,} | {m:,} | {m / c:.1%} |" if c else
+                        f"| {v['name']} | {lang} | 0 | {m:,} | - |")
+    return "\n".join(rows)
 
 
 def metrics(run: dict) -> dict[str, float]:
@@ -139,6 +181,8 @@ def markdown(results: dict) -> str:
             rng = [max(r[k] for r in per_run) - min(r[k] for r in per_run) for k in cols]
             rows.append("| " + " | ".join([f"{v['name']} ({len(per_run)})"] + [f"{x:.4f}" for x in rng]) + " |")
         parts += ["## Seed-to-seed range (max - min over seeds)", "", "\n".join(rows), ""]
+    if any(v.get("languages") for v in results["variants"]):  # after the seed ranges: not in the docs' results table
+        parts += ["## Characters per language, curated and mixed", "", language_table(results), ""]
     run_rows = ["| variant | seed | step | tokens | " + " | ".join(cols) + " |", "|" + "---|" * (4 + len(cols))]
     for v in results["variants"]:
         for r in v["runs"]:
@@ -282,7 +326,8 @@ def write_docs(spec, results: dict, doc: Path) -> list[Path]:
     import re
     import shutil
 
-    tables = {"results": markdown(results).split("## Seed-to-seed")[0].strip(), "gaps": gap_table(results)}
+    tables = {"results": markdown(results).split("## Seed-to-seed")[0].strip(), "gaps": gap_table(results),
+              "languages": language_table(results)}
     if (spec.out / "deciles.json").is_file():  # written by --deciles
         from train.ablate.deciles import markdown as decile_markdown
 

@@ -317,3 +317,22 @@ def test_languages_count_each_languages_characters_in_the_curation_and_the_mix(t
     assert got == {"en": [80, 50], "pt": [24, 21], "?": [1, 1]} and list(got) == ["en", "pt", "?"]
     table = language_table({"variants": [{"name": "v", "languages": got}]})
     assert "| v | pt | 24 | 21 | 87.5% |" in table and "| v | other | 1 | 1 | 100.0% |" in table  # "?" is under 1%
+
+
+def test_verify_without_a_record_refuses_one_of_another_spec(tmp_path, shared, capsys):
+    """Several specs share docs/ablation/: the results.json beside a spec may be another spec's record. Before, --verify
+    curated everything and reported every variant as different; now it names the mismatch in one line, curating
+    nothing, and takes the beside record when its variants are the spec's."""
+    import json
+
+    from train.ablate.stages import _own_record, load_spec, main
+
+    out = tmp_path / "runs" / "abl"
+    spec_file = _small_spec(tmp_path, shared, out)
+    beside = spec_file.parent / "results.json"
+    beside.write_text(json.dumps({"variants": [{"name": "other"}]}))
+    assert main(["--spec", str(spec_file), "--verify"]) == 2
+    assert "no results.json of this spec's variants (plain)" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()  # nothing curated
+    beside.write_text(json.dumps({"variants": [{"name": "plain"}]}))
+    assert _own_record(load_spec(spec_file), spec_file) == beside

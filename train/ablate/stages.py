@@ -471,7 +471,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--report", action="store_true", help="only rewrite the results from what is already done")
     p.add_argument("--verify", nargs="?", const="", default=None, metavar="RESULTS_JSON",
                    help="curate every variant again and compare with a recorded results.json (default: the one "
-                        "beside the spec file, else OUT/results.json); exit 1 when they differ")
+                        "beside the spec file, else OUT/results.json, whichever holds the spec's variants); exit 1 "
+                        "when they differ")
     p.add_argument("--docs", default=None, metavar="MARKDOWN",
                    help="with --report: write the generated tables into this file between its "
                         "<!-- ablate:NAME --> markers, and results.json/.md and the plots beside it")
@@ -507,14 +508,25 @@ def main(argv: list[str]) -> int:
 
 
 def _verify_command(spec: Spec, args) -> int:
-    beside = Path(args.spec).parent / "results.json"
-    record = Path(args.verify) if args.verify else beside if beside.is_file() else spec.out / "results.json"
+    record = Path(args.verify) if args.verify else _own_record(spec, Path(args.spec))
     problems = verify(spec, record)
     for line in problems:
         print(f"ablate --verify: {line}")
     print(f"ablate --verify: {len(spec.variants)} variants against {record}: "
           + ("the record reproduces" if not problems else f"{len(problems)} differences"))
     return 1 if problems else 0
+
+
+def _own_record(spec: Spec, spec_file: Path) -> Path:
+    """The record --verify compares with when none is named: the results.json beside the spec file, else OUT's, the
+    first whose variants are the spec's. Several specs share docs/ablation/, and a record of another spec's variants
+    would only report that every variant differs."""
+    names = [v["name"] for v in spec.variants]
+    for record in (spec_file.parent / "results.json", spec.out / "results.json"):
+        if record.is_file() and [v["name"] for v in json.loads(record.read_text())["variants"]] == names:
+            return record
+    raise ValueError(f"--verify: no results.json of this spec's variants ({', '.join(names)}) beside {spec_file} or in "
+                     f"{spec.out}: name the record, e.g. --verify docs/NAME/results.json")
 
 
 def _deciles_command(spec: Spec, arg: str) -> int:

@@ -11,7 +11,8 @@ a phase with one task pays: sbatch, the scheduler, the task's Python start-up, t
 poll); for Ray (extra `ray`, a local cluster of N CPUs started by the executor), the first map (cluster start
 included) and a second one on the running cluster. `--per-element 1,8` runs the Slurm array once per packing
 (`SlurmExecutor(tasks_per_element=N)`: N tasks one after the other in each element's process), and beside it
-Slurm's own cost: an array of as many elements running `true` (`sbatch --wait --wrap true`), so the figure
+Slurm's own cost: an array of as many elements running `true` (`sbatch --wrap true`, squeue polled every 0.1 s as
+the executor's driver polls), so the figure
 beyond Slurm's own is what the executor adds (a Python process, its imports, the outcome files, the driver's
 polls) per task. Slurm needs a running Slurm (scripts/slurm-setup.sh on one
 machine); every figure is wall time, so run it on an idle machine. What a task's own process costs on Slurm
@@ -111,12 +112,20 @@ def slurm_overhead(n: int, w: int, packings: list[int]) -> dict:
 
 
 def slurm_alone(elements: int, w: int) -> float:
-    """Wall seconds of an array of `elements` elements that run `true` (at most `w` at once), submitted and
-    waited for by sbatch itself: Slurm's own cost, with no Python anywhere."""
+    """Wall seconds of an array of `elements` elements that run `true` (at most `w` at once), from sbatch to
+    squeue showing every element ended, polled every 0.1 s (`sbatch --wait` polls at growing intervals, up to
+    tens of seconds): Slurm's own cost, with no Python in the tasks."""
+    from curate.run.executors.slurm import LIVE_STATES
+
     t = time.perf_counter()
-    subprocess.run(["sbatch", "--wait", "--parsable", f"--array=0-{elements - 1}%{w}", "--output=/dev/null",
-                    "--wrap", "true"], check=True, capture_output=True)
-    return time.perf_counter() - t
+    job = subprocess.run(["sbatch", "--parsable", f"--array=0-{elements - 1}%{w}", "--output=/dev/null", "--wrap", "true"],
+                         check=True, capture_output=True, text=True).stdout.strip().split(";")[0]
+    while True:
+        states = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", job, "-o", "%T"], capture_output=True,
+                                text=True, check=False).stdout.split()
+        if len(states) == elements and not set(states) & LIVE_STATES:
+            return time.perf_counter() - t
+        time.sleep(0.1)
 
 
 def markdown(res: dict) -> str:

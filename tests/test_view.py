@@ -33,9 +33,24 @@ HOSTILE = [  # (own id, url, text, raw html): each tries to run script, break ou
     ("bidi", "https://evil.example/\u202egnp.exe", "plain \u202eevil\u202c and \x1b]0;retitled\x07 escapes, long",
      "<iframe src=\"https://evil.example/\"></iframe><form action=https://evil.example><input></form>"),
     ("frame", "https://ok.example/a", "</iframe><img src=x onerror=window.__pwned=4> breaking out of a frame",
-     "<meta http-equiv=refresh content=\"0;url=https://evil.example\"><p>hello</p>"),
+     "<meta http-equiv=refresh content=\"0;url=https://evil.example\"><p>hello</p>"
+     "<nav><a href=/>Home</a> <a href=/news>News</a> <a href=/about>About us</a></nav><article><p>The river rose "
+     "by two metres overnight after three days of heavy rain, and the town closed the old bridge before dawn.</p>"
+     "<p>&lt;/iframe&gt;&lt;script&gt;parent.__pwned=5&lt;/script&gt; \x1b]0;retitled\x07 \u202eevil: a block "
+     "whose text is markup, escapes and a bidi override, kept or not.</p></article>"),
     ("short", "https://ok.example/b", "<script>1</script>", "<p>short</p>"),  # dropped: too short
 ]
+
+
+class KeepRaw(Step):
+    """Copies the page's raw HTML to an `html` column before extraction: a WARC run that kept it."""
+
+    name = "keep_raw"
+    columns = {"html": pa.string()}
+
+    def apply(self, doc):
+        doc.extra["html"] = doc.html
+        return doc
 
 
 class KeepHtml(Step):
@@ -51,7 +66,7 @@ class KeepHtml(Step):
 
 
 def _warc_steps(shared: Path, c4: bool) -> list:
-    steps = [filters.HttpStatus(), extract.Main(),
+    steps = [filters.HttpStatus(), *([] if c4 else [KeepRaw()]), extract.Main(),
              filters.Language(["en", "pt"], model_path=str(shared / "models/lid.176.ftz")), filters.GopherQuality()]
     return [*steps, *([filters.C4(bad_words_languages=())] if c4 else []), dedup.Exact()]
 
@@ -76,7 +91,8 @@ def _planted_index(run: Path, root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, shared) -> dict[str, Path]:
-    """a, b: the demo crawl with and without C4 (an ablation: same ids, C4 drops some and rewrites others);
+    """a, b: the demo crawl with and without C4 (an ablation: same ids, C4 drops some and rewrites others; b keeps
+    each page's raw HTML);
     h: hostile documents kept with their raw HTML; bad: a copy of h with a damaged shard; grow: being written."""
     root = tmp_path_factory.mktemp("view")
     generate(root / "warc", pages=120, seed=3, files=2)
@@ -89,7 +105,8 @@ def runs(tmp_path_factory, shared) -> dict[str, Path]:
     lines = [json.dumps({"id": i, "url": u, "text": t, "html": h}) for i, u, t, h in HOSTILE]
     (root / "h.jsonl").write_text("\n".join(lines) + "\n")
     out["h"] = root / "h"
-    Pipeline(name="h", reader=readers.Jsonl(source="web"), steps=[KeepHtml(), lambda d: len(d.text) > 30]).run(
+    Pipeline(name="h", reader=readers.Jsonl(source="web"),  # Main: text already, so none extracted; recorded
+             steps=[extract.Main(), KeepHtml(), lambda d: len(d.text) > 30]).run(
         inputs=str(root / "h.jsonl"), output=str(out["h"]), rejected=True, progress=False)
     out["bad"] = root / "bad"
     shutil.copytree(out["h"], out["bad"])
@@ -293,6 +310,40 @@ def test_hostile_documents_are_shown_never_obeyed(server, runs):
         assert raw.headers["content-security-policy"] == RAW_CSP and RAW_CSP.startswith("sandbox;")
         assert raw.text == ref[own]["html"]  # served as is, but only under the sandbox policy
     assert "&lt;b&gt;x&lt;/b&gt;&quot;&#x27;#" in docs  # the hostile own id, at the front of the run's id
+    page = get(server, "/run/2/doc", params={"id": ref["frame"]["id"]}).text  # its blocks, under run h's Main
+    assert ("Home News About us", "div") in [(t, k) for k, t in _blocks(page, False)]  # the planted menu: dropped
+    assert ("The river rose by two metres overnight after three days of heavy rain, and the town closed the old "
+            "bridge before dawn.") in [t for _, t in _blocks(page, True)]
+    shown = "&lt;/iframe&gt;&lt;script&gt;parent.__pwned=5&lt;/script&gt; \\x1b]0;retitled\\x07 \\u202eevil"
+    assert f'<span class="btext">{shown}' in page  # the block's markup, escapes and bidi: text, never obeyed
+    assert '<p class="verdict differs" id="verdict">' in page  # the run's text never came from this HTML
+
+
+def _blocks(page: str, kept: bool) -> list[tuple[str, str]]:
+    """(kind, text) of the listed blocks marked kept (or dropped), in page order, as the page shows them."""
+    li = rf'<li class="block {"kept" if kept else "dropped"}"[^>]*>.*?<code>(.*?)</code>.*?<span class="btext">(.*?)</span>'
+    return [(k, html.unescape(t)) for k, t in re.findall(li, page, re.S)]
+
+
+def test_a_warc_documents_page_marks_the_blocks_the_extractor_kept(server, runs):
+    """Run b kept each page's raw HTML: beside it, extract.Main's blocks, re-run with the settings its manifest
+    records. The kept ones, one a line, are the text the run stored (pages without table rows, whose cells share
+    a line), and the page says the re-extraction reproduces it; every page's boilerplate is marked dropped."""
+    from curate.extract.main import Main
+
+    kept, joined = [r for r in rows(runs["b"]) if r["status"] == "kept"][:6], 0
+    for doc in kept:
+        page = get(server, "/run/1/doc", params={"id": doc["id"]}).text
+        assert f"as the run recorded it: {html.escape(repr(Main()), quote=True)}" in page
+        assert '<p class="verdict same" id="verdict">re-extracting the raw HTML' in page
+        blocks = _blocks(page, True)
+        assert blocks and _blocks(page, False)
+        if all(k != "td" for k, _ in blocks):
+            assert "\n".join(t for _, t in blocks) == doc["text"]
+            joined += 1
+    assert joined
+    page = get(server, "/run/0/doc", params={"id": kept[0]["id"]}).text  # run a kept no HTML: no blocks
+    assert 'id="blocks"' not in page
 
 
 def test_a_documents_cluster_is_one_click_away(server, runs):
@@ -379,9 +430,18 @@ def test_in_a_browser_click_a_document_and_nothing_hostile_runs(server, browser,
     assert browser.find_element(By.ID, "text").text.strip()
     shot = Path(os.environ.get("PENEIRA_VIEW_SCREENSHOT", tmp_path / "document.png"))
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    doc = next(r for r in rows(runs["b"]) if r["status"] == "kept")  # a page kept with its HTML: its blocks
+    browser.get(server + f"run/1/doc?id={doc['id']}")
+    assert browser.find_elements(By.CSS_SELECTOR, "li.block.kept") and \
+        browser.find_elements(By.CSS_SELECTOR, "li.block.dropped")
+    browser.execute_script("const s = document.getElementById('blocks'); s.scrollIntoView(); "  # to the first kept
+                           "s.scrollTop = s.querySelector('li.block.kept').offsetTop - s.offsetTop - 60")
+    browser.save_screenshot(str(shot.with_name("blocks.png")))
     browser.get(server + "run/2/docs")  # hostile texts, ids and URLs, then each hostile document with its frame
+    blocks = []
     for href in [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "a.doc")]:
         browser.get(href)
+        blocks += [b.text for b in browser.find_elements(By.CSS_SELECTOR, "li.block .btext")]
         frame = browser.find_element(By.TAG_NAME, "iframe")
         assert frame.get_attribute("sandbox") == ""
         assert browser.execute_script("return [window.__pwned, document.title.startsWith('retitled')]") == \
@@ -394,6 +454,7 @@ def test_in_a_browser_click_a_document_and_nothing_hostile_runs(server, browser,
         assert browser.execute_script("return location.pathname") == "/run/2/raw"
         browser.switch_to.default_content()
     browser.save_screenshot(str(shot.with_name("hostile.png")))
+    assert any(b.startswith("</iframe><script>parent.__pwned=5</script>") for b in blocks)  # shown as text
 
 
 def test_cli_refuses_what_is_not_a_run_and_a_taken_port(tmp_path, runs, capsys):

@@ -99,3 +99,24 @@ def test_guards_drop_a_huge_page_before_any_parse():
     assert e.rejected == "too_large" and e.blocks == []
     e = explain("<div>" * 600 + "deep text here" + "</div>" * 600, Main())
     assert e.rejected == "too_deep"
+
+
+class _Run:
+    """What block_view asks of a run: the steps its manifest records."""
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    def recorded_steps(self):
+        return self.steps
+
+
+def test_the_page_lists_a_bounded_number_of_blocks_and_says_how_many_it_left_out():
+    from curate.view.blocks import MAX_BLOCKS, block_view
+
+    page = "".join(f"<p>Paragraph {i} of a long page, with enough words to read as text.</p>" for i in range(1000))
+    bv = block_view(_Run([repr(Main())]), {"html": page, "text": Main().extract(Document("x", "", "s", html=page))})
+    assert (bv.total, len(bv.blocks), bv.left_out) == (1000, MAX_BLOCKS, 1000 - MAX_BLOCKS)
+    assert bv.verdict[0] == "same" and [b.index for b in bv.blocks] == list(range(MAX_BLOCKS))
+    assert block_view(_Run(None), {"html": page}).note.startswith("not explainable: the run has no readable manifest")
+    assert block_view(_Run(["Trafilatura()"]), {"html": page}).blocks == []

@@ -28,6 +28,7 @@ from curate.core.shown import for_html
 from curate.io import fs
 from curate.view import compare as cmp
 from curate.view import query
+from curate.view.blocks import MAX_BLOCK_CHARS, block_view
 from curate.view.query import Filters, Run, ViewError
 from curate.view.tokens import MAX_PIECES
 
@@ -106,9 +107,11 @@ class App:
             signals["shard"] = fs.relpath(doc["_shard"], run.path)
         meta = _metadata(doc)
         hits = decontam_hits(meta)
+        has_html = isinstance(doc.get("html"), str)
         return self.page("doc.html", i=i, run=run, doc=doc, signals=signals, metadata=meta, hits=hits,
                          marked=_marked(doc.get("text") or "", hits, redacted="decontam_cuts" in meta),
-                         has_html=isinstance(doc.get("html"), str), warc=_is_warc(doc))
+                         has_html=has_html, warc=_is_warc(doc), bv=block_view(run, doc) if has_html else None,
+                         cut=MAX_BLOCK_CHARS)
 
     def raw_html(self, request: Request):
         """A document's raw HTML, for the sandboxed frame of its Document page only."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import operator
 import os
 import re
@@ -167,6 +168,16 @@ class Run:
         """stats.json's steps (read as the report reads them), or none for a run still being written (its tasks'
         stats/ are not merged yet)."""
         return load_stats(self.path)[1] if fs.exists(fs.join(self.path, "stats.json")) else []
+
+    def recorded_steps(self) -> list[str] | None:
+        """The pipeline's steps as manifest.json describes them (`Main(threshold=0.5, ...)`), or None where there
+        is no readable manifest (a run being written, a damaged file): the Document page re-runs the extractor
+        with them (`curate.view.blocks`)."""
+        try:
+            steps = json.loads(fs.read_bytes(fs.join(self.path, "manifest.json")))["pipeline"]["steps"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return [s for s in steps if isinstance(s, str)] if isinstance(steps, list) else None
 
     def _schema(self, shard: str) -> dict[str, pl.DataType]:
         if shard not in self._schemas:

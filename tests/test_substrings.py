@@ -1,5 +1,6 @@
 """dedup.Substrings against brute force: every run of whole characters of at least `min_length` UTF-8 bytes that
-occurs twice (or earlier, for keep="first") is struck, in every script, at any number of workers and parts."""
+occurs twice (or earlier, for keep="first") is struck, in every script, at any number of workers and parts, by
+both methods (suffix arrays of pairs of parts; hashed windows sorted in hash partitions)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ import pytest
 
 from curate import Pipeline, dedup, readers
 from curate.dedup import substrings as sub
+from curate.dedup import windows
 from curate.run.executors.local import LocalExecutor
 
 WEB = "text/web_cc/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
+METHODS = ["suffix", "hash"]
 
 
 # ---------------------------------------------------------------- the brute force
@@ -176,51 +179,90 @@ def test_brute_force_itself():
     assert brute(texts, 12, "first") == [[], [], [], [(1, 13)]]
     assert brute(["x" * 11], 10, "none") == [[(0, 11)]]  # overlapping occurrences in one document count
     assert brute(["x" * 11], 10, "first") == [[(1, 11)]]
+    assert brute(["😀abX", "Y😀abZ"], 4, "none") == [[(0, 6)], [(1, 7)]]  # more than the start window of 😀
+
+
+def window_spans(texts: list[str], min_length: int, keep: str) -> list[list[tuple[int, int]]]:
+    """The hash method's windows of one piece, repeated ones merged into per-document intervals."""
+    text = np.frombuffer(b"".join(t.encode() + b"\xff" for t in texts), np.uint8)
+    h1, h2, key = windows.window_records(text, min_length, 0, 0)
+    first, size = windows.groups(h1, h2)
+    key = key[(size > 1) if keep == "none" else ~first]
+    lo = ((key >> np.uint64(3)) & np.uint64((1 << windows.OFFSET_BITS) - 1)).astype(np.int64)
+    hi = lo + min_length + ((key >> np.uint64(1)) & np.uint64(3)).astype(np.int64)
+    order = np.argsort(lo)
+    lo, hi = windows.merge(lo[order], hi[order])
+    starts = np.cumsum([0] + [len(t.encode()) + 1 for t in texts])
+    out: list[list[tuple[int, int]]] = [[] for _ in texts]
+    for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+        d = int(np.searchsorted(starts, a, side="right")) - 1
+        out[d].append((a - int(starts[d]), b - int(starts[d])))
+    return out
 
 
 @pytest.mark.parametrize("keep", ["none", "first"])
-def test_planted_every_script_equals_brute_force(tmp_path, keep, monkeypatch):
+def test_windows_union_equals_brute_force(keep):
+    """Start and end windows of min_length - 2 .. + 3 byte repeats, every script, several lengths: their union is
+    the brute force's (start windows alone would miss the end of "😀ab")."""
+    for min_length, seed in ((4, 0), (10, 1), (24, 2)):
+        texts = planted(seed=seed, docs=30, min_length=min_length) + ["😀abX", "Y😀abZ"]
+        assert window_spans(texts, min_length, keep) == brute(texts, min_length, keep), (min_length, seed)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("keep", ["none", "first"])
+def test_planted_every_script_equals_brute_force(tmp_path, keep, method, monkeypatch):
     monkeypatch.setattr(sub, "CHUNK", 97)  # repeats collected 97 positions at a time: chunk edges everywhere
     texts = planted()
-    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=24, keep=keep))
+    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=24, keep=keep, method=method))
     check(texts, tmp_path / "out", 24, keep)
-    assert stats["extra"]["chars_struck"] > 100 and stats["extra"]["parts"] == 1
+    assert stats["extra"]["chars_struck"] > 100 and stats["extra"].get("parts", 1) == 1
     assert stats["dropped"].get("substrings:emptied", 0) == sum(
         1 for d, t in expected(texts, 24, keep).items() if not t.strip() and t != texts[d])
 
 
-def test_shared_text_equals_brute_force(tmp_path, shared):
+@pytest.mark.parametrize("method", METHODS)
+def test_shared_text_equals_brute_force(tmp_path, shared, method):
     texts = shared_texts(shared)
-    run(texts, tmp_path / "out", dedup.Substrings(min_length=50, part_bytes=1500))
+    run(texts, tmp_path / "out", dedup.Substrings(min_length=50, part_bytes=1500, method=method))
     check(texts, tmp_path / "out", 50, "none")
 
 
 @pytest.mark.parametrize("keep", ["none", "first"])
 def test_same_output_at_any_workers_and_parts(tmp_path, keep):
+    """Either method, any workers, parts (pieces for "hash") and hash partitions: one output, the brute force's."""
     texts = planted(seed=2, docs=60)
     total = sum(len(t.encode()) + 1 for t in texts)
     outputs, parts = [], []
-    configs = [(1, 1, 1), (2, 2, 2), (3, 5, 3)] if keep == "none" else [(1, 1, 1), (2, 5, 1)]
-    for k, (workers, nparts, files) in enumerate(configs):  # (workers, parts wanted, input files)
-        step = dedup.Substrings(min_length=24, keep=keep, part_bytes=-(-total // nparts) + 40)
+    configs = ([("suffix", 1, 1, 1, None), ("suffix", 2, 2, 2, None), ("suffix", 3, 5, 3, None), ("hash", 1, 5, 3, 4),
+                ("hash", 2, 2, 1, 1)] if keep == "none" else
+               [("suffix", 1, 1, 1, None), ("suffix", 2, 5, 1, None), ("hash", 1, 1, 1, 8), ("hash", 1, 5, 1, None)])
+    for k, (method, workers, nparts, files, partitions) in enumerate(configs):  # files: one for "first" (its order)
+        step = dedup.Substrings(min_length=24, keep=keep, part_bytes=-(-total // nparts) + 40, method=method,
+                                partitions=partitions)
         stats = run(texts, tmp_path / f"out{k}", step, workers=workers, files=files)
         outputs.append(kept(tmp_path / f"out{k}"))
-        parts.append(stats["extra"]["parts"])
-    assert parts[0] == 1 and all(p >= n for p, (_, n, _) in zip(parts, configs, strict=True))  # pieces never span files
-    assert all(o == outputs[0] for o in outputs)
+        parts.append(stats["extra"]["parts"] if method == "suffix" else stats["extra"]["partitions"])
+        if method == "hash" and partitions is None:
+            assert parts[-1] == 8, parts  # part_bytes of about a fifth of the corpus: the next power of two
+    assert parts[0] == 1 and all(p >= n for p, (m, _, n, *_) in zip(parts, configs, strict=True) if m == "suffix")
+    assert all(o == outputs[0] for o in outputs)  # pieces never span files, so "suffix" gets more parts than asked
     check(texts, tmp_path / "out0", 24, keep)
 
 
-def test_repeat_across_parts_found(tmp_path):
-    """The two copies of a span fall in different parts: found by the pair task, struck in both (or the later)."""
+@pytest.mark.parametrize("method", METHODS)
+def test_repeat_across_parts_found(tmp_path, method):
+    """The two copies of a span fall in different parts (pieces): found by the pair task (the partition's sort),
+    struck in both (or the later)."""
     span = "a boilerplate sentence that repeats once, far apart. "
     filler = [f"unique text number {i} " + chr(0x4E00 + i) * 20 for i in range(30)]
     texts = ["Begin: " + span + "one", *filler, "Close; " + span + "two"]
-    step = dedup.Substrings(min_length=40, part_bytes=400)
+    step = dedup.Substrings(min_length=40, part_bytes=400, method=method)
     stats = run(texts, tmp_path / "a", step)
     got = kept(tmp_path / "a")
-    assert stats["extra"]["parts"] >= 3 and got[0][0] == "Begin:one" and got[len(texts) - 1][0] == "Close;two"
-    run(texts, tmp_path / "b", dedup.Substrings(min_length=40, part_bytes=400, keep="first"))
+    assert stats["extra"].get("parts", 3) >= 3 and stats["extra"].get("partitions", 2) >= 2
+    assert got[0][0] == "Begin:one" and got[len(texts) - 1][0] == "Close;two"
+    run(texts, tmp_path / "b", dedup.Substrings(min_length=40, part_bytes=400, keep="first", method=method))
     got = kept(tmp_path / "b")
     assert got[0][0] == texts[0] and got[len(texts) - 1] == ("Close;two", len(span) + 1)  # the space before it repeats too
 
@@ -241,6 +283,21 @@ def test_budget_held_on_corpus_three_times_a_part(tmp_path, shared):
     check(texts, tmp_path / "out", 50, "none")
 
 
+def test_hash_budget_held_on_corpus_three_times_a_part(tmp_path, shared):
+    """method="hash" on a corpus 3x `part_bytes`: pieces within it, partitions holding about `part_bytes` records
+    (a record per window, a window per character start or end), the output the brute force's."""
+    texts = shared_texts(shared, docs=14, chars=300) * 2
+    total = sum(len(t.encode()) + 1 for t in texts)
+    budget = total // 3
+    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=50, part_bytes=budget, method="hash"))
+    extra = stats["extra"]
+    assert extra["partitions"] == 4 and extra["windows"] <= 2 * total
+    assert 0 < extra["max_partition_records"] <= 1.5 * budget  # hashes spread evenly; a piece's repeats settle at home
+    shards = [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "_work").glob("global*/_phases/text/*"))]
+    assert all(hi - lo <= budget for s in shards for _, _, lo, hi in s["pieces"])
+    check(texts, tmp_path / "out", 50, "none")
+
+
 @pytest.mark.parametrize("keep", ["none", "first"])
 def test_peak_memory_per_byte(keep):
     """What a pair task allocates (tracemalloc sees numpy's and pydivsufsort's arrays) is a fixed multiple of its
@@ -254,12 +311,13 @@ def test_peak_memory_per_byte(keep):
     assert peak <= {"none": 13.5, "first": 20.5}[keep] * len(text), peak / len(text)  # docs/dedup.md's figures
 
 
-def test_report_shows_most_repeated(tmp_path, capsys):
+@pytest.mark.parametrize("method", METHODS)
+def test_report_shows_most_repeated(tmp_path, capsys, method):
     from curate.cli.main import main
 
     span = "Subscribe to our newsletter for the latest offers and news! "
     texts = [f"page {i} {chr(0x0E01 + i)}{span}{chr(0x0E21 + i)}" for i in range(6)] + ["x " * 40, "y " * 40]
-    run(texts, tmp_path / "out", dedup.Substrings(min_length=30))
+    run(texts, tmp_path / "out", dedup.Substrings(min_length=30, method=method))
     top = sub.top_spans(str(tmp_path / "out"))
     assert top["count"][0] == 6 and top["text"][0] == span
     assert main(["dedup-report", str(tmp_path / "out")]) == 0
@@ -291,6 +349,28 @@ def test_resume_after_interrupted_pairs(tmp_path, monkeypatch):
     check(texts, tmp_path / "out", 24, "none")
 
 
+def test_resume_after_interrupted_repeats(tmp_path, monkeypatch):
+    """method="hash" killed in its repeats phase resumes: finished partitions are not redone, the output is the same."""
+    texts = planted(seed=3, docs=30)
+    step = dedup.Substrings(min_length=24, method="hash", partitions=4)
+    real, calls = windows.repeat_partition, {"n": 0}
+
+    def dies_second(task):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("killed")
+        return real(task)
+
+    monkeypatch.setattr(windows, "repeat_partition", dies_second)
+    with pytest.raises(Exception, match="killed"):
+        run(texts, tmp_path / "out", step)
+    seen = []
+    monkeypatch.setattr(windows, "repeat_partition", lambda task: seen.append(task.out) or real(task))
+    stats = run(texts, tmp_path / "out", step)
+    assert stats["extra"]["partitions"] == 4 and len(seen) == 1  # only the partition that failed runs again
+    check(texts, tmp_path / "out", 24, "none")
+
+
 def test_chunks_change_nothing(monkeypatch):
     """Repeats are collected CHUNK positions at a time: intervals across chunk edges merge as in one pass."""
     rng = np.random.default_rng(1)
@@ -307,12 +387,13 @@ def test_chunks_change_nothing(monkeypatch):
         assert len(whole[0]) > 50 and all((a == b).all() for a, b in zip(whole, chunked, strict=True))
 
 
-def test_floor_drops_short_leftovers_with_reasons(tmp_path):
+@pytest.mark.parametrize("method", METHODS)
+def test_floor_drops_short_leftovers_with_reasons(tmp_path, method):
     """Documents left under min_chars after striking are dropped (substrings:emptied); a short document that lost
     nothing stays; rejected/ holds what was cut from each changed document, then the dropped ones whole."""
     span = "This paragraph is copied onto several pages of the same site. "
     texts = ["short", "Kept long enough after the cut, surely!" + span, "Too short?" + span, span + "tiny"]
-    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=40, min_chars=20))
+    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=40, min_chars=20, method=method))
     got = kept(tmp_path / "out")
     assert got[0] == ("short", 0) and got[1] == ("Kept long enough after the cut, surely!", len(span))
     assert 2 not in got and 3 not in got and stats["dropped"] == {"substrings:emptied": 2}
@@ -330,4 +411,5 @@ def test_missing_library_is_said_when_the_pipeline_is_built(monkeypatch):
     real = sub.importlib.util.find_spec
     monkeypatch.setattr(sub.importlib.util, "find_spec", lambda name: None if name == "pydivsufsort" else real(name))
     with pytest.raises(UsageError, match=r"peneira\[substrings\]"):
-        dedup.Substrings()
+        dedup.Substrings(method="suffix")
+    assert dedup.Substrings(method="hash").method == "hash"  # hashing needs numba only, a core dependency

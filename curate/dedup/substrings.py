@@ -49,7 +49,7 @@ from curate.core.document import conform
 from curate.core.stats import StepStats
 from curate.core.step import GlobalContext, GlobalStep
 from curate.core.validate import check, config_error
-from curate.dedup import common
+from curate.dedup import common, windows
 from curate.dedup.lines import Emitter, _open
 from curate.io import fs
 from curate.io.batching import iter_batches
@@ -58,6 +58,7 @@ from curate.lang import units_version
 
 SEP = 0xFF  # after every document: never a byte of UTF-8, so no text matches it
 KEEPS = ("none", "first")
+METHODS = ("hash", "suffix")
 TOP_SPANS = 200  # regions kept for the report
 SAMPLE_CHARS = 400  # characters of a region's text the report file keeps
 
@@ -181,7 +182,7 @@ def intervals(text: np.ndarray, starts: np.ndarray, best: np.ndarray, min_length
              for c in range(0, len(text), CHUNK)]
     lo = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
     hi = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.int64)
-    return _merge(lo, hi)
+    return windows.merge(lo, hi)
 
 
 def _chunk(text: np.ndarray, starts: np.ndarray, ends: np.ndarray, best: np.ndarray, min_length: int, c0: int,
@@ -199,17 +200,7 @@ def _chunk(text: np.ndarray, starts: np.ndarray, ends: np.ndarray, best: np.ndar
         cont[inside] = (text[at[inside]] & 0xC0) == 0x80
         length -= cont
     ok = length >= min_length
-    return _merge(cand[ok], cand[ok] + length[ok])
-
-
-def _merge(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Overlapping or touching intervals, sorted by start, merged."""
-    if not len(lo):
-        return lo, hi
-    reach = np.maximum.accumulate(hi)
-    first = np.ones(len(lo), dtype=bool)
-    first[1:] = lo[1:] > reach[:-1]  # starts past everything before: a new interval
-    return lo[first], np.maximum.reduceat(hi, np.flatnonzero(first))
+    return windows.merge(cand[ok], cand[ok] + length[ok])
 
 
 def pair_task(task: PairTask) -> dict:
@@ -378,15 +369,19 @@ class Substrings(GlobalStep):
     columns: ClassVar[dict[str, pa.DataType]] = {"substrings_struck": pa.int32()}
 
     def __init__(self, min_length: int = 100, keep: str = "none", part_bytes: int = 64 << 20, min_chars: int = 0,
-                 min_words: int = 0, language: str = "en"):
+                 min_words: int = 0, language: str = "en", method: str = "suffix", partitions: int | None = None):
         self.min_length = check(self, "min_length", min_length, int, lo=1)
         self.keep = check(self, "keep", keep, choices=KEEPS)
         self.part_bytes = check(self, "part_bytes", part_bytes, int, lo=1)
+        self.method = check(self, "method", method, choices=METHODS)
+        if partitions is not None and (partitions < 1 or partitions & (partitions - 1)):
+            raise config_error(self, f"partitions must be a power of two, got {partitions}")
+        self.partitions = partitions
         self.min_chars = check(self, "min_chars", min_chars, int, lo=0)
         self.min_words = check(self, "min_words", min_words, int, lo=0)
         self.language = check(self, "language", language, str)
         self.text_units = units_version()  # min_words' words (curate.lang): fingerprinted
-        if importlib.util.find_spec("pydivsufsort") is None:  # said when the pipeline is built, not in a worker
+        if method == "suffix" and importlib.util.find_spec("pydivsufsort") is None:  # said when the pipeline is built, not in a worker
             raise config_error(self, "needs pydivsufsort for its suffix arrays: pip install 'peneira[substrings]'")
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
@@ -403,6 +398,8 @@ class Substrings(GlobalStep):
         shards = common.run_phase(ctx, "text", text_shard, [
             TextTask(i, p, texts[i], offsets[i], self.part_bytes) for i, p in enumerate(ctx.inputs)], names)
         seconds["text"] = time.perf_counter() - t
+        if self.method == "hash":
+            return self._hash(ctx, names, shards, texts, offsets, seconds)
         parts = plan_parts(shards, self.part_bytes)
         t = time.perf_counter()
         pairs = [(i, j) for i in range(len(parts)) for j in range(i + 1, len(parts))] or [(0, 0)] * bool(parts)
@@ -412,16 +409,57 @@ class Substrings(GlobalStep):
             PairTask(parts[i] + (parts[j] if j != i else []), texts, offsets, found[k], self.keep, self.min_length)
             for k, (i, j) in enumerate(pairs)], labels)
         seconds["pairs"] = time.perf_counter() - t
-        return self._rewrite(ctx, names, shards, found, seconds, parts, paired)
+        return self._rewrite(ctx, names, shards, [found] * len(names), seconds, {
+            "parts": len(parts), "pair_tasks": len(paired), "max_pair_bytes": max((p["bytes"] for p in paired), default=0),
+            "cpu_seconds": {"text": _cpu(shards), "pairs": _cpu(paired)}})
 
-    def _rewrite(self, ctx: GlobalContext, names: list[str], shards: list[dict], found: list[str],
-                 seconds: dict[str, float], parts: list, paired: list[dict]) -> list[StepStats]:
+    def _hash(self, ctx: GlobalContext, names: list[str], shards: list[dict], texts: list[str], offsets: list[str],
+              seconds: dict[str, float]) -> list[StepStats]:
+        """`method="hash"`: windows hashed per shard, repeats found per hash partition, spans per shard
+        (curate.dedup.windows)."""
+        total = sum(s["bytes"] for s in shards)
+        parts = self.partitions or min(4096, 1 << max(0, -(-total // self.part_bytes) - 1).bit_length())
+        records = [fs.join(ctx.work_dir, "windows", f"{n}.bin") for n in names]
+        local = [fs.join(ctx.work_dir, "windows", f"{n}.local") for n in names]
+        t = time.perf_counter()
+        hashed = common.run_phase(ctx, "windows", windows.window_shard, [
+            windows.WindowTask(i, texts[i], s["pieces"], records[i], local[i], self.keep, self.min_length, parts)
+            for i, s in enumerate(shards)], names)
+        seconds["windows"] = time.perf_counter() - t
+        t = time.perf_counter()
+        reads: list[list[tuple[str, int, int]]] = [[] for _ in range(parts)]
+        for i, h in enumerate(hashed):
+            base = 0
+            for counts in h["counts"]:
+                for p, at in enumerate(np.cumsum([0, *counts[:-1]]).tolist()):
+                    if counts[p]:
+                        reads[p].append((records[i], base + at, counts[p]))
+                base += sum(counts)
+        labels = [f"{p:04d}" for p in range(parts)]
+        repeats = [fs.join(ctx.work_dir, "repeats", f"{lab}.parquet") for lab in labels]
+        found = common.run_phase(ctx, "repeats", windows.repeat_partition, [
+            windows.RepeatTask(reads[p], repeats[p], self.keep) for p in range(parts)], labels)
+        seconds["repeats"] = time.perf_counter() - t
+        t = time.perf_counter()
+        spans = [fs.join(ctx.work_dir, "spans", f"{n}.parquet") for n in names]
+        spanned = common.run_phase(ctx, "spans", windows.span_shard, [
+            windows.SpanTask(i, local[i], repeats, offsets[i], spans[i], self.min_length)
+            for i in range(len(names))], names)
+        seconds["spans"] = time.perf_counter() - t
+        return self._rewrite(ctx, names, shards, [[s] for s in spans], seconds, {
+            "partitions": parts, "windows": sum(h["windows"] for h in hashed),
+            "max_partition_records": max((f["records"] for f in found), default=0),
+            "cpu_seconds": {"text": _cpu(shards), "windows": _cpu(hashed), "repeats": _cpu(found),
+                            "spans": _cpu(spanned)}})
+
+    def _rewrite(self, ctx: GlobalContext, names: list[str], shards: list[dict], found: list[list[str]],
+                 seconds: dict[str, float], extra: dict) -> list[StepStats]:
         t = time.perf_counter()
         stem = fs.basename(ctx.work_dir)
         struck = [fs.join(ctx.work_dir, "struck", f"{n}.parquet") for n in names]
         schema_bytes = ctx.schema.serialize().to_pybytes()
         written = common.run_phase(ctx, "rewrite", rewrite_shard, [
-            RewriteTask(self.name, i, p, shards[i]["rows"], found, fs.join(ctx.output_dir, fs.basename(p)), struck[i],
+            RewriteTask(self.name, i, p, shards[i]["rows"], found[i], fs.join(ctx.output_dir, fs.basename(p)), struck[i],
                         fs.join(ctx.rejected_dir, f"{stem}-{self.name}-{fs.basename(p)}") if ctx.rejected_dir else None,
                         ctx.writer, schema_bytes, self.language, self.min_chars, self.min_words)
             for i, p in enumerate(ctx.inputs)], names)
@@ -431,12 +469,10 @@ class Substrings(GlobalStep):
                                  ["all"]) if struck else [{"regions": 0}]
         seconds["top"] = time.perf_counter() - t
         return self._stats(written, seconds, {
-            "keep": self.keep, "min_length": self.min_length, "part_bytes": self.part_bytes, "parts": len(parts),
-            "pair_tasks": len(paired), "bytes": sum(s["bytes"] for s in shards),
-            "oversize_docs": sum(s["oversize"] for s in shards),
-            "max_pair_bytes": max((p["bytes"] for p in paired), default=0), "regions": top["regions"],
-            "cpu_seconds": {name: round(sum(r.get("cpu", 0.0) for r in rs), 3)  # CPU of the tasks, on any worker
-                            for name, rs in (("text", shards), ("pairs", paired), ("rewrite", written))}})
+            "keep": self.keep, "min_length": self.min_length, "part_bytes": self.part_bytes, "method": self.method,
+            **{k: v for k, v in extra.items() if k != "cpu_seconds"}, "bytes": sum(s["bytes"] for s in shards),
+            "oversize_docs": sum(s["oversize"] for s in shards), "regions": top["regions"],
+            "cpu_seconds": {**extra["cpu_seconds"], "rewrite": _cpu(written)}})  # CPU of the tasks, on any worker
 
     def _stats(self, results: list[dict], seconds: dict[str, float], extra: dict) -> list[StepStats]:
         st = StepStats(self.name)
@@ -455,3 +491,8 @@ class Substrings(GlobalStep):
                     "seconds": {k: round(v, 3) for k, v in seconds.items()}}
         st.seconds = sum(seconds.values())
         return [st]
+
+
+def _cpu(results: list[dict]) -> float:
+    """CPU seconds of a phase's tasks, on whichever workers ran them."""
+    return round(sum(r.get("cpu", 0.0) for r in results), 3)

@@ -1,0 +1,283 @@
+"""The linear-work method of `dedup.Substrings` (`method="hash"`): every window of `min_length` bytes hashed,
+repeats found by sorting hash partitions on disk.
+
+Why windows suffice: a repeat is a run of whole characters of at least L = `min_length` bytes that occurs twice
+(or earlier, for `keep="first"`). Its substrings of whole characters of at least L bytes repeat too, so the union
+of all repeats equals the union of the *minimal* ones, and two families of minimal windows cover every repeat:
+
+- the start window of a character boundary i: [i, b(i)), b(i) the first boundary >= i + L in i's document;
+- the end window of a boundary e: [a(e), e), a(e) the last boundary <= e - L in e's document.
+
+A repeat [p, p + M) (M >= L) is the union of the start windows of the boundaries j in [p, p + M - L] and the end
+window of p + M: a byte x in it lies in the start window of its own character's boundary j0 when j0 <= p + M - L,
+and otherwise (x >= j0 > p + M - L >= a(p + M)) in the end window. Start windows alone miss a repeat such as
+"😀ab" with L = 4 (the start window of "😀" ends at "a"; that of "a" runs past the repeat). Each window lies
+inside the repeat, so it occurs wherever the repeat does: at the same offset of an earlier copy for "first".
+Conversely every repeated window is a repeat. The bytes of a window fix its own boundaries (UTF-8 lead bytes), so
+every occurrence of a window's text is itself a window of the same family: a text's occurrences are exactly the
+windows with its hash. A window of one family identical to the other's at the same start (always, in text of
+one character width) is written once.
+
+A window's text is hashed by two polynomial hashes mod the Mersenne prime 2^61 - 1 (fixed random bases; bytes
+mapped to 1..256, so texts of different lengths differ as polynomials): two different texts of at most L + 3
+bytes collide in both with probability at most ((L + 2) / (2^61 - 1))^2, about 2e-33 at L = 100, so with N
+windows the chance of any false repeat is at most N^2 / 2 times that (below 1e-9 for N = 10^12, a terabyte).
+
+Phases, each one task per item, resumable (`common.run_phase`), after `Substrings`' own `text` phase:
+
+1. `windows` (per shard): each piece of the shard (at most `part_bytes`, at document boundaries) hashed; records
+   (hash 1, hash 2, key) with key = shard << 43 | byte offset << 3 | (length - L) << 1 | flag. A text seen twice
+   in one piece is settled there: its later copies (`keep="first"`) or all copies but one (`"none"`, the one kept
+   flagged as repeated) written to the shard's `local` file; the rest written sorted by hash partition.
+2. `repeats` (per hash partition): its records of every piece (one ranged read each) sorted by (hash, key); a
+   text of two or more records (or a flagged one), `"none"`: every record; `"first"`: all but the earliest.
+3. `spans` (per shard): the shard's repeated windows (its `local` file and every partition's rows for it) merged
+   into byte intervals per document, written as `Substrings`' `rewrite` phase reads them.
+
+Memory per task (tracemalloc, tests/test_substrings.py): `windows` about WINDOW_BYTES per byte of a piece;
+`repeats` about REPEAT_BYTES per record of its partition, and partitions are chosen with about `part_bytes`
+records each (a record per character, up to two in text mixing character widths); `spans` 8 bytes per repeated
+window of its shard plus 16 per interval. Disk: 24 bytes per window.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from curate.dedup import common
+from curate.io import fs
+
+M61 = np.uint64((1 << 61) - 1)
+BASES = (np.uint64(0x1F2E3D4C5B6A798), np.uint64(0x0ABCDEF12345677))  # fixed: the same hash in every task
+RECORD = 24  # bytes of a record: hash 1, hash 2, key as little-endian uint64
+OFFSET_BITS = 40  # a shard's text below 1 TiB; shards below 2^21
+WINDOW_BYTES = 90  # phase 1, per byte of a piece (measured: test_window_memory_per_byte)
+REPEAT_BYTES = 72  # phase 2, per record
+
+
+@numba.njit(inline="always")
+def _mul(a: np.uint64, b: np.uint64) -> np.uint64:
+    """a * b mod 2^61 - 1, for a, b < 2^61, in 64-bit pieces."""
+    m30, m31 = np.uint64((1 << 30) - 1), np.uint64((1 << 31) - 1)
+    au, ad, bu, bd = a >> np.uint64(31), a & m31, b >> np.uint64(31), b & m31
+    mid = ad * bu + au * bd
+    x = au * bu * np.uint64(2) + (mid >> np.uint64(30)) + ((mid & m30) << np.uint64(31)) + ad * bd
+    x = (x >> np.uint64(61)) + (x & M61)
+    return x - M61 if x >= M61 else x
+
+
+@numba.njit(inline="always")
+def _sub_hash(h: np.ndarray, pw: np.ndarray, a: int, b: int) -> np.uint64:
+    """Hash of bytes [a, b) from prefix hashes: h[b] - h[a] * base^(b - a) mod 2^61 - 1."""
+    x = _mul(h[a], pw[b - a])
+    return h[b] - x if h[b] >= x else h[b] + M61 - x
+
+
+@numba.njit(cache=True)
+def _windows(t: np.ndarray, L: int) -> tuple:
+    """(start, length - L, hash 1, hash 2) of every window of a piece (both families, once each), in order of
+    emission. `t` ends with SEP (0xFF) after its last document."""
+    n = len(t)
+    hs = np.zeros((2, n + 1), dtype=np.uint64)
+    pw = np.ones((2, L + 5), dtype=np.uint64)
+    for k in range(2):
+        b = BASES[k]
+        for i in range(n):
+            hs[k, i + 1] = _mul(hs[k, i], b) + np.uint64(t[i]) + np.uint64(1)
+            if hs[k, i + 1] >= M61:
+                hs[k, i + 1] -= M61
+        for i in range(1, L + 5):
+            pw[k, i] = _mul(pw[k, i - 1], b)
+    nxt = np.empty(n + 1, dtype=np.int64)  # the next SEP at or after each position
+    nxt[n] = n
+    for i in range(n - 1, -1, -1):
+        nxt[i] = i if t[i] == 0xFF else nxt[i + 1]
+    start = np.empty(n + 1, dtype=np.int64)
+    extra = np.empty(n + 1, dtype=np.int8)
+    count = 0
+    last_sep = -1
+    for k in range(n):  # k as a start (its start window), then as an end (its end window)
+        c = t[k]
+        if count + 2 > len(start):  # more windows than bytes: grow (text mixing character widths)
+            start = np.concatenate((start, np.empty(n, dtype=np.int64)))
+            extra = np.concatenate((extra, np.empty(n, dtype=np.int8)))
+        if c != 0xFF and (c & 0xC0) != 0x80:
+            j = _end_of(t, k, L, nxt)
+            if j >= 0:
+                start[count], extra[count] = k, j - k - L
+                count += 1
+        if (c & 0xC0) != 0x80 and k - L > last_sep:  # a boundary: an end window [a, k)
+            a = k - L
+            while (t[a] & 0xC0) == 0x80:
+                a -= 1
+            if _end_of(t, a, L, nxt) != k:
+                start[count], extra[count] = a, k - a - L
+                count += 1
+        if c == 0xFF:
+            last_sep = k
+    start, extra = start[:count], extra[:count]
+    h1 = np.empty(count, dtype=np.uint64)
+    h2 = np.empty(count, dtype=np.uint64)
+    for w in range(count):
+        a, b = start[w], start[w] + L + extra[w]
+        h1[w] = _sub_hash(hs[0], pw[0], a, b)
+        h2[w] = _sub_hash(hs[1], pw[1], a, b)
+    return start, extra, h1, h2
+
+
+@numba.njit(inline="always")
+def _end_of(t: np.ndarray, i: int, L: int, nxt: np.ndarray) -> int:
+    """b(i): the first character boundary >= i + L in i's document, or -1 when the document ends first."""
+    j = i + L
+    if j > nxt[i]:
+        return -1
+    while (t[j] & 0xC0) == 0x80:  # t ends with SEP, so j stays inside
+        j += 1
+    return j if j <= nxt[i] else -1
+
+
+def window_records(text: np.ndarray, min_length: int, shard: int, offset: int) -> tuple[np.ndarray, ...]:
+    """(hash 1, hash 2, key) of a piece's windows, sorted by (hash, key); `offset`: the piece's byte in its shard."""
+    start, extra, h1, h2 = _windows(text, min_length)
+    key = ((np.uint64(shard) << np.uint64(OFFSET_BITS + 3)) | ((start + offset).astype(np.uint64) << np.uint64(3))
+           | (extra.astype(np.uint64) << np.uint64(1)))
+    del start, extra
+    order = np.lexsort((key, h2, h1))
+    return h1[order], h2[order], key[order]
+
+
+def groups(h1: np.ndarray, h2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, size) per record sorted by hash: whether it opens its text's group, and that group's size."""
+    first = np.ones(len(h1), dtype=bool)
+    first[1:] = (h1[1:] != h1[:-1]) | (h2[1:] != h2[:-1])
+    opens = np.flatnonzero(first)
+    size = np.diff(np.append(opens, len(h1)))
+    return first, np.repeat(size, size)
+
+
+def partition_of(h1: np.ndarray, parts: int) -> np.ndarray:
+    """Top bits of the 61-bit first hash: which `repeats` task sees a record."""
+    return (h1 >> np.uint64(61 - (parts.bit_length() - 1))).astype(np.int64) if parts > 1 else np.zeros(len(h1), np.int64)
+
+
+# ---------------------------------------------------------------- phase 1: windows
+
+
+@dataclass
+class WindowTask:
+    shard: int
+    text: str  # Substrings' text file of the shard
+    pieces: list[list[int]]  # [row_lo, row_hi, byte_lo, byte_hi]
+    records: str
+    local: str
+    keep: str
+    min_length: int
+    parts: int
+
+
+def window_shard(task: WindowTask) -> dict:
+    """Phase 1: the records of each piece, settled in the piece where a text repeats in it, by hash partition."""
+    cpu = time.process_time()
+    rec_out, loc_out = fs.Staged(task.records), fs.Staged(task.local)
+    counts, windows = [], 0
+    try:
+        with common.naming(rec_out.tmp), open(rec_out.tmp, "wb") as rf, open(loc_out.tmp, "wb") as lf:
+            for _, _, lo, hi in task.pieces:
+                text = np.frombuffer(common.read_range(task.text, lo, hi - lo), dtype=np.uint8)
+                h1, h2, key = window_records(text, task.min_length, task.shard, lo)
+                windows += len(key)
+                first, size = groups(h1, h2)
+                lf.write(key[~first].astype("<u8").tobytes())  # a copy after the piece's first: struck either way
+                if task.keep == "none":
+                    key = key | (size > 1).astype(np.uint64)  # the first copy flagged: struck too, in phase 2
+                h1, h2, key = h1[first], h2[first], key[first]
+                part = partition_of(h1, task.parts)
+                order = np.argsort(part, kind="stable")
+                rf.write(np.column_stack((h1[order], h2[order], key[order])).astype("<u8").tobytes())
+                counts.append(np.bincount(part, minlength=task.parts).tolist())
+    except BaseException:
+        rec_out.discard()
+        loc_out.discard()
+        raise
+    rec_out.commit()
+    loc_out.commit()
+    return {"windows": windows, "counts": counts, "cpu": time.process_time() - cpu}
+
+
+# ---------------------------------------------------------------- phase 2: repeats
+
+
+@dataclass
+class RepeatTask:
+    reads: list[tuple[str, int, int]]  # (records file, first record, records) of every piece
+    out: str
+    keep: str
+
+
+def repeat_partition(task: RepeatTask) -> dict:
+    """Phase 2: one hash partition's records of every piece, sorted; the keys of the repeated windows written."""
+    cpu = time.process_time()
+    chunks = [np.frombuffer(common.read_range(path, RECORD * lo, RECORD * n), "<u8") for path, lo, n in task.reads]
+    rec = np.concatenate(chunks).reshape(-1, 3) if chunks else np.zeros((0, 3), np.uint64)
+    del chunks
+    rec = rec[np.lexsort((rec[:, 2], rec[:, 1], rec[:, 0]))]
+    first, size = groups(rec[:, 0], rec[:, 1])
+    key = rec[:, 2]
+    if task.keep == "none":
+        flagged = (key & np.uint64(1)).astype(bool)
+        opens = np.flatnonzero(first)
+        hit = np.logical_or.reduceat(flagged, opens) if len(opens) else np.zeros(0, bool)
+        repeated = (size > 1) | np.repeat(hit, np.diff(np.append(opens, len(key))))
+    else:
+        repeated = ~first
+    key = np.sort(key[repeated] & ~np.uint64(1))
+    common.write_table(pa.table({"shard": (key >> np.uint64(OFFSET_BITS + 3)).astype(np.int32), "key": key}), task.out,
+                       segments=["shard"])
+    return {"records": len(rec), "repeated": len(key), "cpu": time.process_time() - cpu}
+
+
+# ---------------------------------------------------------------- phase 3: spans
+
+
+@dataclass
+class SpanTask:
+    shard: int
+    local: str
+    repeats: list[str]
+    offsets: str  # Substrings' offsets file of the shard
+    out: str
+    min_length: int
+
+
+def span_shard(task: SpanTask) -> dict:
+    """Phase 3: the shard's repeated windows as merged (shard, row, start, end) byte intervals of its documents."""
+    cpu = time.process_time()
+    local = np.frombuffer(fs.read_bytes(task.local), "<u8")
+    found = common.read_where(task.repeats, {"shard": task.shard}, ["key"])
+    remote = found["key"].to_numpy() if found.num_columns else np.zeros(0, np.uint64)  # no file holds the shard
+    key = np.sort(np.concatenate((local.astype(np.uint64), remote.astype(np.uint64))))
+    del local, remote
+    lo = ((key >> np.uint64(3)) & np.uint64((1 << OFFSET_BITS) - 1)).astype(np.int64)
+    hi = lo + task.min_length + ((key >> np.uint64(1)) & np.uint64(3)).astype(np.int64)
+    del key
+    lo, hi = merge(lo, hi)  # a window never crosses its document's SEP, so no interval joins two documents
+    starts = np.frombuffer(fs.read_bytes(task.offsets), "<i8")
+    row = np.searchsorted(starts, lo, side="right") - 1
+    common.write_table(pa.table({"shard": np.full(len(lo), task.shard, np.int32), "row": row.astype(np.uint32),
+                                 "start": lo - starts[row], "end": hi - starts[row]}), task.out, segments=["shard"])
+    return {"intervals": len(lo), "covered": int((hi - lo).sum()), "cpu": time.process_time() - cpu}
+
+
+def merge(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Overlapping or touching intervals, sorted by start, merged."""
+    if not len(lo):
+        return lo, hi
+    reach = np.maximum.accumulate(hi)
+    first = np.ones(len(lo), dtype=bool)
+    first[1:] = lo[1:] > reach[:-1]  # starts past everything before: a new interval
+    return lo[first], np.maximum.reduceat(hi, np.flatnonzero(first))

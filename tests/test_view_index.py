@@ -132,3 +132,20 @@ def test_compare_reads_hashes_the_same_from_an_index_and_from_a_shard(run, tmp_p
     in_a = {d["id"]: d["text"] for d in _ref(run)}
     assert [(r["id"], r["snippet"]) for r in got.rows] == [(t[3]["id"], in_a[t[3]["id"]][:query.SNIPPET])]
     assert [r["id"] for r in compare.compare(a, b, "only_a", 0).rows] == [gone]
+
+
+def test_a_killed_servers_half_written_index_is_removed_and_a_live_ones_kept(tmp_path):
+    import subprocess
+    import sys
+
+    from curate.view.index import ShardIndex
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs (reused pids are possible but not within this test)
+    orphan = tmp_path / f"{'a' * 32}.parquet.{dead.pid}.140.tmp"
+    live = tmp_path / f"{'b' * 32}.parquet.{os.getpid()}.140.tmp"
+    kept = tmp_path / f"{'c' * 32}.parquet"
+    for f in (orphan, live, kept):
+        f.write_bytes(b"x")
+    ShardIndex(str(tmp_path), background=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, kept.name])

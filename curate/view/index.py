@@ -13,6 +13,7 @@ indexed it: a query never sees a stale index, only a slower path.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -44,6 +45,27 @@ def text_columns(schema: dict[str, pl.DataType]) -> dict[str, pl.Expr]:
     return {"length": pl.col("text").str.len_chars(), "_hash": pl.col("text").hash()}
 
 
+def remove_orphans(folder: str) -> list[str]:
+    """Remove the half-written index files (`NAME.PID.THREAD.tmp`) of servers that are gone (killed while
+    indexing): a live server's are left alone, whoever it is. Returns the names removed."""
+    gone = []
+    for name in os.listdir(folder):
+        parts = name.split(".")
+        if len(parts) < 4 or parts[-1] != "tmp" or not parts[-3].isdigit():
+            continue
+        try:
+            os.kill(int(parts[-3]), 0)
+            continue  # its writer still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # another user's live process
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(folder, name))
+            gone.append(name)
+    return gone
+
+
 class ShardIndex:
     """The index files in one cache folder: which shard has a current one, and building those that do not.
 
@@ -55,6 +77,7 @@ class ShardIndex:
         self.folder = folder
         self.background = background  # False: shards are indexed only by `build` (tests, scripts)
         os.makedirs(folder, exist_ok=True)
+        remove_orphans(folder)
         self._todo: queue.Queue[str] = queue.Queue()
         self._queued: set[str] = set()
         self._failed: set[str] = set()

@@ -186,7 +186,7 @@ def window_spans(texts: list[str], min_length: int, keep: str) -> list[list[tupl
     """The hash method's windows of one piece, repeated ones merged into per-document intervals."""
     text = np.frombuffer(b"".join(t.encode() + b"\xff" for t in texts), np.uint8)
     h1, h2, key = windows.window_records(text, min_length, 0, 0)
-    first, size = windows.groups(h1, h2)
+    first, size, _ = windows.groups(h1, h2, key)
     key = key[(size > 1) if keep == "none" else ~first]
     lo = ((key >> np.uint64(3)) & np.uint64((1 << windows.OFFSET_BITS) - 1)).astype(np.int64)
     hi = lo + min_length + ((key >> np.uint64(1)) & np.uint64(3)).astype(np.int64)

@@ -236,14 +236,15 @@ def test_same_output_at_any_workers_and_parts(tmp_path, keep):
     outputs, parts = [], []
     configs = ([("suffix", 1, 1, 1, None), ("suffix", 2, 2, 2, None), ("suffix", 3, 5, 3, None), ("hash", 1, 5, 3, 4),
                 ("hash", 2, 2, 1, 1)] if keep == "none" else
-               [("suffix", 1, 1, 1, None), ("suffix", 2, 5, 1, None), ("hash", 1, 1, 1, 8), ("hash", 1, 5, 1, None)])
+               [("suffix", 1, 1, 1, None), ("suffix", 2, 5, 1, None), ("hash", 1, 1, 1, 8), ("auto", 1, 5, 1, None)])
     for k, (method, workers, nparts, files, partitions) in enumerate(configs):  # files: one for "first" (its order)
         step = dedup.Substrings(min_length=24, keep=keep, part_bytes=-(-total // nparts) + 40, method=method,
                                 partitions=partitions)
         stats = run(texts, tmp_path / f"out{k}", step, workers=workers, files=files)
         outputs.append(kept(tmp_path / f"out{k}"))
+        assert stats["extra"]["method"] == (method if method != "auto" else "hash")  # 5 parts: over AUTO_PARTS
         parts.append(stats["extra"]["parts"] if method == "suffix" else stats["extra"]["partitions"])
-        if method == "hash" and partitions is None:
+        if method == "auto":
             assert parts[-1] == 8, parts  # part_bytes of about a fifth of the corpus: the next power of two
     assert parts[0] == 1 and all(p >= n for p, (m, _, n, *_) in zip(parts, configs, strict=True) if m == "suffix")
     assert all(o == outputs[0] for o in outputs)  # pieces never span files, so "suffix" gets more parts than asked
@@ -273,7 +274,7 @@ def test_budget_held_on_corpus_three_times_a_part(tmp_path, shared):
     texts = shared_texts(shared, docs=14, chars=300) * 2
     total = sum(len(t.encode()) + 1 for t in texts)
     budget = total // 4
-    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=50, part_bytes=budget))
+    stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=50, part_bytes=budget, method="suffix"))
     extra = stats["extra"]
     assert extra["parts"] >= 3 and extra["pair_tasks"] == extra["parts"] * (extra["parts"] - 1) // 2
     assert extra["max_pair_bytes"] <= 2 * budget
@@ -328,7 +329,7 @@ def test_resume_after_interrupted_pairs(tmp_path, monkeypatch):
     """A run killed in the pairs phase resumes: the finished pair tasks are not redone, the output is the same."""
     texts = planted(seed=3, docs=30)
     total = sum(len(t.encode()) + 1 for t in texts)
-    step = dedup.Substrings(min_length=24, part_bytes=total // 3)
+    step = dedup.Substrings(min_length=24, part_bytes=total // 3, method="suffix")
     calls = {"n": 0}
     real = sub.pair_task
 
@@ -340,7 +341,7 @@ def test_resume_after_interrupted_pairs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sub, "pair_task", dies_second)
     with pytest.raises(Exception, match="killed"):
-        run(texts, tmp_path / "out", dedup.Substrings(min_length=24, part_bytes=total // 3))
+        run(texts, tmp_path / "out", step)
     monkeypatch.setattr(sub, "pair_task", real)
     seen = []
     monkeypatch.setattr(sub, "pair_task", lambda task: seen.append(task.out) or real(task))

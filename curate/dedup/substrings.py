@@ -28,6 +28,9 @@ Phases, each one task per item through the executor, resumable by markers (`comm
    region written with its hash for the report.
 5. `top` (one task): the struck regions grouped by text, the most repeated kept for `curate dedup-report`.
 
+That is `method="suffix"`; `method="hash"` (curate.dedup.windows) replaces phases 2-3 by `windows`, `repeats`
+and `spans`, linear in the corpus, with the same `rewrite` and `top`; `"auto"` picks by the number of parts.
+
 Memory per `pairs` task is about 14 (`keep="none"`) or 21 (`"first"`) bytes per byte of its two parts' text
 (the text, 32-bit suffix and LCP arrays, the longest repeat per position), so `part_bytes` bounds it up front; the cost is P(P-1)/2 suffix
 arrays of 2 x `part_bytes` for P parts (quadratic in the corpus over the budget): see docs/dedup.md.
@@ -58,7 +61,8 @@ from curate.lang import units_version
 
 SEP = 0xFF  # after every document: never a byte of UTF-8, so no text matches it
 KEEPS = ("none", "first")
-METHODS = ("hash", "suffix")
+METHODS = ("auto", "suffix", "hash")
+AUTO_PARTS = 4  # "auto" sorts suffixes up to this many parts, hashes windows beyond (benchmarks/substrings.json)
 TOP_SPANS = 200  # regions kept for the report
 SAMPLE_CHARS = 400  # characters of a region's text the report file keeps
 
@@ -355,7 +359,11 @@ def top_spans(output: str) -> pl.DataFrame | None:
 
 class Substrings(GlobalStep):
     """Strike every span of at least `min_length` UTF-8 bytes (whole characters) that occurs more than once in
-    the corpus, found by suffix arrays of parts of at most `part_bytes` and of every pair of parts.
+    the corpus, found by suffix arrays of parts of at most `part_bytes` and of every pair of parts
+    (`method="suffix"`: quadratic in corpus / `part_bytes`) or by hashing every window of `min_length` bytes and
+    grouping the hashes in partitions on disk (`"hash"`, curate.dedup.windows: linear, about 2.5x the CPU of one
+    suffix array per byte). The output is the same (a false repeat by hash collision aside: below 1e-9 for a
+    terabyte); `"auto"` sorts suffixes up to `AUTO_PARTS` parts and hashes beyond, where it is the cheaper.
 
     `keep="none"` strikes every copy (the paper's ExactSubstr); `keep="first"` keeps the first occurrence in
     corpus order (input shard, then row, then position) and strikes the later ones. A document that lost text
@@ -369,7 +377,7 @@ class Substrings(GlobalStep):
     columns: ClassVar[dict[str, pa.DataType]] = {"substrings_struck": pa.int32()}
 
     def __init__(self, min_length: int = 100, keep: str = "none", part_bytes: int = 64 << 20, min_chars: int = 0,
-                 min_words: int = 0, language: str = "en", method: str = "suffix", partitions: int | None = None):
+                 min_words: int = 0, language: str = "en", method: str = "auto", partitions: int | None = None):
         self.min_length = check(self, "min_length", min_length, int, lo=1)
         self.keep = check(self, "keep", keep, choices=KEEPS)
         self.part_bytes = check(self, "part_bytes", part_bytes, int, lo=1)
@@ -381,7 +389,7 @@ class Substrings(GlobalStep):
         self.min_words = check(self, "min_words", min_words, int, lo=0)
         self.language = check(self, "language", language, str)
         self.text_units = units_version()  # min_words' words (curate.lang): fingerprinted
-        if method == "suffix" and importlib.util.find_spec("pydivsufsort") is None:  # said when the pipeline is built, not in a worker
+        if method == "suffix" and not _has_suffix_arrays():  # said when the pipeline is built, not in a worker
             raise config_error(self, "needs pydivsufsort for its suffix arrays: pip install 'peneira[substrings]'")
 
     def run_global(self, ctx: GlobalContext) -> list[StepStats]:
@@ -398,9 +406,9 @@ class Substrings(GlobalStep):
         shards = common.run_phase(ctx, "text", text_shard, [
             TextTask(i, p, texts[i], offsets[i], self.part_bytes) for i, p in enumerate(ctx.inputs)], names)
         seconds["text"] = time.perf_counter() - t
-        if self.method == "hash":
-            return self._hash(ctx, names, shards, texts, offsets, seconds)
         parts = plan_parts(shards, self.part_bytes)
+        if self.method == "hash" or (self.method == "auto" and (len(parts) > AUTO_PARTS or not _has_suffix_arrays())):
+            return self._hash(ctx, names, shards, texts, offsets, seconds)
         t = time.perf_counter()
         pairs = [(i, j) for i in range(len(parts)) for j in range(i + 1, len(parts))] or [(0, 0)] * bool(parts)
         labels = [f"{i:04d}-{j:04d}" for i, j in pairs]
@@ -410,7 +418,7 @@ class Substrings(GlobalStep):
             for k, (i, j) in enumerate(pairs)], labels)
         seconds["pairs"] = time.perf_counter() - t
         return self._rewrite(ctx, names, shards, [found] * len(names), seconds, {
-            "parts": len(parts), "pair_tasks": len(paired), "max_pair_bytes": max((p["bytes"] for p in paired), default=0),
+            "method": "suffix", "parts": len(parts), "pair_tasks": len(paired), "max_pair_bytes": max((p["bytes"] for p in paired), default=0),
             "cpu_seconds": {"text": _cpu(shards), "pairs": _cpu(paired)}})
 
     def _hash(self, ctx: GlobalContext, names: list[str], shards: list[dict], texts: list[str], offsets: list[str],
@@ -447,7 +455,7 @@ class Substrings(GlobalStep):
             for i in range(len(names))], names)
         seconds["spans"] = time.perf_counter() - t
         return self._rewrite(ctx, names, shards, [[s] for s in spans], seconds, {
-            "partitions": parts, "windows": sum(h["windows"] for h in hashed),
+            "method": "hash", "partitions": parts, "windows": sum(h["windows"] for h in hashed),
             "max_partition_records": max((f["records"] for f in found), default=0),
             "cpu_seconds": {"text": _cpu(shards), "windows": _cpu(hashed), "repeats": _cpu(found),
                             "spans": _cpu(spanned)}})
@@ -469,7 +477,7 @@ class Substrings(GlobalStep):
                                  ["all"]) if struck else [{"regions": 0}]
         seconds["top"] = time.perf_counter() - t
         return self._stats(written, seconds, {
-            "keep": self.keep, "min_length": self.min_length, "part_bytes": self.part_bytes, "method": self.method,
+            "keep": self.keep, "min_length": self.min_length, "part_bytes": self.part_bytes,
             **{k: v for k, v in extra.items() if k != "cpu_seconds"}, "bytes": sum(s["bytes"] for s in shards),
             "oversize_docs": sum(s["oversize"] for s in shards), "regions": top["regions"],
             "cpu_seconds": {**extra["cpu_seconds"], "rewrite": _cpu(written)}})  # CPU of the tasks, on any worker
@@ -491,6 +499,10 @@ class Substrings(GlobalStep):
                     "seconds": {k: round(v, 3) for k, v in seconds.items()}}
         st.seconds = sum(seconds.values())
         return [st]
+
+
+def _has_suffix_arrays() -> bool:
+    return importlib.util.find_spec("pydivsufsort") is not None
 
 
 def _cpu(results: list[dict]) -> float:

@@ -503,8 +503,11 @@ class Run:
         ran = {}
         if todo:
             place = stage_resources(stage.steps)  # a model step on a GPU: each task placed on one
-            results = self.ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.label for t in todo],
-                                  **({"resources": place} if place else {}))
+            ex = _here_for_one_task(self.ex, todo, place)
+            results = ex.map(run_stream_task, todo, desc=f"{self.p.name} stage {k}", labels=[t.label for t in todo],
+                             **({"resources": place} if place else {}))
+            if ex is not self.ex:
+                _STAGE_CACHE.clear()  # the stage's models are not kept in the driver for the stages after it
             ran = dict(zip((t.tag for t in todo), results, strict=True))
         ran.update(records)
         results = [ran[t.tag] for t in tasks]
@@ -687,6 +690,16 @@ def _load_stage(payload: bytes) -> StreamStage:
         _STAGE_CACHE.clear()
         _STAGE_CACHE[key] = stage
     return _STAGE_CACHE[key]
+
+
+def _here_for_one_task(ex: Executor, todo: list, place: dict | None) -> Executor:
+    """The executor of a streaming map: a local pool not started yet is not started for a single task on the CPU,
+    which then runs in this process as with one worker (issue 45: for one small file, the forkserver and a worker
+    that imports the framework and sets the steps up again cost more than the task). A started pool is used."""
+    if (len(todo) == 1 and not place and isinstance(ex, LocalExecutor) and ex.workers > 1
+            and getattr(ex, "_pool", None) is None):
+        return LocalExecutor(1, progress=ex.progress)
+    return ex
 
 
 def _no_progress(docs: int, fetched: int = 0, retries: int = 0) -> None:

@@ -229,7 +229,9 @@ def window_shard(task: WindowTask) -> dict:
                 h1, h2, key = h1[first], h2[first], key[first]
                 part = partition_of(h1, task.parts)
                 order = np.argsort(part.astype(np.uint16), kind="stable")  # a radix sort
-                rf.write(np.column_stack((h1[order], h2[order], key[order])).astype("<u8").tobytes())
+                rec = np.empty((len(order), 3), "<u8")
+                rec[:, 0], rec[:, 1], rec[:, 2] = h1[order], h2[order], key[order]
+                rf.write(rec.data)
                 counts.append(np.bincount(part, minlength=task.parts).tolist())
     except BaseException:
         rec_out.discard()

@@ -245,7 +245,7 @@ def test_same_output_at_any_workers_and_parts(tmp_path, keep):
         assert stats["extra"]["method"] == (method if method != "auto" else "hash")  # 5 parts: over AUTO_PARTS
         parts.append(stats["extra"]["parts"] if method == "suffix" else stats["extra"]["partitions"])
         if method == "auto":
-            assert parts[-1] == 8, parts  # part_bytes of about a fifth of the corpus: the next power of two
+            assert parts[-1] == 16, parts  # partitions of part_bytes / 3 records, a fifteenth: the next power of two
     assert parts[0] == 1 and all(p >= n for p, (m, _, n, *_) in zip(parts, configs, strict=True) if m == "suffix")
     assert all(o == outputs[0] for o in outputs)  # pieces never span files, so "suffix" gets more parts than asked
     check(texts, tmp_path / "out0", 24, keep)
@@ -285,17 +285,22 @@ def test_budget_held_on_corpus_three_times_a_part(tmp_path, shared):
 
 
 def test_hash_budget_held_on_corpus_three_times_a_part(tmp_path, shared):
-    """method="hash" on a corpus 3x `part_bytes`: pieces within it, partitions holding about `part_bytes` records
-    (a record per window, a window per character start or end), the output the brute force's."""
+    """method="hash" on a corpus 3x `part_bytes`: window pieces within a third of it, partitions holding about a third
+    of it in records (a record per window, a window per character start or end), the output the brute force's."""
     texts = shared_texts(shared, docs=14, chars=300) * 2
     total = sum(len(t.encode()) + 1 for t in texts)
     budget = total // 3
     stats = run(texts, tmp_path / "out", dedup.Substrings(min_length=50, part_bytes=budget, method="hash"))
     extra = stats["extra"]
-    assert extra["partitions"] == 4 and extra["windows"] <= 2 * total
-    assert 0 < extra["max_partition_records"] <= 1.5 * budget  # hashes spread evenly; a piece's repeats settle at home
-    shards = [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "_work").glob("global*/_phases/text/*"))]
-    assert all(hi - lo <= budget for s in shards for _, _, lo, hi in s["pieces"])
+    assert extra["partitions"] == 16 and extra["windows"] <= 2 * total
+    assert 0 < extra["max_partition_records"] <= budget / 2  # hashes spread evenly; a piece's repeats settle at home
+    work = next((tmp_path / "out" / "_work").glob("global*"))
+    [shard] = [json.loads(p.read_text()) for p in sorted((work / "_phases" / "text").glob("*"))]
+    starts = np.fromfile(work / "text" / "00000.offsets", "<i8")
+    pieces = windows.cut(shard["pieces"], starts, budget // 3)
+    assert pieces[0][0] == 0 and pieces[-1][1] == starts[-1] and all(a[1] == b[0] for a, b in zip(pieces, pieces[1:], strict=False))
+    assert all(hi - lo <= budget // 3 or np.isin([lo, hi], starts).all() and ((starts > lo) & (starts < hi)).sum() == 0
+               for lo, hi in pieces) and set(np.ravel(pieces)) <= set(starts.tolist())
     check(texts, tmp_path / "out", 50, "none")
 
 

@@ -426,12 +426,14 @@ class Substrings(GlobalStep):
         """`method="hash"`: windows hashed per shard, repeats found per hash partition, spans per shard
         (curate.dedup.windows)."""
         total = sum(s["bytes"] for s in shards)
-        parts = self.partitions or min(4096, 1 << max(0, -(-total // self.part_bytes) - 1).bit_length())
+        per = max(1, self.part_bytes // windows.SHARE)  # records per partition, about one per byte
+        parts = self.partitions or min(4096, 1 << max(0, -(-total // per) - 1).bit_length())
         records = [fs.join(ctx.work_dir, "windows", f"{n}.bin") for n in names]
         local = [fs.join(ctx.work_dir, "windows", f"{n}.local") for n in names]
         t = time.perf_counter()
         hashed = common.run_phase(ctx, "windows", windows.window_shard, [
-            windows.WindowTask(i, texts[i], s["pieces"], records[i], local[i], self.keep, self.min_length, parts)
+            windows.WindowTask(i, texts[i], s["pieces"], offsets[i], max(1, self.part_bytes // windows.SHARE), records[i],
+                               local[i], self.keep, self.min_length, parts)
             for i, s in enumerate(shards)], names)
         seconds["windows"] = time.perf_counter() - t
         t = time.perf_counter()

@@ -56,8 +56,7 @@ M61 = np.uint64((1 << 61) - 1)
 BASES = (np.uint64(0x1F2E3D4C5B6A798), np.uint64(0x0ABCDEF12345677))  # fixed: the same hash in every task
 RECORD = 24  # bytes of a record: hash 1, hash 2, key as little-endian uint64
 OFFSET_BITS = 40  # a shard's text below 1 TiB; shards below 2^21
-WINDOW_BYTES = 90  # phase 1, per byte of a piece (measured: test_window_memory_per_byte)
-REPEAT_BYTES = 72  # phase 2, per record
+SHARE = 3  # a window piece and a partition's records are about part_bytes / SHARE: see the memory note above
 
 
 @numba.njit(inline="always")
@@ -204,6 +203,8 @@ class WindowTask:
     shard: int
     text: str  # Substrings' text file of the shard
     pieces: list[list[int]]  # [row_lo, row_hi, byte_lo, byte_hi]
+    offsets: str  # Substrings' offsets file of the shard
+    piece_bytes: int
     records: str
     local: str
     keep: str
@@ -218,7 +219,7 @@ def window_shard(task: WindowTask) -> dict:
     counts, windows = [], 0
     try:
         with common.naming(rec_out.tmp), open(rec_out.tmp, "wb") as rf, open(loc_out.tmp, "wb") as lf:
-            for _, _, lo, hi in task.pieces:
+            for lo, hi in cut(task.pieces, np.frombuffer(fs.read_bytes(task.offsets), "<i8"), task.piece_bytes):
                 text = np.frombuffer(common.read_range(task.text, lo, hi - lo), dtype=np.uint8)
                 h1, h2, key = window_records(text, task.min_length, task.shard, lo)
                 windows += len(key)
@@ -240,6 +241,20 @@ def window_shard(task: WindowTask) -> dict:
     rec_out.commit()
     loc_out.commit()
     return {"windows": windows, "counts": counts, "cpu": time.process_time() - cpu}
+
+
+def cut(pieces: list[list[int]], starts: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """The shard's pieces cut again, at document boundaries, into (byte_lo, byte_hi) of at most `size` bytes (a
+    longer document alone)."""
+    out = []
+    for _, _, lo, hi in pieces:
+        ends = starts[(starts > lo) & (starts <= hi)]
+        while lo < hi:
+            k = int(np.searchsorted(ends, lo + size, side="right"))
+            stop = int(ends[k - 1]) if k and ends[k - 1] > lo else int(ends[np.searchsorted(ends, lo, side="right")])
+            out.append((lo, stop))
+            lo = stop
+    return out
 
 
 # ---------------------------------------------------------------- phase 2: repeats

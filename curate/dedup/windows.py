@@ -1,5 +1,5 @@
 """The linear-work method of `dedup.Substrings` (`method="hash"`): every window of `min_length` bytes hashed,
-repeats found by sorting hash partitions on disk.
+repeats found by grouping the hashes in partitions on disk.
 
 Why windows suffice: a repeat is a run of whole characters of at least L = `min_length` bytes that occurs twice
 (or earlier, for `keep="first"`). Its substrings of whole characters of at least L bytes repeat too, so the union
@@ -21,23 +21,29 @@ one character width) is written once.
 A window's text is hashed by two polynomial hashes mod the Mersenne prime 2^61 - 1 (fixed random bases; bytes
 mapped to 1..256, so texts of different lengths differ as polynomials): two different texts of at most L + 3
 bytes collide in both with probability at most ((L + 2) / (2^61 - 1))^2, about 2e-33 at L = 100, so with N
-windows the chance of any false repeat is at most N^2 / 2 times that (below 1e-9 for N = 10^12, a terabyte).
+windows the chance of any false repeat is at most N^2 / 2 times that (below 1e-9 for N = 10^12, a terabyte). The
+bound is over the bases' choice: it holds for text not crafted against these fixed bases. A false repeat would
+strike one window of L to L + 3 bytes; nothing else depends on the hash.
 
 Phases, each one task per item, resumable (`common.run_phase`), after `Substrings`' own `text` phase:
 
-1. `windows` (per shard): each piece of the shard (at most `part_bytes`, at document boundaries) hashed; records
-   (hash 1, hash 2, key) with key = shard << 43 | byte offset << 3 | (length - L) << 1 | flag. A text seen twice
+1. `windows` (per shard): each piece of the shard (`Substrings`' pieces cut again at document boundaries to at
+   most `part_bytes` / SHARE) hashed; records (hash 1, hash 2, key) with key = shard << 43 | byte offset << 3 | (length - L) << 1 | flag. A text seen twice
    in one piece is settled there: its later copies (`keep="first"`) or all copies but one (`"none"`, the one kept
    flagged as repeated) written to the shard's `local` file; the rest written sorted by hash partition.
-2. `repeats` (per hash partition): its records of every piece (one ranged read each) sorted by (hash, key); a
-   text of two or more records (or a flagged one), `"none"`: every record; `"first"`: all but the earliest.
+2. `repeats` (per hash partition): its records of every piece (one ranged read each) grouped by hash (`groups`,
+   a hash table); a text of two or more records (or a flagged one), `"none"`: every record; `"first"`: all but
+   the earliest (smallest key).
 3. `spans` (per shard): the shard's repeated windows (its `local` file and every partition's rows for it) merged
    into byte intervals per document, written as `Substrings`' `rewrite` phase reads them.
 
-Memory per task (tracemalloc, tests/test_substrings.py): `windows` about WINDOW_BYTES per byte of a piece;
-`repeats` about REPEAT_BYTES per record of its partition, and partitions are chosen with about `part_bytes`
-records each (a record per character, up to two in text mixing character widths); `spans` 8 bytes per repeated
-window of its shard plus 16 per interval. Disk: 24 bytes per window.
+Memory per task (peak RSS over the interpreter's, 16 MB of the benchmark's text; numba's arrays are invisible to
+tracemalloc): `windows` about 81 bytes per byte of a piece (0.94 records per byte there: one per character start,
+plus the few end windows where character widths mix; up to two per byte at worst); `repeats` about 68 per record
+of its partition (24 of them the record), partitions sized at `part_bytes` / SHARE records. With SHARE = 3 both
+are about 27 x `part_bytes`, what a suffix pair task takes with `keep="none"` (14 per byte of 2 parts). `spans`: 8
+bytes per repeated window of its shard plus 16 per interval (a shard, not a part: the input's file size). Disk:
+24 bytes per window that is not settled in its piece, 8 per one that is.
 """
 
 from __future__ import annotations

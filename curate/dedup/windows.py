@@ -196,9 +196,9 @@ def groups(h1: np.ndarray, h2: np.ndarray, key: np.ndarray) -> tuple:
     return first, size, flagged
 
 
-def partition_of(h1: np.ndarray, parts: int) -> np.ndarray:
-    """Top bits of the 61-bit first hash: which `repeats` task sees a record."""
-    return (h1 >> np.uint64(61 - (parts.bit_length() - 1))).astype(np.int64) if parts > 1 else np.zeros(len(h1), np.int64)
+def partition_shift(parts: int) -> int:
+    """Records go to partition hash 1 >> this: the top bits of the 61-bit hash (`parts` a power of two)."""
+    return 61 - (parts.bit_length() - 1)
 
 
 # ---------------------------------------------------------------- phase 1: windows
@@ -230,16 +230,12 @@ def window_shard(task: WindowTask) -> dict:
                 h1, h2, key = window_records(text, task.min_length, task.shard, lo)
                 windows += len(key)
                 first, size, _ = groups(h1, h2, key)
-                lf.write(key[~first].astype("<u8").tobytes())  # a copy after the piece's first: struck either way
-                if task.keep == "none":
-                    key = key | (size > 1).astype(np.uint64)  # the first copy flagged: struck too, in phase 2
-                h1, h2, key = h1[first], h2[first], key[first]
-                part = partition_of(h1, task.parts)
-                order = np.argsort(part.astype(np.uint16), kind="stable")  # a radix sort
-                rec = np.empty((len(order), 3), "<u8")
-                rec[:, 0], rec[:, 1], rec[:, 2] = h1[order], h2[order], key[order]
+                rec, local, count = _settle(h1, h2, key, first, size, task.keep == "none", task.parts,
+                                            partition_shift(task.parts))
+                del h1, h2, key, first, size
+                lf.write(local.data)
                 rf.write(rec.data)
-                counts.append(np.bincount(part, minlength=task.parts).tolist())
+                counts.append(count.tolist())
     except BaseException:
         rec_out.discard()
         loc_out.discard()
@@ -247,6 +243,37 @@ def window_shard(task: WindowTask) -> dict:
     rec_out.commit()
     loc_out.commit()
     return {"windows": windows, "counts": counts, "cpu": time.process_time() - cpu}
+
+
+@numba.njit(cache=True)
+def _settle(h1: np.ndarray, h2: np.ndarray, key: np.ndarray, first: np.ndarray, size: np.ndarray, flag: bool,
+            parts: int, shift: int) -> tuple:
+    """(records by partition, local keys, records per partition) of a piece: a copy after its text's first in
+    the piece is struck either way (local); the first goes to its partition, flagged (`flag`, keep="none") when
+    the piece holds another copy, so that phase 2 strikes it too. One pass, a counting sort by partition."""
+    count = np.zeros(parts, dtype=np.int64)
+    n_local = 0
+    for r in range(len(h1)):
+        if first[r]:
+            count[np.int64(h1[r] >> np.uint64(shift))] += 1
+        else:
+            n_local += 1
+    at = np.zeros(parts, dtype=np.int64)
+    for p in range(1, parts):
+        at[p] = at[p - 1] + count[p - 1]
+    rec = np.empty((len(h1) - n_local, 3), dtype=np.uint64)
+    local = np.empty(n_local, dtype=np.uint64)
+    j = 0
+    for r in range(len(h1)):
+        if not first[r]:
+            local[j] = key[r]
+            j += 1
+            continue
+        p = np.int64(h1[r] >> np.uint64(shift))
+        rec[at[p], 0], rec[at[p], 1] = h1[r], h2[r]
+        rec[at[p], 2] = key[r] | np.uint64(1) if flag and size[r] > 1 else key[r]
+        at[p] += 1
+    return rec, local, count
 
 
 def cut(pieces: list[list[int]], starts: np.ndarray, size: int) -> list[tuple[int, int]]:

@@ -181,7 +181,7 @@ def test_substrings_and_importance_same_on_local_and_ray(shared, extract_runs, t
 
     shards = sorted(str(p) for p in (extract_runs[0] / "data").glob("*.parquet"))
     target = str(shared / "text" / "clean_en" / "botchan_gutenberg8868.txt")
-    steps = [dedup.Substrings(min_length=100, part_bytes=400_000), quality.Importance(target, fraction=0.5)]
+    steps = [dedup.Substrings(min_length=100, part_bytes=400_000, method="suffix"), quality.Importance(target, fraction=0.5)]
     pipeline = Pipeline(name="substrings", reader=readers.Parquet(), steps=steps)
     pipeline.run(shards, str(tmp_path / "local"), executor=LocalExecutor(1, progress=False))
     ex = Placed(progress=False)

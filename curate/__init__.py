@@ -6,6 +6,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from curate._version import __version__
 from curate.core import kernel_cache
 
 if TYPE_CHECKING:
@@ -37,10 +38,6 @@ if _cache:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "__version__":  # one home: pyproject.toml; read on first use, as importlib.metadata costs ~20 ms
-        from importlib.metadata import version
-
-        return version("peneira")
     if name in _MODULES:
         return importlib.import_module(_MODULES[name])
     if name in _NAMES:

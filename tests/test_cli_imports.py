@@ -80,53 +80,12 @@ def test_light_commands_load_only_what_they_use(run_dir, argv, allowed):
     assert not mods & ARRAYS - allowed, sorted(mods & ARRAYS - allowed)
 
 
-def test_a_one_file_run_loads_no_pandas(tmp_path):
-    """A worker's fixed cost (issue 45): pyarrow imports pandas at its first array where pandas is installed
-    (0.15-0.25 CPU s, ~40 MB a process); a run whose pipeline does not use pandas must not pay for it. The
-    reference: the same run in a process that imported pandas first reports it (the probe sees it)."""
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"id": str(i), "text": f"doc {i} " * 9}) + "\n"
-                                                 for i in range(20)))
-    (tmp_path / "pipe.py").write_text("from curate import Pipeline, filters, readers, writers\n"
-                                      "pipeline = Pipeline(name='p', reader=readers.Jsonl(source='t'), "
-                                      "steps=[filters.Pii()], writer=writers.Parquet())\n")
-    argv = ("run", str(tmp_path / "pipe.py"), "--input", str(tmp_path / "docs.jsonl"), "--workers", "1",
-            "--no-progress", "--overwrite", "--output")
-    mods = loaded(*argv, str(tmp_path / "out"))
-    assert "pyarrow" in mods and "pandas" not in mods
-    assert (tmp_path / "out" / "_done").is_dir()
-    assert "pandas" in loaded(*argv, str(tmp_path / "out2"), before="import pandas\n")
-
-
-SKIPPED = """
-import sys
-import pyarrow as pa
-if sys.argv[1] == "skip":
-    from curate.run.lean import skip_pandas
-    skip_pandas()
-    pa.Table.from_pylist([{"a": "x", "b": 1.5}])
-    assert "pandas" not in sys.modules
-import pandas as pd
-df = pd.DataFrame({"c": pd.Categorical(["a", "b", "a"]), "n": pd.array([1, None, 3], dtype="Int64")})
-t = pa.Table.from_pandas(df)
-print(repr(t.schema), t.to_pylist(), pa.table(df).schema.metadata is not None)
-print(pa.array(df["c"]).type, pa.array(df["n"]).to_pylist(), pa.chunked_array([df["n"]]).type)
-print(t.to_pandas().equals(df), pa.array(pd.Series([pd.Timestamp("2020-01-01 00:00:00.000000001")])).type)
-"""
-
-
-def test_pandas_skipped_by_the_run_works_as_usual_once_imported():
-    """`curate.run.lean.skip_pandas` lets pyarrow settle on "no pandas" in a worker; anything that imports pandas
-    afterwards must get pyarrow's full pandas support: the same conversions as in a process that never skipped."""
-    run = lambda mode: subprocess.run([sys.executable, "-c", SKIPPED, mode], capture_output=True, text=True,  # noqa: E731
-                                      check=True).stdout
-    assert run("skip") == run("plain")
-
-
-def test_the_manifests_version_is_importlib_metadatas():
-    """The run's manifest reads Peneira's version without importing importlib.metadata (35-45 CPU ms a run): the
-    same answer as importlib.metadata's."""
+def test_the_version_has_one_home_that_the_installed_metadata_agrees_with():
+    """curate/_version.py is the one home (pyproject.toml reads it at build time): the installed distribution's
+    metadata and `curate.__version__` (which every run's manifest records) say the same."""
     from importlib.metadata import version
 
-    from curate.run.pipeline import own_version
+    import curate
+    from curate._version import __version__
 
-    assert own_version() == version("peneira")
+    assert curate.__version__ == __version__ == version("peneira")

@@ -27,6 +27,7 @@ from typing import Any
 
 import cloudpickle
 
+from curate._version import __version__
 from curate.core.document import Document, shard_schema
 from curate.core.errors import CorruptState, StepFailed, UsageError
 from curate.core.resources import stage_resources
@@ -44,7 +45,6 @@ from curate.run.executors import make_executor
 from curate.run.executors.base import READ_FIGURES, Executor, ProgressFn
 from curate.run.executors.local import LocalExecutor, check_main_guard
 from curate.run.fingerprint import RUN_LAYOUT, Fingerprinter, describe_change, pipeline_config
-from curate.run.lean import skip_pandas
 
 BATCH_DOCS = 64  # documents a step sees at once ...
 BATCH_CHARS = 16 << 20  # ... or documents of this many characters (HTML as read, else text), whichever comes first
@@ -571,31 +571,8 @@ class Run:
                                "files_not_split": [{"input": u, "why": why} for u, why in self.plan.whole]}}
                if any(not s.whole for s in self.splits) or self.plan.whole else {}),
             "seconds": round(seconds, 2),
-            "versions": {"peneira": own_version(), "python": platform.python_version(), "pyarrow": pyarrow.__version__},
+            "versions": {"peneira": __version__, "python": platform.python_version(), "pyarrow": pyarrow.__version__},
         }
-
-
-def own_version() -> str:
-    """Peneira's installed version, for the manifest: the `Version:` of the first distribution of that name on
-    `sys.path`, as `importlib.metadata.version` finds it, without importing importlib.metadata (35-45 CPU ms: email,
-    zipfile, csv; a tenth of a one-file run's fixed cost, issue 45). Anything unusual: importlib.metadata decides."""
-    for entry in sys.path:
-        try:
-            names = sorted(n for n in os.listdir(entry or ".") if n.lower().startswith(("peneira-", "peneira."))
-                           and n.endswith((".dist-info", ".egg-info")))
-        except OSError:
-            continue
-        for name in names:
-            meta = os.path.join(entry or ".", name, "METADATA" if name.endswith(".dist-info") else "PKG-INFO")
-            with contextlib.suppress(OSError), open(meta, encoding="utf-8") as f:
-                for line in f:
-                    if line.startswith("Version:"):
-                        return line.split(":", 1)[1].strip()
-                    if not line.strip():
-                        break
-    from importlib.metadata import version
-
-    return version("peneira")
 
 
 def _inside(path: str, folder: str, local: bool) -> bool:
@@ -684,7 +661,6 @@ def _load_stage(payload: bytes) -> StreamStage:
     key = hash(payload)
     if key not in _STAGE_CACHE:
         stage = cloudpickle.loads(payload)
-        skip_pandas()  # after the steps' modules are imported: a pipeline that uses pandas keeps it (issue 45)
         for s in stage.steps:
             s.setup()
         _STAGE_CACHE.clear()

@@ -42,9 +42,9 @@ tracemalloc): `windows` about 81 bytes per byte of a piece (0.94 records per byt
 plus the few end windows where character widths mix; up to two per byte at worst); `repeats` about 68 per record
 of its partition (24 of them the record), partitions sized at `part_bytes` / SHARE records. With SHARE = 3 both
 are about 27 x `part_bytes`, what a suffix pair task takes with `keep="none"` (14 per byte of 2 parts). `spans`
-is bounded by a shard, not a part: about 45 bytes per repeated window of its shard (the keys read, sorted, and
+is bounded by a shard, not a part: about 50 bytes per repeated window of its shard (the keys read, sorted, and
 their intervals; 560 MB over the interpreter for a 12.5 MB shard 95% repeated), so inputs should be shards of a
-size a worker holds 45 times. Disk: 24 bytes per window that is not settled in its piece, 8 per one that is.
+size a worker holds 50 times. Disk: 24 bytes per window that is not settled in its piece, 8 per one that is.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""dedup.Substrings: MB/s per core of its phases and peak RSS against corpus size, dedup.Exact as the baseline.
+"""dedup.Substrings: MB/s per core and peak RSS of each phase against corpus size, for both methods (suffix arrays
+of pairs of parts, hashed windows in hash partitions) on the same corpora in the same run, dedup.Exact as the
+baseline.
 
 Corpus: the real text of ../shared/data (web_cc's Common Crawl documents, the extraction gold texts, wikitext-2,
 Botchan, Shakespeare, Portuguese Bosque), cut into documents of at most 8,000 characters and drawn in turn until the
@@ -6,12 +8,16 @@ corpus has SIZE MB of UTF-8; every copy after the first has 2% of its words repl
 share spans of about 50 words (what substring dedup removes) but are rarely equal whole. About 3 MB of distinct text,
 so a 100 MB corpus is mostly repeats: a heavy case for the rewrite.
 
-Each (size, part size) runs in a process of its own on one worker (`LocalExecutor(1)`: every phase on one core), so
-its peak RSS is that process's `ru_maxrss`, and a phase's MB/s is MB per core. Phases: `text` (shards to UTF-8 and
-offsets), `pairs` (the suffix and LCP arrays of each pair of parts and the repeats found: the cross-part scheme),
-`rewrite` (strike, write the shards), `top`. `sa MB/s`: libdivsufsort + Kasai's LCP (+ the longest previous factor
-for keep="first") alone on one pair's text, CPU time. dedup.Exact on the same shards is the baseline in the same
-run (its whole run's MB/s).
+Each (method, size, part size) runs in a process of its own on one worker (`LocalExecutor(1)`: every phase on one
+core, in that process), so a phase's MB/s is MB per core and its peak RSS is the process's high-water mark over the
+phase (reset before it through /proc/self/clear_refs, read from VmHWM: it includes the interpreter and libraries,
+about 200-300 MB). Phases of `method="suffix"`: `text` (shards to UTF-8 and offsets), `pairs` (the suffix and LCP
+arrays of each pair of parts and the repeats found: the cross-part scheme), `rewrite` (strike, write the shards),
+`top`; of `method="hash"`: `text`, `windows` (hash every window, settle a piece's own repeats, write records by hash
+partition), `repeats` (sort each partition), `spans` (repeated windows to intervals), `rewrite`, `top`. `sa MB/s`:
+libdivsufsort + Kasai's LCP (+ the longest previous factor for keep="first") alone on one pair's text, CPU time.
+dedup.Exact on the same shards is the baseline in the same run (its whole run's MB/s); `vs suffix` is the hash
+method's step MB/s over the suffix method's at the same size and part size in the same run.
 
     .venv/bin/python benchmarks/substrings.py --sizes 10 30 100 --part-mb 16 --json benchmarks/substrings.json
     .venv/bin/python benchmarks/substrings.py --markdown benchmarks/substrings.json   # the docs' table
@@ -31,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _data import DATA
@@ -81,8 +88,27 @@ def write_corpus(folder: Path, size_mb: float, files: int = 8) -> int:
     return total
 
 
+def phase_peaks(peaks: dict) -> Callable:
+    """Record each phase's peak RSS (MB) in `peaks`: the high-water mark reset before the phase, read after it.
+    Returns the real `run_phase`, to put back."""
+    from curate.dedup import common
+
+    real = common.run_phase
+
+    def measured(ctx, phase, *args, **kwargs):
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM (Linux >= 4.0)
+        try:
+            return real(ctx, phase, *args, **kwargs)
+        finally:
+            hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM"))
+            peaks[phase] = round(int(hwm.split()[1]) * 1024 / MB, 1)
+
+    common.run_phase = measured
+    return real
+
+
 def one(args) -> dict:
-    """One size and part size in this process: the pipeline, then the baseline; prints a JSON line."""
+    """One method, size and part size in this process: the pipeline, then the baseline; prints a JSON line."""
     from curate import Pipeline, dedup, readers
     from curate.run.executors.local import LocalExecutor
 
@@ -93,11 +119,15 @@ def one(args) -> dict:
         shards_run = Pipeline(name="read", reader=readers.Jsonl(), steps=[])
         shards_run.run(inputs=inputs, output=str(tmp / "read"), executor=LocalExecutor(1, progress=False), progress=False)
         shards = sorted(str(p) for p in (tmp / "read" / "data").glob("*.parquet"))
-        step = dedup.Substrings(min_length=100, keep=args.keep[0], part_bytes=int(args.part_mb * MB))
+        step = dedup.Substrings(min_length=100, keep=args.keep[0], part_bytes=int(args.part_mb * MB),
+                                method=args.methods[0])
+        peaks: dict[str, float] = {}
+        real_run_phase = phase_peaks(peaks)
         t, cpu = time.perf_counter(), time.process_time()
         Pipeline(name="sub", reader=readers.Parquet(), steps=[step]).run(
             inputs=shards, output=str(tmp / "sub"), executor=LocalExecutor(1, progress=False), progress=False)
         wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+        sys.modules["curate.dedup.common"].run_phase = real_run_phase  # dedup.Exact's phases not measured
         st = json.loads((tmp / "sub" / "stats.json").read_text())["steps"][-1]
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         t = time.process_time()
@@ -105,8 +135,11 @@ def one(args) -> dict:
             inputs=shards, output=str(tmp / "exact"), executor=LocalExecutor(1, progress=False), progress=False)
         exact = time.process_time() - t
         ex = st["extra"]
-        return {"size_mb": round(nbytes / MB, 1), "part_mb": args.part_mb, "keep": args.keep[0], "parts": ex["parts"],
-                "pair_tasks": ex["pair_tasks"], "max_pair_mb": round(ex["max_pair_bytes"] / MB, 1),
+        hashed = args.methods[0] == "hash"
+        return {"method": args.methods[0], "size_mb": round(nbytes / MB, 1), "part_mb": args.part_mb,
+                "keep": args.keep[0], "parts": ex["partitions"] if hashed else ex["parts"],
+                "tasks": ex["partitions"] if hashed else ex["pair_tasks"], "phase_rss_mb": peaks,
+                "max_task_mb": round(ex["max_partition_records" if hashed else "max_pair_bytes"] / MB, 1),
                 "seconds": ex["seconds"], "cpu_seconds": ex["cpu_seconds"], "wall": round(wall, 2), "cpu": round(cpu, 2),
                 "exact_cpu": round(exact, 2), "load": round(os.getloadavg()[0], 1),
                 "peak_rss_mb": round(rss / MB, 1), "chars_struck_pct": round(100 * ex["chars_struck"] / st["chars_in"], 1),
@@ -132,21 +165,33 @@ def sa_rate(part_mb: float, keep: str) -> float:
 
 def rates(r: dict) -> dict:
     s, mb = r["cpu_seconds"], r["size_mb"]
-    return {k: round(mb / s[k], 1) if s.get(k) else None for k in ("text", "pairs", "rewrite")} | {
+    return {k: round(mb / v, 1) for k, v in s.items() if v} | {
         "total": round(mb / r["cpu"], 2), "exact": round(mb / r["exact_cpu"], 2)}
+
+
+def versus_suffix(doc: dict, r: dict) -> str:
+    """The hash method's step MB/s over the suffix method's on the same corpus and parts, in the same run."""
+    same = [s for s in doc["runs"] if s.get("method", "suffix") == "suffix" and s["size_mb"] == r["size_mb"]
+            and s["part_mb"] == r["part_mb"] and s["keep"] == r["keep"]]
+    return f"{same[0]['cpu'] / r['cpu']:.1f}x" if same and r.get("method") == "hash" else ""
 
 
 def markdown(path: str) -> str:
     doc = json.loads(Path(path).read_text())
     lines = [f"Machine: {doc['machine']}; `{doc['command']}`; min_length 100, "
              "one worker; MB/s per core: corpus MB over CPU seconds (a phase's tasks' own, the step's and dedup.Exact's "
-             "process), as the machine is shared (load average in the last column).", "",
-             "| keep | corpus MB | part MB | parts | pair tasks | text MB/s | pairs MB/s | rewrite MB/s | step MB/s | "
-             "dedup.Exact MB/s | peak RSS MB | struck | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "process), as the machine is shared (load average in the last column). Parts: parts of the suffix "
+             "method (its tasks: pairs of parts), hash partitions of the hash method (its tasks: one per partition); "
+             "peak RSS per phase: the process's high-water mark over that phase, interpreter included.", "",
+             "| method | keep | corpus MB | part MB | parts | tasks | MB/s per phase | step MB/s | vs suffix | "
+             "dedup.Exact MB/s | peak RSS MB per phase | struck | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["runs"]:
         q = rates(r)
-        lines.append(f"| {r['keep']} | {r['size_mb']} | {r['part_mb']} | {r['parts']} | {r['pair_tasks']} | {q['text']} | {q['pairs']} | "
-                     f"{q['rewrite']} | {q['total']} | {q['exact']} | {r['peak_rss_mb']} | {r['chars_struck_pct']}% | {r['load']} |")
+        phases = " · ".join(f"{k} {q[k]}" for k in r["cpu_seconds"] if k in q)
+        rss = " · ".join(f"{k} {v:.0f}" for k, v in r.get("phase_rss_mb", {}).items()) or str(r["peak_rss_mb"])
+        lines.append(f"| {r.get('method', 'suffix')} | {r['keep']} | {r['size_mb']} | {r['part_mb']} | {r['parts']} | "
+                     f"{r.get('tasks', r.get('pair_tasks'))} | {phases} | {q['total']} | {versus_suffix(doc, r)} | "
+                     f"{q['exact']} | {rss} | {r['chars_struck_pct']}% | {r['load']} |")
     lines += ["", "Suffix + LCP arrays alone (libdivsufsort, one pair's text, CPU time): " +
               ", ".join(f"{k}: {v:.1f} MB/s" for k, v in doc["sa_mb_s"].items())]
     return "\n".join(lines)
@@ -158,6 +203,7 @@ def main() -> None:
     ap.add_argument("--part-mb", type=float, default=16)
     ap.add_argument("--whole", action="store_true", help="also one part holding the whole corpus, per size")
     ap.add_argument("--keep", nargs="*", default=["none"], help='"none" and/or "first"')
+    ap.add_argument("--methods", nargs="*", default=["suffix", "hash"])
     ap.add_argument("--first-sizes", type=float, nargs="*", help='sizes keep="first" runs at (default: all)')
     ap.add_argument("--json")
     ap.add_argument("--markdown", metavar="JSON")
@@ -173,10 +219,11 @@ def main() -> None:
     for keep in args.keep:
         for size in args.sizes if keep == "none" or args.first_sizes is None else args.first_sizes:
             for part in [args.part_mb] + ([round(size * 1.1, 1)] if args.whole else []):
-                out = subprocess.run([sys.executable, __file__, "--one", str(size), "--part-mb", str(part), "--keep", keep],
-                                     check=True, capture_output=True, text=True).stdout
-                runs.append(json.loads(out.strip().splitlines()[-1]))
-                print(json.dumps(runs[-1] | {"mb_s": rates(runs[-1])}), flush=True)
+                for method in args.methods:
+                    out = subprocess.run([sys.executable, __file__, "--one", str(size), "--part-mb", str(part), "--keep",
+                                          keep, "--methods", method], check=True, capture_output=True, text=True).stdout
+                    runs.append(json.loads(out.strip().splitlines()[-1]))
+                    print(json.dumps(runs[-1] | {"mb_s": rates(runs[-1])}), flush=True)
     doc = {"machine": f"{platform.node()} {platform.processor() or platform.machine()}, {platform.python_version()}",
            "command": " ".join(["benchmarks/substrings.py", *sys.argv[1:]]),
            "sa_mb_s": {k: sa_rate(args.part_mb, k) for k in ("none", "first")}, "runs": runs}

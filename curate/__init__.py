@@ -6,8 +6,8 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from curate._version import __version__
 from curate.core import kernel_cache
+from curate.core.version import __version__
 
 if TYPE_CHECKING:
     from curate.core.document import Document

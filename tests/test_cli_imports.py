@@ -81,11 +81,11 @@ def test_light_commands_load_only_what_they_use(run_dir, argv, allowed):
 
 
 def test_the_version_has_one_home_that_the_installed_metadata_agrees_with():
-    """curate/_version.py is the one home (pyproject.toml reads it at build time): the installed distribution's
+    """curate/core/version.py is the one home (pyproject.toml reads it at build time): the installed distribution's
     metadata and `curate.__version__` (which every run's manifest records) say the same."""
     from importlib.metadata import version
 
     import curate
-    from curate._version import __version__
+    from curate.core.version import __version__
 
     assert curate.__version__ == __version__ == version("peneira")

@@ -27,12 +27,12 @@ from typing import Any
 
 import cloudpickle
 
-from curate._version import __version__
 from curate.core.document import Document, shard_schema
 from curate.core.errors import CorruptState, StepFailed, UsageError
 from curate.core.resources import stage_resources
 from curate.core.stats import StepStats, merge_step_lists
 from curate.core.step import GlobalContext, GlobalStep, Reject, Step, as_step
+from curate.core.version import __version__
 from curate.io import fs, state
 from curate.io.outputs import claim, locked, remove_tree
 from curate.io.plan import Plan, input_keys, plan_splits

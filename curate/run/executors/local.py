@@ -108,7 +108,6 @@ _FORKSERVER_MODULE = "curate.run.executors._forkserver"
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Kill a pool's worker processes now and reap them: no task of theirs writes after this returns."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
-    manager = getattr(pool, "_executor_manager_thread", None)  # dropped by shutdown(): taken first
     for p in procs:
         with contextlib.suppress(Exception):
             p.kill()
@@ -117,12 +116,6 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     for p in procs:
         with contextlib.suppress(Exception):
             p.join(timeout=10)
-    if manager is not None:
-        # The pool's manager thread closes its wake-up pipe as it ends; CPython 3.11's exit hook
-        # (concurrent.futures.process._python_exit) writes to that pipe with no lock, and a close between its
-        # check and its write printed "OSError: Bad file descriptor" after a run that stopped with one line.
-        # Its workers are dead, so it ends at once: waited for here, it has nothing left to race at exit.
-        manager.join(timeout=10)
 
 
 def _stop_forkserver() -> None:

@@ -8,8 +8,11 @@ another command needs (tests/test_cli_imports.py holds every light command to th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
+import threading
+import time
 from collections.abc import Iterable
 
 # Subcommand -> the line `curate --help` shows for it, in the order it lists them. Adding a command: one line here.
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)  # the top level has no option with a value
     args = build_parser(load=[command]).parse_args(argv)
-    with stop_on_signals():
+    with _threads_ended(), stop_on_signals():
         try:
             return args.func(args) or 0
         except UsageError as e:
@@ -92,6 +95,23 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             sys.stderr.write(f"curate {args.command}: {disk_full_line(full, args)}\n")
             return 1
+
+
+@contextlib.contextmanager
+def _threads_ended(timeout: float = 10.0):
+    """After the command, wait (at most `timeout` s in all) for the threads it left running. A process pool stopped
+    on an error leaves its manager thread closing its wake-up pipe, and CPython 3.11's exit hook for process pools
+    (run before non-daemon threads are joined) writes to that pipe unlocked: a close between its check and its
+    write printed "OSError: Bad file descriptor" after a command that had stopped with one line. Threads that
+    ended have nothing left to race."""
+    before = set(threading.enumerate())  # a caller's own threads (a test's servers) are not the command's
+    try:
+        yield
+    finally:
+        deadline = time.monotonic() + timeout
+        for t in threading.enumerate():
+            if t not in before and not t.daemon:
+                t.join(max(0.0, deadline - time.monotonic()))
 
 
 def disk_full_line(e: OSError, args) -> str:
